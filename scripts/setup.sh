@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs everything the host needs, idempotently: bubblewrap for the local sandbox,
+# uv, and the locked Python environment in .venv. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '[setup] %s\n' "$*"; }
+
+need_apt=()
+command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
+command -v git >/dev/null 2>&1 || need_apt+=(git)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    log "installing ${need_apt[*]} (apt-get)"
+    if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# Python >= 3.12 for the host package (Harbor needs it).
+find_python() {
+    for candidate in "${PTB_HOST_PYTHON:-}" python3.13 python3.12 \
+        "$HOME"/.pyenv/versions/3.13*/bin/python3.13 "$HOME"/.pyenv/versions/3.12*/bin/python3.12; do
+        [ -n "$candidate" ] || continue
+        if "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+            command -v "$candidate" 2>/dev/null || echo "$candidate"
+            return 0
+        fi
+    done
+    return 1
+}
+PY=$(find_python) || { echo "error: Python >= 3.12 not found; set PTB_HOST_PYTHON" >&2; exit 2; }
+
+# uv installs the locked dependencies; keep it in a private tools venv.
+UV=.tools/bin/uv
+if [ ! -x "$UV" ]; then
+    log "installing uv into .tools/"
+    "$PY" -m venv .tools
+    .tools/bin/python -m pip install -q uv
+fi
+export UV_PYTHON_DOWNLOADS=never
+log "syncing .venv from uv.lock"
+"$UV" sync --frozen --quiet --python "$PY"
+log "ready: .venv/bin/ptb"

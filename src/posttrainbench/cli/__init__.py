@@ -1,0 +1,1 @@
+"""The `ptb` command line: one module per command group."""

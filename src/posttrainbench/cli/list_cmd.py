@@ -1,0 +1,41 @@
+"""`ptb list benchmarks|models`: show the catalog."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from posttrainbench.catalog import list_benchmarks, list_models
+
+app = typer.Typer(help="Show the benchmarks and base models in the catalog.", no_args_is_help=True)
+
+JsonFlag = typer.Option(False, "--json", help="Print JSON instead of a table.")
+
+
+@app.command("benchmarks")
+def benchmarks(as_json: bool = JsonFlag) -> None:
+    """List the benchmarks."""
+    items = list_benchmarks()
+    if as_json:
+        typer.echo(json.dumps([b.model_dump() for b in items], indent=2))
+        return
+    table = Table("id", "name", "evaluator", "data")
+    for b in items:
+        table.add_row(b.id, b.display_name, "yes" if b.implemented else "not yet", b.data_source)
+    Console().print(table)
+
+
+@app.command("models")
+def models(as_json: bool = JsonFlag) -> None:
+    """List the base models."""
+    items = list_models()
+    if as_json:
+        typer.echo(json.dumps([m.model_dump() for m in items], indent=2))
+        return
+    table = Table("id", "name", "source", "params (B)")
+    for m in items:
+        table.add_row(m.id, m.display_name, m.source, f"{m.params_b:g}")
+    Console().print(table)

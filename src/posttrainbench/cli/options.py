@@ -1,0 +1,25 @@
+"""Command-line options shared by several commands."""
+
+from __future__ import annotations
+
+import typer
+
+Hours = typer.Option(10.0, "--hours", help="The agent's time budget in hours.")
+Gpus = typer.Option(None, "--gpus", help="GPUs per task (default 1; 0 for the offline CPU model).")
+Benchmark = typer.Option(..., "--benchmark", "-b", help="Benchmark id (see `ptb list benchmarks`).")
+Model = typer.Option(..., "--model", "-m", help="Base model id (see `ptb list models`).")
+
+
+def compile_options(**values: object) -> "CompileOptions":
+    """Build CompileOptions, turning a validation failure into one clear line."""
+    from pydantic import ValidationError
+
+    from posttrainbench.errors import PtbError
+    from posttrainbench.tasks.options import CompileOptions
+
+    try:
+        return CompileOptions(**values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise PtbError(f"invalid --{field.replace('_', '-')}: {first['msg']}") from None

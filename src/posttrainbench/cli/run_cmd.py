@@ -1,0 +1,49 @@
+"""`ptb run`: compile one task and run it through Harbor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from posttrainbench.cli.options import Benchmark, Gpus, Hours, Model, compile_options
+from posttrainbench.errors import PtbError
+
+# Kept in sync with runner.environments.ENV_NAMES (imported lazily: Harbor is slow to import).
+ENV_NAMES = ("local", "docker", "modal", "daytona")
+
+
+def run(
+    benchmark: str = Benchmark,
+    model: str = Model,
+    agent: str = typer.Option(..., "--agent", "-a", help="Harbor agent name (oracle, claude-code, codex, ...) or module:Class."),
+    agent_model: str | None = typer.Option(None, "--agent-model", help="Model the agent uses, e.g. anthropic/claude-opus-4-1."),
+    env: str = typer.Option("local", "--env", "-e", help=f"Where trials run: {', '.join(ENV_NAMES)}."),
+    hours: float = Hours,
+    gpus: int | None = Gpus,
+    n_concurrent: int = typer.Option(1, "-n", "--n-concurrent", help="Trials run at once."),
+    attempts: int = typer.Option(1, "--attempts", "-k", help="Trials per task."),
+    runs_dir: Path = typer.Option(Path("ptb-runs"), "--runs-dir", help="Where runs are written."),
+) -> None:
+    """Run an agent on one (benchmark, model) task through Harbor's Job API."""
+    from posttrainbench.cli.summary import print_trials
+    from posttrainbench.runner.job_runner import RunRequest, run as run_job
+
+    if env not in ENV_NAMES:
+        raise PtbError(f"unknown environment {env!r}; choose one of: {', '.join(ENV_NAMES)}")
+    if n_concurrent < 1 or attempts < 1:
+        raise PtbError("-n and --attempts must be at least 1")
+    request = RunRequest(
+        benchmark=benchmark,
+        model=model,
+        agent=agent,
+        agent_model=agent_model,
+        env=env,
+        n_concurrent=n_concurrent,
+        attempts=attempts,
+        runs_dir=runs_dir,
+        options=compile_options(hours=hours, gpus=gpus),
+    )
+    record = run_job(request)
+    print_trials(Console(), record)

@@ -1,0 +1,42 @@
+"""`ptb tasks generate`: compile Harbor task directories."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from posttrainbench.catalog import get_model, list_models
+from posttrainbench.cli.options import Gpus, Hours, compile_options
+from posttrainbench.errors import PtbError
+
+app = typer.Typer(help="Compile PostTrainBench tasks for Harbor.", no_args_is_help=True)
+
+
+@app.command("generate")
+def generate(
+    out: Path = typer.Option(..., "-o", "--out", help="Directory to write the task directories into."),
+    benchmark: str | None = typer.Option(None, "--benchmark", "-b", help="Benchmark id."),
+    model: str | None = typer.Option(None, "--model", "-m", help="Base model id."),
+    all_pairs: bool = typer.Option(False, "--all", help="Every implemented benchmark x every model."),
+    hours: float = Hours,
+    gpus: int | None = Gpus,
+) -> None:
+    """Write one Harbor task directory per (benchmark, model) pair."""
+    from posttrainbench.tasks.compiler import compile_task, implemented_benchmarks
+
+    if all_pairs == bool(benchmark or model):
+        raise PtbError("give either --benchmark and --model, or --all")
+    if not all_pairs and not (benchmark and model):
+        raise PtbError("--benchmark and --model are both required without --all")
+    options = compile_options(hours=hours, gpus=gpus)
+    if all_pairs:
+        pairs = [(b.id, m.id) for b in implemented_benchmarks() for m in list_models()]
+    else:
+        get_model(model)  # validate both ids before writing anything
+        pairs = [(benchmark, model)]
+    console = Console()
+    for benchmark_id, model_id in pairs:
+        path = compile_task(benchmark_id, model_id, out, options)
+        console.print(f"wrote {path}")

@@ -1,0 +1,1 @@
+"""Run compiled tasks through Harbor's Job API and record what happened."""

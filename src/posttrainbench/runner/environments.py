@@ -1,0 +1,33 @@
+"""Map `--env` names to Harbor environment configurations."""
+
+from __future__ import annotations
+
+import os
+
+from harbor.models.trial.config import EnvironmentConfig
+
+from posttrainbench.errors import RunError
+
+LOCAL_SANDBOX = "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
+ENV_NAMES = ("local", "docker", "modal", "daytona")
+
+
+def harbor_environment(name: str, *, cpus: int | None = None, memory_mb: int | None = None) -> EnvironmentConfig:
+    """The Harbor environment config for `name`, with optional resource overrides.
+
+    Overrides let a task compiled for a 16-core, 128 GB cloud machine run on a smaller
+    local machine without recompiling it.
+    """
+    if name not in ENV_NAMES:
+        raise RunError(f"unknown environment {name!r}; choose one of: {', '.join(ENV_NAMES)}")
+    overrides = {"override_cpus": cpus, "override_memory_mb": memory_mb}
+    if name == "local":
+        return EnvironmentConfig(import_path=LOCAL_SANDBOX, **overrides)
+    return EnvironmentConfig(type=name, **overrides)
+
+
+def local_resources() -> tuple[int, int]:
+    """This machine's CPU count and memory in MB, for runs on local environments."""
+    cpus = os.cpu_count() or 1
+    pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return cpus, pages // (1024 * 1024)

@@ -1,0 +1,137 @@
+"""Compile a task and run it through Harbor's Job API (never a re-implementation)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from datetime import datetime
+from importlib.metadata import version
+from pathlib import Path
+
+from harbor.job import Job
+from harbor.models.job.config import JobConfig
+from harbor.models.trial.config import AgentConfig, TaskConfig
+from harbor.models.trial.result import TrialResult
+from pydantic import BaseModel, ConfigDict, Field
+
+import posttrainbench
+from posttrainbench.errors import RunError
+from posttrainbench.runner.environments import harbor_environment, local_resources
+from posttrainbench.runner.record import RunRecord, TrialRecord
+from posttrainbench.tasks.compiler import compile_task
+from posttrainbench.tasks.options import CompileOptions
+
+LOCAL_ENVS = ("local", "docker")
+
+
+class RunRequest(BaseModel):
+    """What `ptb run` was asked to do."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    benchmark: str
+    model: str
+    agent: str = "oracle"
+    agent_model: str | None = None
+    env: str = "local"
+    n_concurrent: int = Field(default=1, ge=1)
+    attempts: int = Field(default=1, ge=1)
+    runs_dir: Path = Path("ptb-runs")
+    run_id: str | None = None
+    options: CompileOptions = Field(default_factory=CompileOptions)
+    quiet: bool = False
+
+
+def _agent_config(agent: str, agent_model: str | None) -> AgentConfig:
+    # `module:Class` selects a custom agent; anything else is a Harbor agent name.
+    if ":" in agent:
+        return AgentConfig(import_path=agent, model_name=agent_model)
+    return AgentConfig(name=agent, model_name=agent_model)
+
+
+def _trial_record(result: TrialResult) -> TrialRecord:
+    trial_dir = Path(result.trial_uri.removeprefix("file://"))
+    reward = None
+    if result.verifier_result and result.verifier_result.rewards:
+        value = result.verifier_result.rewards.get("reward")
+        reward = float(value) if value is not None else None
+    error = None
+    if result.exception_info:
+        error = f"{result.exception_info.exception_type}: {result.exception_info.exception_message}"
+    metrics = trial_dir / "verifier" / "metrics.json"
+    return TrialRecord(
+        trial_name=result.trial_name,
+        trial_dir=str(trial_dir),
+        reward=reward,
+        error=error,
+        metrics_path=str(metrics) if metrics.exists() else None,
+    )
+
+
+def job_config(request: RunRequest, task_dir: Path, jobs_dir: Path, run_id: str) -> JobConfig:
+    """The Harbor job for this request: one task, one agent, K attempts."""
+    cpus = memory_mb = None
+    if request.env in LOCAL_ENVS:
+        # Cap the cloud-sized request at what this machine has.
+        host_cpus, host_mb = local_resources()
+        cpus = min(request.options.cpus, host_cpus)
+        memory_mb = min(request.options.memory_gb * 1024, host_mb)
+    return JobConfig(
+        job_name=run_id,
+        jobs_dir=jobs_dir,
+        n_attempts=request.attempts,
+        n_concurrent_trials=request.n_concurrent,
+        quiet=request.quiet,
+        agents=[_agent_config(request.agent, request.agent_model)],
+        environment=harbor_environment(request.env, cpus=cpus, memory_mb=memory_mb),
+        tasks=[TaskConfig(path=task_dir)],
+    )
+
+
+async def execute(request: RunRequest) -> RunRecord:
+    """Compile the task, run the Harbor job, and keep the run record up to date."""
+    os.environ.setdefault("HARBOR_TELEMETRY", "0")
+    started = datetime.now()
+    run_id = request.run_id or (
+        f"{request.benchmark}-{request.model}-{request.agent.replace(':', '.')}-"
+        f"{started:%Y%m%d-%H%M%S}"
+    )
+    run_dir = request.runs_dir.resolve() / run_id
+    task_dir = compile_task(request.benchmark, request.model, run_dir / "tasks", request.options)
+    jobs_dir = run_dir / "jobs"
+    record = RunRecord(
+        run_id=run_id,
+        command="run",
+        benchmark=request.benchmark,
+        model=request.model,
+        agent=request.agent,
+        agent_model=request.agent_model,
+        environment=request.env,
+        hours=request.options.hours,
+        attempts=request.attempts,
+        task_dir=str(task_dir),
+        job_dir=str(jobs_dir / run_id),
+        harbor_version=version("harbor"),
+        posttrainbench_version=posttrainbench.__version__,
+        started_at=started,
+    )
+    record_path = run_dir / "run.json"
+    record.write(record_path)
+    try:
+        job = await Job.create(job_config(request, task_dir, jobs_dir, run_id))
+        result = await job.run()
+    except (ValueError, FileNotFoundError) as exc:
+        record.status = "failed"
+        record.finished_at = datetime.now()
+        record.write(record_path)
+        raise RunError(f"harbor could not run the job: {str(exc).splitlines()[0]}") from exc
+    record.trials = [_trial_record(t) for t in result.trial_results]
+    record.status = "completed" if all(t.error is None for t in record.trials) else "errored"
+    record.finished_at = datetime.now()
+    record.write(record_path)
+    return record
+
+
+def run(request: RunRequest) -> RunRecord:
+    """Synchronous wrapper of `execute` for the CLI."""
+    return asyncio.run(execute(request))

@@ -1,0 +1,56 @@
+"""The run record: a machine-readable summary of one `ptb run` or `ptb demo`."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+
+class TrialRecord(BaseModel):
+    """One Harbor trial of a run."""
+
+    trial_name: str
+    trial_dir: str
+    reward: float | None = None
+    error: str | None = None
+    metrics_path: str | None = None
+
+
+class RunRecord(BaseModel):
+    """Everything needed to find and interpret a run's results later."""
+
+    run_id: str
+    command: str
+    benchmark: str
+    model: str
+    agent: str
+    agent_model: str | None = None
+    environment: str
+    hours: float
+    attempts: int
+    task_dir: str
+    job_dir: str
+    harbor_version: str
+    posttrainbench_version: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    status: str = "running"
+    trials: list[TrialRecord] = Field(default_factory=list)
+
+    def write(self, path: Path) -> None:
+        """Write atomically (temp file + rename) so a crash never leaves half a record."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".run.", dir=path.parent)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(self.model_dump_json(indent=2))
+        os.replace(tmp, path)
+
+    @classmethod
+    def read(cls, path: Path) -> "RunRecord":
+        """Read a record written by `write`."""
+        return cls.model_validate(json.loads(path.read_text()))

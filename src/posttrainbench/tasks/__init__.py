@@ -1,0 +1,1 @@
+"""Compile (benchmark, base model) pairs into Harbor task directories."""

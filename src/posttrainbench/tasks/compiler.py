@@ -1,0 +1,203 @@
+"""Render one Harbor task directory per (benchmark, base model) from template files.
+
+The output is written to a temporary sibling directory and renamed into place, so an
+interrupted or failed compilation never leaves a half-written task behind.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+import posttrainbench
+from posttrainbench.catalog import (
+    BaseModelSpec,
+    BenchmarkSpec,
+    get_benchmark,
+    get_model,
+    list_benchmarks,
+)
+from posttrainbench.errors import OutputDirError, PtbError
+from posttrainbench.schemas import TaskSpec
+from posttrainbench.tasks.options import CompileOptions
+
+BASE_MODEL_PATH = "/opt/ptb/models/base"
+# The in-sandbox packages copied into each task (stdlib + ML deps only, no host code).
+PAYLOAD_PACKAGES = ("benchmarks", "evaluation", "training", "sandbox")
+PAYLOAD_MODULES = ("__init__.py", "schemas.py")
+SOLUTION_MODULES = {"bfcl": "posttrainbench.training.sft_bfcl"}
+SNAPSHOT_MAX_FILE_BYTES = 512 * 1024
+SNAPSHOT_MAX_TOTAL_BYTES = 20 * 1024 * 1024
+
+
+class BenchmarkNotImplementedError(PtbError):
+    """The benchmark is in the catalog but has no evaluator yet."""
+
+
+def package_root() -> Path:
+    """Directory of the installed `posttrainbench` package."""
+    return Path(str(resources.files(posttrainbench)))
+
+
+def _templates() -> Environment:
+    root = package_root() / "tasks" / "templates"
+    return Environment(
+        loader=FileSystemLoader(str(root)),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def task_name(benchmark_id: str, model_id: str) -> str:
+    """Directory name of the task for this pair."""
+    return f"{benchmark_id}-{model_id}"
+
+
+def _hours_text(hours: float) -> str:
+    minutes = round(hours * 60)
+    if minutes < 120:
+        return f"{minutes} minutes"
+    return f"{hours:g} hours"
+
+
+def build_spec(benchmark: BenchmarkSpec, model: BaseModelSpec, options: CompileOptions) -> TaskSpec:
+    """The typed task description that the sandbox code reads as task.json."""
+    gpus = options.gpus if options.gpus is not None else (0 if model.offline else 1)
+    return TaskSpec(
+        benchmark=benchmark.id,
+        benchmark_name=benchmark.display_name,
+        model=model.id,
+        model_source=model.source,
+        hours=options.hours,
+        gpus=gpus,
+        feedback=options.feedback,
+        agent_eval_limit=options.agent_eval_limit,
+        final_eval_limit=options.final_eval_limit,
+        score_base_model=options.score_base_model,
+        seed=options.seed,
+    )
+
+
+def _context(benchmark: BenchmarkSpec, model: BaseModelSpec, spec: TaskSpec, options: CompileOptions) -> dict:
+    context_file = package_root() / "tasks" / "context" / f"{benchmark.id}.md"
+    hardware = (
+        f"{spec.gpus} GPU(s), {options.cpus} CPU cores, {options.memory_gb} GB RAM"
+        if spec.gpus
+        else f"no GPU, {options.cpus} CPU cores, {options.memory_gb} GB RAM"
+    )
+    agent_timeout = int(options.hours * 3600)
+    return {
+        "spec": spec,
+        "benchmark": benchmark,
+        "model": model,
+        "version": posttrainbench.__version__,
+        "hours_text": _hours_text(options.hours),
+        "hardware_text": hardware,
+        "feedback_text": "the same test set the final evaluation uses",
+        "task_context": context_file.read_text().strip(),
+        "base_model_path": BASE_MODEL_PATH,
+        "budget_seconds": agent_timeout,
+        "agent_timeout_sec": agent_timeout,
+        "verifier_timeout_sec": int(options.verifier_timeout_min * 60),
+        "collect_timeout_sec": 1800,
+        "build_timeout_sec": 3600,
+        "cpus": options.cpus,
+        "memory_mb": options.memory_gb * 1024,
+        "storage_mb": options.storage_gb * 1024,
+        "default_base_image": options.base_image,
+        "solution_module": SOLUTION_MODULES[benchmark.id],
+        "solution_minutes": options.solution_minutes,
+        "snapshot_max_file_bytes": SNAPSHOT_MAX_FILE_BYTES,
+        "snapshot_max_total_bytes": SNAPSHOT_MAX_TOTAL_BYTES,
+    }
+
+
+def _render_tree(env: Environment, context: dict, out: Path) -> None:
+    """Render every template (`*.j2`) and copy every static file into `out`."""
+    template_root = package_root() / "tasks" / "templates"
+    for source in sorted(template_root.rglob("*")):
+        if source.is_dir():
+            continue
+        rel = source.relative_to(template_root)
+        target = out / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.suffix == ".j2":
+            target = target.with_suffix("")
+            target.write_text(env.get_template(rel.as_posix()).render(**context))
+        else:
+            shutil.copyfile(source, target)
+        if target.suffix == ".sh":
+            target.chmod(0o755)
+
+
+def _copy_payload(lib: Path) -> None:
+    """Copy the in-sandbox packages into `lib/posttrainbench/`."""
+    root = package_root()
+    dest = lib / "posttrainbench"
+    dest.mkdir(parents=True)
+    for name in PAYLOAD_MODULES:
+        shutil.copyfile(root / name, dest / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "tests")
+    for name in PAYLOAD_PACKAGES:
+        shutil.copytree(root / name, dest / name, ignore=ignore)
+
+
+def _write_environment_files(out: Path, spec: TaskSpec) -> None:
+    evaluation = package_root() / "evaluation"
+    shutil.copyfile(evaluation / "requirements.txt", out / "environment" / "requirements.txt")
+    nodeps = evaluation / "requirements-nodeps.txt"
+    if nodeps.exists():
+        shutil.copyfile(nodeps, out / "environment" / "ptb" / "requirements-nodeps.txt")
+    chat_templates = evaluation / "templates"
+    workspace_templates = out / "environment" / "workspace" / "templates"
+    if chat_templates.is_dir():
+        shutil.copytree(chat_templates, workspace_templates)
+    else:
+        workspace_templates.mkdir(parents=True)
+    context = package_root() / "tasks" / "context" / f"{spec.benchmark}.md"
+    task_context = out / "environment" / "workspace" / "task_context"
+    task_context.mkdir(parents=True)
+    shutil.copyfile(context, task_context / "README.md")
+    _copy_payload(out / "environment" / "ptb" / "lib")
+    _copy_payload(out / "tests" / "lib")
+    spec.dump(out / "environment" / "ptb" / "task.json")
+    spec.dump(out / "tests" / "task.json")
+
+
+def compile_task(benchmark_id: str, model_id: str, out_dir: Path, options: CompileOptions) -> Path:
+    """Write the Harbor task for (benchmark, model) into `out_dir/<name>`; return its path."""
+    benchmark = get_benchmark(benchmark_id)
+    model = get_model(model_id)
+    if not benchmark.implemented:
+        raise BenchmarkNotImplementedError(
+            f"benchmark {benchmark.id!r} has no evaluator yet; implemented: "
+            + ", ".join(b.id for b in implemented_benchmarks())
+        )
+    spec = build_spec(benchmark, model, options)
+    final = out_dir / task_name(benchmark.id, model.id)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=out_dir))
+    except OSError as exc:
+        raise OutputDirError(f"cannot write to output directory {out_dir}: {exc.strerror}") from exc
+    try:
+        _render_tree(_templates(), _context(benchmark, model, spec, options), staging)
+        _write_environment_files(staging, spec)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return final
+
+
+def implemented_benchmarks() -> list[BenchmarkSpec]:
+    """Benchmarks that have an evaluator and a reference solution."""
+    return [b for b in list_benchmarks() if b.implemented]
