@@ -58,6 +58,7 @@ def demo_request(settings: DemoSettings) -> RunRequest:
         agent="oracle",
         env="local",
         runs_dir=settings.runs_dir,
+        command="demo",
         run_id=f"demo-{time.strftime('%Y%m%d-%H%M%S')}",
         options=options,
     )

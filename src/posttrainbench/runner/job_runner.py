@@ -13,6 +13,7 @@ from harbor.models.job.config import JobConfig
 from harbor.models.trial.config import AgentConfig, TaskConfig
 from harbor.models.trial.result import TrialResult
 from pydantic import BaseModel, ConfigDict, Field
+from rich.console import Console
 
 import posttrainbench
 from posttrainbench.errors import RunError
@@ -40,6 +41,7 @@ class RunRequest(BaseModel):
     run_id: str | None = None
     options: CompileOptions = Field(default_factory=CompileOptions)
     quiet: bool = False
+    command: str = "run"
 
 
 def _agent_config(agent: str, agent_model: str | None) -> AgentConfig:
@@ -101,7 +103,7 @@ async def execute(request: RunRequest) -> RunRecord:
     jobs_dir = run_dir / "jobs"
     record = RunRecord(
         run_id=run_id,
-        command="run",
+        command=request.command,
         benchmark=request.benchmark,
         model=request.model,
         agent=request.agent,
@@ -118,13 +120,20 @@ async def execute(request: RunRequest) -> RunRecord:
     record_path = run_dir / "run.json"
     record.write(record_path)
     try:
+        if request.env == "local":
+            from posttrainbench.runner.prebuild import prebuild_local_environment
+
+            prebuild_local_environment(task_dir, Console(stderr=request.quiet))
         job = await Job.create(job_config(request, task_dir, jobs_dir, run_id))
         result = await job.run()
-    except (ValueError, FileNotFoundError) as exc:
+    except BaseException as exc:
+        # Keep the record truthful whatever stopped the run (error, Ctrl-C).
         record.status = "failed"
         record.finished_at = datetime.now()
         record.write(record_path)
-        raise RunError(f"harbor could not run the job: {str(exc).splitlines()[0]}") from exc
+        if isinstance(exc, (ValueError, FileNotFoundError)):
+            raise RunError(f"harbor could not run the job: {str(exc).splitlines()[0]}") from exc
+        raise
     record.trials = [_trial_record(t) for t in result.trial_results]
     record.status = "completed" if all(t.error is None for t in record.trials) else "errored"
     record.finished_at = datetime.now()

@@ -1,0 +1,100 @@
+"""The benchmark interface used inside task sandboxes.
+
+A benchmark is: a loader (``load``), a prompt builder (``build_messages`` /
+``build_prompt``), generation settings, and a scorer (``score``). Stdlib only, so
+host tests without torch can import every scorer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence
+
+Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": str}
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """Decoding settings; temperature 0 means greedy."""
+
+    max_new_tokens: int = 128
+    temperature: float = 0.0
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One test item. ``data`` holds the benchmark-specific fields."""
+
+    id: str
+    category: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """Outcome of scoring one completion. ``score`` is in [0, 1]."""
+
+    score: float
+    error_type: str | None = None
+    detail: str = ""
+
+    @property
+    def correct(self) -> bool:
+        return self.score >= 1.0
+
+
+class ChatTokenizer(Protocol):
+    """The part of a Hugging Face tokenizer that prompt rendering needs."""
+
+    chat_template: Any
+
+    def apply_chat_template(self, conversation: Any, **kwargs: Any) -> Any: ...
+
+
+def render_plain(messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
+    """Tokenizer-free fallback rendering (ChatML-like), used when no chat template exists."""
+    parts = [f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages]
+    if add_generation_prompt:
+        parts.append("<|im_start|>assistant\n")
+    return "".join(parts)
+
+
+def render_messages(messages: Sequence[Message], tokenizer: ChatTokenizer | None = None) -> str:
+    """Render chat messages to the prompt text the model sees."""
+    if tokenizer is not None and getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+    return render_plain(messages)
+
+
+class Benchmark(ABC):
+    """Base class for sandbox benchmarks; subclasses are small and mostly data."""
+
+    id: str
+    name: str
+    generation: GenerationSettings = GenerationSettings()
+
+    @abstractmethod
+    def load(self, split: str = "test", limit: int | None = None) -> list[Sample]:
+        """Return the first *limit* samples of *split* in a fixed order (None = all)."""
+
+    @abstractmethod
+    def build_messages(self, sample: Sample) -> list[Message]:
+        """Chat messages for *sample* (without the answer)."""
+
+    @abstractmethod
+    def score(self, sample: Sample, completion: str) -> ScoreResult:
+        """Score one model completion for *sample*."""
+
+    def build_prompt(self, sample: Sample, tokenizer: ChatTokenizer | None = None) -> str:
+        """Prompt text: the tokenizer's chat template, or :func:`render_plain` without one."""
+        return render_messages(self.build_messages(sample), tokenizer)
+
+    def data_sha256(self, samples: Sequence[Sample]) -> str:
+        """Hash of the evaluated items, so two runs can show they used the same questions."""
+        h = hashlib.sha256()
+        for s in samples:
+            h.update(json.dumps({"id": s.id, "data": s.data}, sort_keys=True).encode())
+        return h.hexdigest()

@@ -1,0 +1,1 @@
+"""BFCL v4 ``simple_python``: data from the ``bfcl-eval`` package, AST scoring."""

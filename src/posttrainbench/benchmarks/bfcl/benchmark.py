@@ -1,0 +1,44 @@
+"""BFCL v4 ``simple_python`` as a sandbox :class:`Benchmark`."""
+
+from __future__ import annotations
+
+from ..base import Benchmark, GenerationSettings, Message, Sample, ScoreResult
+from .checker import check_simple_call
+from .data import load_category
+from .decode import DecodeError, decode_calls
+from .prompt import build_messages
+
+
+class BfclSimplePython(Benchmark):
+    """400 single-function python questions; one test split (BFCL has no train split)."""
+
+    id = "bfcl"
+    name = "BFCL v4 simple_python"
+    category = "simple_python"
+    generation = GenerationSettings(max_new_tokens=96, temperature=0.0)
+
+    def load(self, split: str = "test", limit: int | None = None) -> list[Sample]:
+        if split != "test":
+            raise ValueError(f"BFCL simple_python only has a 'test' split, not {split!r}")
+        rows = load_category(self.category)
+        if limit is not None:
+            rows = rows[:limit]
+        return [
+            Sample(
+                id=r["id"],
+                category=self.category,
+                data={"question": r["question"][0], "function": r["function"], "ground_truth": r["ground_truth"]},
+            )
+            for r in rows
+        ]
+
+    def build_messages(self, sample: Sample) -> list[Message]:
+        return build_messages(sample.data["function"], sample.data["question"])
+
+    def score(self, sample: Sample, completion: str) -> ScoreResult:
+        try:
+            calls = decode_calls(completion)
+        except DecodeError as exc:
+            return ScoreResult(0.0, "decode_error", str(exc))
+        check = check_simple_call(sample.data["function"][0], calls, sample.data["ground_truth"])
+        return ScoreResult(1.0 if check.valid else 0.0, check.error_type, check.detail)

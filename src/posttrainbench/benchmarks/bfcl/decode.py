@@ -1,0 +1,112 @@
+"""Turn a model's text into calls: ``[f(a=1), g(b="x")]`` -> ``[{"f": {"a": 1}}, ...]``.
+
+Follows BFCL's prompt-mode decoding: strip backticks/newlines/spaces, wrap in ``[...]``
+when the brackets are missing, parse with :mod:`ast`; every element must be a call with
+keyword arguments. Values are resolved without ``eval``.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from typing import Any
+
+Call = dict[str, dict[str, Any]]
+
+_BINOPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+
+
+class DecodeError(ValueError):
+    """The completion is not a list of python calls."""
+
+
+def _dotted_name(node: ast.expr) -> str:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    else:
+        raise DecodeError(f"unsupported callee {ast.unparse(node)!r}")
+    return ".".join(reversed(parts))
+
+
+def _value(node: ast.expr) -> Any:
+    if isinstance(node, ast.Constant):
+        return "..." if node.value is Ellipsis else node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = _value(node.operand)
+        if not isinstance(inner, (int, float)) or isinstance(inner, bool):
+            raise DecodeError(f"cannot negate {inner!r}")
+        return -inner if isinstance(node.op, ast.USub) else inner
+    if isinstance(node, ast.List):
+        return [_value(v) for v in node.elts]
+    if isinstance(node, ast.Tuple):
+        return tuple(_value(v) for v in node.elts)
+    if isinstance(node, ast.Dict):
+        return {_value(k): _value(v) for k, v in zip(node.keys, node.values) if k is not None}
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        left, right = _value(node.left), _value(node.right)
+        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (left, right)):
+            try:
+                if isinstance(node.op, ast.Pow) and abs(right) > 64:
+                    raise DecodeError("exponent too large")
+                return _BINOPS[type(node.op)](left, right)
+            except (ArithmeticError, OverflowError) as exc:
+                raise DecodeError(str(exc)) from None
+        return ast.unparse(node)
+    if isinstance(node, ast.Name):  # a bare variable name: BFCL keeps it as a string
+        return node.id
+    if isinstance(node, ast.Call):
+        if not node.keywords:
+            return ast.unparse(node)
+        return _call(node)
+    return ast.unparse(node)
+
+
+def _call(node: ast.Call) -> Call:
+    args: dict[str, Any] = {}
+    for kw in node.keywords:
+        if kw.arg is None:
+            raise DecodeError("**kwargs are not allowed")
+        args[kw.arg] = _value(kw.value)
+    return {_dotted_name(node.func): args}
+
+
+def decode_calls(completion: str) -> list[Call]:
+    """Parse *completion* into a list of calls; raise :class:`DecodeError` if it isn't one."""
+    text = completion.strip("`\n ")
+    if not text.startswith("["):
+        text = "[" + text
+    if not text.endswith("]"):
+        text = text + "]"
+    text = text.strip().strip("'")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError) as exc:
+        raise DecodeError(f"not python: {exc}") from None
+    body = tree.body
+    elements = [body] if isinstance(body, ast.Call) else getattr(body, "elts", None)
+    if elements is None:
+        raise DecodeError("expected a list of calls")
+    calls = []
+    for elem in elements:
+        if not isinstance(elem, ast.Call):
+            raise DecodeError(f"not a call: {ast.unparse(elem)!r}")
+        calls.append(_call(elem))
+    return calls
+
+
+def format_call(name: str, args: dict[str, Any]) -> str:
+    """Inverse of decoding for plain values: ``f(a=1, b='x')`` (python literal syntax)."""
+    inner = ", ".join(f"{k}={v!r}" for k, v in args.items())
+    return f"{name}({inner})"

@@ -1,0 +1,1 @@
+"""Harbor environment plugins: the local bubblewrap sandbox."""

@@ -1,0 +1,202 @@
+"""Per-instance host directories: the writable sandbox root and the /opt/ptb layer.
+
+Layout under ``<instance_dir>``::
+
+    rootfs/         bound as "/" (writable): app/, tmp/, root/, etc/, logs/, tests/ ...
+    ptb/upper,work  overlayfs upper and work dirs over the cached build
+    ptb/merged      the overlay mount point (or a full copy when overlayfs is unavailable)
+
+Uploads and downloads map a sandbox path to a host path through :meth:`host_path`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+# Minimal /etc: enough for name resolution, TLS, the dynamic loader, Debian's
+# alternatives symlinks and shells. Host secrets (shadow, ssh keys, ...) stay out.
+ETC_WHITELIST: tuple[str, ...] = (
+    "passwd",
+    "group",
+    "hosts",
+    "host.conf",
+    "resolv.conf",
+    "nsswitch.conf",
+    "gai.conf",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "alternatives",
+    "ssl",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "localtime",
+    "timezone",
+    "mime.types",
+    "protocols",
+    "services",
+    "bash.bashrc",
+    "profile",
+    "profile.d",
+    "inputrc",
+    "environment",
+    "os-release",
+    "debian_version",
+    "login.defs",
+    "shells",
+    "pip.conf",
+    "xdg",
+)
+
+
+@dataclass
+class InstanceFs:
+    """Host-side directories of one sandbox instance."""
+
+    instance_dir: Path
+    ptb_mode: str = "none"  # "overlay" | "copy" | "none"
+    host_mounts: dict[str, Path] = field(default_factory=dict)
+    logger: logging.Logger = field(default_factory=lambda: logging.getLogger(__name__))
+
+    @property
+    def rootfs(self) -> Path:
+        """The host dir bound as the sandbox's ``/``."""
+        return self.instance_dir / "rootfs"
+
+    @property
+    def ptb_merged(self) -> Path:
+        """The host dir bound at ``/opt/ptb``."""
+        return self.instance_dir / "ptb" / "merged"
+
+    def create(self, workspace: Path | None, extra_dirs: list[str]) -> None:
+        """Create a fresh root: /app from ``workspace``, /tmp, /root, a minimal /etc."""
+        if self.instance_dir.exists():
+            self.unmount_ptb()
+            shutil.rmtree(self.instance_dir)
+        root = self.rootfs
+        root.mkdir(parents=True)
+        for name in ("usr/bin", "usr/lib", "usr/lib64", "usr/sbin"):
+            base = name.split("/")[1]
+            if os.path.islink(f"/{base}"):
+                (root / base).symlink_to(os.readlink(f"/{base}"))
+        app = root / "app"
+        if workspace is not None and workspace.is_dir():
+            shutil.copytree(workspace, app, symlinks=True)
+        else:
+            app.mkdir()
+        (root / "tmp").mkdir(mode=0o1777)
+        os.chmod(root / "tmp", 0o1777)
+        (root / "root").mkdir(mode=0o700)
+        (root / "opt" / "ptb").mkdir(parents=True)
+        self._make_etc(root / "etc")
+        for directory in extra_dirs:
+            path = root / directory.lstrip("/")
+            path.mkdir(parents=True, exist_ok=True)
+            os.chmod(path, 0o777)
+
+    def _make_etc(self, etc: Path) -> None:
+        etc.mkdir()
+        for name in ETC_WHITELIST:
+            source = Path("/etc") / name
+            target = etc / name
+            if source.is_symlink():
+                target.symlink_to(os.readlink(source))
+            elif source.is_dir():
+                shutil.copytree(source, target, symlinks=True)
+            elif source.is_file():
+                shutil.copy2(source, target)
+        if not (etc / "passwd").exists():
+            (etc / "passwd").write_text("root:x:0:0:root:/root:/bin/bash\n")
+        (etc / "hostname").write_text("sandbox\n")
+
+    def setup_ptb(self, cache_entry: Path) -> str:
+        """Give the instance a writable view of the cached build at ``ptb/merged``.
+
+        overlayfs (upper/work per instance) costs nothing; if mounting fails (not root,
+        no overlay support) fall back to ``cp -a --reflink=auto`` of the entry.
+        """
+        ptb = self.instance_dir / "ptb"
+        upper, work, merged = ptb / "upper", ptb / "work", self.ptb_merged
+        for path in (upper, work, merged):
+            path.mkdir(parents=True, exist_ok=True)
+        options = f"lowerdir={cache_entry},upperdir={upper},workdir={work}"
+        result = subprocess.run(
+            ["mount", "-t", "overlay", "overlay", "-o", options, str(merged)],
+            capture_output=True,
+            text=True,
+        )
+        if result.returncode == 0:
+            self.ptb_mode = "overlay"
+            return self.ptb_mode
+        self.logger.warning(
+            "overlayfs mount failed (%s); copying the environment instead",
+            result.stderr.strip(),
+        )
+        shutil.rmtree(merged)
+        subprocess.run(
+            ["cp", "-a", "--reflink=auto", str(cache_entry), str(merged)], check=True
+        )
+        self.ptb_mode = "copy"
+        return self.ptb_mode
+
+    def unmount_ptb(self) -> None:
+        """Lazily unmount the overlay if this instance mounted one (idempotent)."""
+        merged = self.ptb_merged
+        if merged.is_dir() and os.path.ismount(merged):
+            subprocess.run(["umount", "-l", str(merged)], capture_output=True)
+
+    def delete(self) -> None:
+        """Remove every host dir of the instance (never the bound trial dirs)."""
+        self.unmount_ptb()
+        if self.ptb_merged.is_dir() and os.path.ismount(self.ptb_merged):
+            raise RuntimeError(f"{self.ptb_merged} is still mounted; not deleting")
+        shutil.rmtree(self.instance_dir, ignore_errors=True)
+        try:  # the shared "sandbox/" parent under the trial dir, once empty
+            self.instance_dir.parent.rmdir()
+        except OSError:
+            pass
+
+    def host_path(self, sandbox_path: str) -> Path:
+        """Map an absolute sandbox path to the host path that backs it.
+
+        Host bind mounts (trial log dirs) and ``/opt/ptb`` win over the root; read-only
+        system dirs are rejected because the sandbox cannot write there either.
+        """
+        path = PurePosixPath(os.path.normpath(sandbox_path))
+        if not path.is_absolute():
+            path = PurePosixPath("/app") / path
+        candidates = {**self.host_mounts, "/opt/ptb": self.ptb_merged}
+        best: tuple[int, Path] | None = None
+        for target, source in candidates.items():
+            target_path = PurePosixPath(target)
+            if path == target_path or path.is_relative_to(target_path):
+                depth = len(target_path.parts)
+                if best is None or depth > best[0]:
+                    best = (depth, source.joinpath(*path.relative_to(target_path).parts))
+        if best is not None:
+            return self._contained(best[1], sandbox_path)
+        if path.parts[1:2] and f"/{path.parts[1]}" in ("/usr", "/proc", "/dev", "/sys"):
+            raise PermissionError(f"{sandbox_path} is read-only inside the sandbox")
+        return self._contained(self.rootfs.joinpath(*path.parts[1:]), sandbox_path)
+
+    def _contained(self, host: Path, sandbox_path: str) -> Path:
+        """Refuse paths that resolve outside the instance's dirs on the host.
+
+        The agent controls the contents of its root: a symlink it plants (``/app/x ->
+        /root``) must not make a host-side copy read or write host files.
+        """
+        real = Path(os.path.realpath(host))
+        allowed = [self.instance_dir, *self.host_mounts.values()]
+        for root in allowed:
+            if real == Path(os.path.realpath(root)) or real.is_relative_to(
+                os.path.realpath(root)
+            ):
+                return host
+        raise PermissionError(
+            f"{sandbox_path} resolves outside the sandbox on the host ({real})"
+        )

@@ -1,0 +1,381 @@
+"""Harbor environment plugin that runs trials on this machine inside bubblewrap.
+
+Use it with ``harbor run --env posttrainbench.envs.local_sandbox:LocalSandboxEnvironment``.
+Each instance (the agent's, and a separate verifier's) gets its own writable root under
+the trial dir, a writable overlay over the task's cached build at ``/opt/ptb``, and its
+own pid/ipc/uts(/net) namespaces; see :mod:`posttrainbench.envs.bwrap` for why one
+long-lived init per instance and :mod:`posttrainbench.envs.env_cache` for the cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from harbor.environments.base import BaseEnvironment, ExecResult
+from harbor.environments.capabilities import (
+    EnvironmentCapabilities,
+    EnvironmentResourceCapabilities,
+)
+from harbor.models.task.config import TaskOS
+from harbor.models.trial.config import ResourceMode
+
+from posttrainbench.envs.bwrap import (
+    Bind,
+    SandboxSpec,
+    build_exec_argv,
+    build_init_argv,
+    gpu_binds,
+    lookup_user,
+    sandbox_base_env,
+)
+from posttrainbench.envs.env_cache import SANDBOX_PTB_ROOT, ensure_built, resolve_sandbox_python
+from posttrainbench.envs.instance_fs import InstanceFs
+from posttrainbench.envs.limits import CgroupLimits, detect_cgroup_mode
+
+TIMEOUT_RETURN_CODE = 124  # what coreutils `timeout` (and Harbor's singularity) return
+_OUTPUT_GRACE_SEC = 1.0
+
+
+class LocalSandboxEnvironment(BaseEnvironment):
+    """A bubblewrap sandbox on the local machine; no Docker, no image build."""
+
+    def __init__(self, *args: Any, auto_mounting: bool = True, **kwargs: Any) -> None:
+        # Bind the trial's log/artifact dirs by default (like Docker with mounts) so
+        # Harbor reads them in place instead of copying.
+        self._init_proc: asyncio.subprocess.Process | None = None
+        self._init_pid: int | None = None
+        self._limits: CgroupLimits | None = None
+        super().__init__(*args, auto_mounting=auto_mounting, **kwargs)
+        safe_id = "".join(c if c.isalnum() or c in "-._" else "_" for c in self.session_id)
+        host_mounts = {
+            str(m["target"]): Path(m["source"])
+            for m in self._host_mounts
+            if m.get("type", "bind") == "bind"
+        }
+        self._fs = InstanceFs(
+            self.trial_paths.trial_dir / "sandbox" / safe_id,
+            host_mounts=host_mounts,
+            logger=self.logger,
+        )
+
+    @staticmethod
+    def type() -> str:
+        """Identifier of this environment type."""
+        return "posttrainbench-local-sandbox"
+
+    @property
+    def capabilities(self) -> EnvironmentCapabilities:
+        """GPUs only where /dev/nvidia* exists; no allowlist networking."""
+        return EnvironmentCapabilities(
+            gpus=bool(gpu_binds()),
+            disable_internet=True,
+            mounted=True,
+        )
+
+    @classmethod
+    def resource_capabilities(cls) -> EnvironmentResourceCapabilities:
+        """Limits are offered only when a writable cgroup hierarchy exists."""
+        enforced = detect_cgroup_mode() is not None
+        return EnvironmentResourceCapabilities(
+            cpu_limit=enforced, memory_limit=enforced, fractional_cpus=True
+        )
+
+    def _validate_definition(self) -> None:
+        if self.task_env_config.os == TaskOS.WINDOWS:
+            raise RuntimeError("The local sandbox runs Linux tasks only.")
+        if not self.environment_dir.is_dir():
+            raise FileNotFoundError(f"Environment dir {self.environment_dir} not found")
+        if shutil.which("bwrap") is None:
+            raise RuntimeError(
+                "bubblewrap (`bwrap`) is not installed; `apt-get install bubblewrap`."
+            )
+        for mount in self._mounts:
+            if mount.get("type", "bind") != "bind":
+                raise ValueError(
+                    f"The local sandbox supports bind mounts only, got {mount['type']!r} "
+                    f"for {mount['target']}"
+                )
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self, force_build: bool) -> None:
+        """Build (or reuse) the cached environment, create the root, start the init.
+
+        ``force_build`` is ignored: cache entries are content-addressed and shared by
+        running trials, so they are never rebuilt in place.
+        """
+        python = await asyncio.to_thread(resolve_sandbox_python)
+        entry, built = await asyncio.to_thread(ensure_built, self.environment_dir, python)
+        self.logger.debug("task environment %s (%s)", entry, "built" if built else "cached")
+        workspace = self.environment_dir / "workspace"
+        extra_dirs = [str(t) for t in self._mount_targets() if str(t) not in self._fs.host_mounts]
+        await asyncio.to_thread(self._fs.create, workspace, extra_dirs)
+        mode = await asyncio.to_thread(self._fs.setup_ptb, entry)
+        self.logger.debug("/opt/ptb layer: %s", mode)
+        self._limits = CgroupLimits(
+            self._fs.instance_dir.name,
+            self._resource_limit_value("cpu", auto_mode=ResourceMode.LIMIT),
+            self._resource_limit_value("memory", auto_mode=ResourceMode.LIMIT),
+            self.logger,
+        )
+        self._limits.create()
+        binds = [
+            Bind(python.prefix, str(python.prefix), read_only=True),
+            Bind(self._fs.ptb_merged, SANDBOX_PTB_ROOT, read_only=False),
+        ]
+        for mount in self._host_mounts:
+            Path(mount["source"]).mkdir(parents=True, exist_ok=True)
+            binds.append(
+                Bind(Path(mount["source"]), str(mount["target"]), bool(mount.get("read_only")))
+            )
+        if self._effective_gpus > 0:
+            binds += gpu_binds()
+        spec = SandboxSpec(rootfs=self._fs.rootfs, binds=binds, network=not self._network_disabled)
+        await self._start_init(spec)
+        result = await self.exec("true", timeout_sec=30, user="root")
+        if result.return_code != 0:
+            raise RuntimeError(f"Sandbox did not start: {result.stderr}")
+
+    async def _start_init(self, spec: SandboxSpec) -> None:
+        read_fd, write_fd = os.pipe()
+        argv = build_init_argv(spec, info_fd=write_fd)
+        prefix = self._limits.argv_prefix() if self._limits else []
+        log = (self._fs.instance_dir / "init.log").open("ab")
+        try:
+            self._init_proc = await asyncio.create_subprocess_exec(
+                *prefix,
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                pass_fds=(write_fd,),
+                start_new_session=True,
+            )
+        finally:
+            os.close(write_fd)
+            log.close()
+        try:
+            info = await asyncio.wait_for(asyncio.to_thread(_read_info, read_fd), 60)
+        finally:
+            os.close(read_fd)
+        if info is None:
+            await self._init_proc.wait()
+            log_text = (self._fs.instance_dir / "init.log").read_text(errors="replace")
+            raise RuntimeError(f"bwrap failed to start the sandbox: {log_text.strip()}")
+        self._init_pid = int(info["child-pid"])
+        # bwrap reports the pid before it has finished mounting; the sandbox is ready
+        # once its init has forked the command (`sleep infinity`).
+        deadline = time.monotonic() + 30
+        while not _has_sleep_child(self._init_pid):
+            if self._init_proc.returncode is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"bwrap sandbox init {self._init_pid} did not come up")
+            await asyncio.sleep(0.01)
+
+    async def stop(self, delete: bool) -> None:
+        """Kill every process of the instance; delete its writable dirs if ``delete``."""
+        if self._init_pid is not None:
+            # SIGKILL to the pid namespace's init makes the kernel kill all its members.
+            _kill(self._init_pid)
+        if self._init_proc is not None and self._init_proc.returncode is None:
+            _kill(self._init_proc.pid)
+            try:
+                await asyncio.wait_for(self._init_proc.wait(), 10)
+            except TimeoutError:
+                self.logger.warning("sandbox init %s did not exit", self._init_proc.pid)
+        if self._limits is not None:
+            for _ in range(50):
+                pids = self._limits.pids()
+                if not pids:
+                    break
+                for pid in pids:
+                    _kill(pid)
+                await asyncio.sleep(0.1)
+            self._limits.remove()
+        await self._wait_namespace_gone()
+        self._init_pid = None
+        await asyncio.to_thread(self._fs.unmount_ptb)
+        if delete:
+            await asyncio.to_thread(self._fs.delete)
+
+    async def _wait_namespace_gone(self) -> None:
+        if self._init_pid is None:
+            return
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{self._init_pid}").exists() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+
+    # ------------------------------------------------------------------ exec
+
+    async def exec(
+        self,
+        command: str,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout_sec: int | None = None,
+        user: str | int | None = None,
+    ) -> ExecResult:
+        """Run ``bash -c command`` in the instance; rc 124 and a note on timeout."""
+        if self._init_pid is None:
+            raise RuntimeError("The sandbox is not running; call start() first.")
+        resolved = self._resolve_user(user)
+        uid, gid, home = lookup_user(self._fs.rootfs / "etc", resolved if resolved is not None else 0)
+        merged = {**sandbox_base_env(), **(self._merge_env(env) or {})}
+        if uid != 0:
+            merged["HOME"] = home
+        argv = build_exec_argv(
+            self._init_pid,
+            command,
+            cwd=cwd or self.task_env_config.workdir or "/app",
+            env=merged,
+            uid=uid,
+            gid=gid,
+            network_namespace=True,
+        )
+        prefix = self._limits.argv_prefix() if self._limits else []
+        callback = self._output_callback()
+        chunks: dict[str, list[bytes]] = {"stdout": [], "stderr": []}
+        # Our own pipes instead of asyncio.subprocess.PIPE: asyncio's Process.wait()
+        # only returns once the pipes close, and a background child (`server &`) may
+        # hold them open for ever. We wait for the exit, then drain briefly.
+        readers: list[asyncio.Task[None]] = []
+        transports: list[asyncio.BaseTransport] = []
+        write_fds: list[int] = []
+        loop = asyncio.get_running_loop()
+        for name in ("stdout", "stderr"):
+            read_fd, write_fd = os.pipe()
+            write_fds.append(write_fd)
+            stream = asyncio.StreamReader()
+            transport, _ = await loop.connect_read_pipe(
+                lambda s=stream: asyncio.StreamReaderProtocol(s),  # type: ignore[misc]
+                os.fdopen(read_fd, "rb", 0),
+            )
+            transports.append(transport)
+            readers.append(asyncio.create_task(_pump(stream, chunks[name], name, callback)))
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *prefix,
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=write_fds[0],
+                stderr=write_fds[1],
+                start_new_session=True,  # its own process group: a timeout kills the tree
+            )
+        finally:
+            for fd in write_fds:
+                os.close(fd)
+        timed_out = False
+        try:
+            await asyncio.wait_for(proc.wait(), timeout_sec)
+        except TimeoutError:
+            timed_out = True
+            _killpg(proc.pid)
+            await proc.wait()
+        except asyncio.CancelledError:
+            _killpg(proc.pid)
+            raise
+        finally:
+            _, pending = await asyncio.wait(readers, timeout=_OUTPUT_GRACE_SEC)
+            for task in pending:
+                task.cancel()
+            for transport in transports:
+                transport.close()
+        stdout = b"".join(chunks["stdout"]).decode(errors="replace")
+        stderr = b"".join(chunks["stderr"]).decode(errors="replace")
+        if timed_out:
+            stderr += f"\nCommand timed out after {timeout_sec} seconds"
+            return ExecResult(stdout=stdout, stderr=stderr, return_code=TIMEOUT_RETURN_CODE)
+        return ExecResult(stdout=stdout, stderr=stderr, return_code=proc.returncode or 0)
+
+    # ------------------------------------------------------------------ file transfer
+
+    async def upload_file(self, source_path: Path | str, target_path: str) -> None:
+        """Copy a host file to ``target_path`` in the instance's writable root."""
+        target = self._fs.host_path(target_path)
+        await asyncio.to_thread(_copy_file, Path(source_path), target)
+
+    async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
+        """Copy the contents of a host dir into ``target_dir`` (merging)."""
+        target = self._fs.host_path(target_dir)
+        await asyncio.to_thread(
+            shutil.copytree, Path(source_dir), target, symlinks=True, dirs_exist_ok=True
+        )
+
+    async def download_file(self, source_path: str, target_path: Path | str) -> None:
+        """Copy a sandbox file to the host."""
+        source = self._fs.host_path(source_path)
+        await asyncio.to_thread(_copy_file, source, Path(target_path))
+
+    async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
+        """Copy a sandbox dir's contents to the host; symlinks stay links (not followed)."""
+        source = self._fs.host_path(source_dir)
+        if not source.is_dir():
+            raise FileNotFoundError(f"{source_dir} is not a directory in the sandbox")
+        await asyncio.to_thread(
+            shutil.copytree, source, Path(target_dir), symlinks=True, dirs_exist_ok=True
+        )
+
+
+async def _pump(
+    stream: asyncio.StreamReader,
+    sink: list[bytes],
+    name: str,
+    callback: Any,
+) -> None:
+    while data := await stream.read(65536):
+        sink.append(data)
+        if callback is not None:
+            await callback(data.decode(errors="replace"), name)
+
+
+def _copy_file(source: Path, target: Path) -> None:
+    if not source.is_file():
+        raise FileNotFoundError(f"{source} does not exist")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(source, target)
+
+
+def _read_info(fd: int) -> dict[str, Any] | None:
+    """Read bwrap's ``--info-fd`` JSON (None if bwrap exited without writing it)."""
+    data = b""
+    decoder = json.JSONDecoder()
+    while True:
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return None
+        data += chunk
+        try:
+            value, _ = decoder.raw_decode(data.decode())
+            return value
+        except ValueError:
+            continue
+
+
+def _has_sleep_child(pid: int) -> bool:
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        return any(
+            Path(f"/proc/{child}/comm").read_text().strip() == "sleep" for child in children
+        )
+    except OSError:
+        return False
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _killpg(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

@@ -1,0 +1,100 @@
+"""Generation backends. Only ``transformers`` (CPU/GPU, batched greedy) is implemented.
+
+Extension point: a backend is any object with ``name`` and
+``generate(prompts, max_new_tokens) -> list[str]``; register a factory in ``_BACKENDS``
+(e.g. ``"vllm"`` for GPU sandboxes) and select it with ``--backend`` or ``PTB_EVAL_BACKEND``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable, Protocol, Sequence
+
+DEFAULT_BATCH_SIZE = 16
+
+
+class GenerationBackend(Protocol):
+    name: str
+
+    def generate(self, prompts: Sequence[str], max_new_tokens: int) -> list[str]: ...
+
+
+class ModelLoadError(RuntimeError):
+    """The model directory is missing or cannot be loaded."""
+
+
+def configure_threads() -> int:
+    """Use PTB_NUM_THREADS (default: all visible CPUs) torch threads; return the count."""
+    import torch
+
+    n = int(os.environ.get("PTB_NUM_THREADS", "0") or 0) or len(os.sched_getaffinity(0))
+    torch.set_num_threads(n)
+    return n
+
+
+class TransformersBackend:
+    """Batched greedy decoding with left padding; deterministic on CPU."""
+
+    name = "transformers"
+
+    def __init__(self, model_path: str, batch_size: int = DEFAULT_BATCH_SIZE, dtype: str | None = None):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        configure_threads()
+        torch.manual_seed(0)
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(model_path)
+            kwargs = {"dtype": getattr(torch, dtype)} if dtype else {"dtype": "auto"}
+            self.model = AutoModelForCausalLM.from_pretrained(model_path, **kwargs).to(self.device)
+        except Exception as exc:  # noqa: BLE001 - any failure here means "unloadable model"
+            raise ModelLoadError(f"cannot load model from {model_path}: {type(exc).__name__}: {exc}") from exc
+        self.model.eval()
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.batch_size = batch_size
+
+    def generate(self, prompts: Sequence[str], max_new_tokens: int) -> list[str]:
+        import torch
+
+        # sort by length so each batch pads little; restore order at the end
+        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+        outputs: list[str] = [""] * len(prompts)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            enc = self.tokenizer(
+                [prompts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False
+            ).to(self.device)
+            with torch.inference_mode():
+                out = self.model.generate(
+                    **enc,
+                    max_new_tokens=max_new_tokens,
+                    do_sample=False,
+                    temperature=None,
+                    top_p=None,
+                    top_k=None,
+                    pad_token_id=self.tokenizer.pad_token_id,
+                )
+            new = out[:, enc["input_ids"].shape[1] :]
+            for i, text in zip(idx, self.tokenizer.batch_decode(new, skip_special_tokens=True)):
+                outputs[i] = text
+        return outputs
+
+
+_BACKENDS: dict[str, Callable[..., GenerationBackend]] = {
+    "transformers": TransformersBackend,
+    # "vllm": VllmBackend,  # GPU sandboxes; not implemented yet
+}
+
+
+def make_backend(model_path: str, name: str | None = None, **kwargs) -> GenerationBackend:
+    name = name or os.environ.get("PTB_EVAL_BACKEND", "transformers")
+    if name not in _BACKENDS:
+        raise ValueError(f"unknown backend {name!r}; available: {', '.join(sorted(_BACKENDS))}")
+    t0 = time.perf_counter()
+    backend = _BACKENDS[name](model_path, **kwargs)
+    backend.load_seconds = time.perf_counter() - t0  # type: ignore[attr-defined]
+    return backend

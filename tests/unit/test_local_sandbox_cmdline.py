@@ -1,0 +1,87 @@
+"""Command-line construction for bwrap/nsenter (no sandbox is started)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from posttrainbench.envs.bwrap import (
+    Bind,
+    SandboxSpec,
+    build_exec_argv,
+    build_init_argv,
+    gpu_binds,
+    lookup_user,
+)
+from posttrainbench.envs.instance_fs import InstanceFs
+
+
+def test_gpu_binds_from_a_fake_dev_dir(tmp_path: Path) -> None:
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    for name in ("nvidia0", "nvidiactl", "nvidia-uvm", "null"):
+        (dev / name).touch()
+    proc = tmp_path / "proc"
+    (proc / "driver" / "nvidia").mkdir(parents=True)
+    binds = gpu_binds(dev, proc)
+    assert [b.target for b in binds] == [
+        "/dev/nvidia-uvm", "/dev/nvidia0", "/dev/nvidiactl", "/proc/driver/nvidia",
+    ]
+    argv = build_init_argv(SandboxSpec(rootfs=tmp_path, binds=binds))
+    assert ["--dev-bind", str(dev / "nvidia0"), "/dev/nvidia0"] == argv[
+        argv.index(str(dev / "nvidia0")) - 1 : argv.index(str(dev / "nvidia0")) + 2
+    ]
+    assert gpu_binds(tmp_path / "missing") == []
+
+
+def test_init_argv_network_and_bind_order(tmp_path: Path) -> None:
+    spec = SandboxSpec(
+        rootfs=tmp_path,
+        binds=[
+            Bind(Path("/host/py"), "/root/.pyenv/versions/3.11.7"),
+            Bind(Path("/host/logs"), "/logs/agent", read_only=False),
+        ],
+        network=False,
+    )
+    argv = build_init_argv(spec, info_fd=9)
+    assert "--unshare-net" in argv and "--share-net" not in argv
+    assert argv[argv.index("--bind") : argv.index("--bind") + 3] == ["--bind", str(tmp_path), "/"]
+    assert argv.index("/logs/agent") < argv.index("/root/.pyenv/versions/3.11.7")
+    assert argv[-5:] == ["--info-fd", "9", "--", "sleep", "infinity"]
+    assert "CAP_SYS_ADMIN" not in argv and "CAP_MKNOD" not in argv
+    assert "--share-net" in build_init_argv(SandboxSpec(rootfs=tmp_path, network=True))
+
+
+def test_exec_argv_user_env_cwd() -> None:
+    argv = build_exec_argv(123, "echo hi", cwd="/app", env={"A": "b c"}, uid=1000, gid=1000)
+    assert argv[:3] == ["nsenter", "--target", "123"]
+    assert ["--reuid", "1000", "--regid", "1000", "--clear-groups"] == argv[
+        argv.index("--reuid") : argv.index("--reuid") + 5
+    ]
+    assert argv[-6:] == ["-C", "/app", "A=b c", "bash", "-c", "echo hi"]
+    root = build_exec_argv(123, "true", cwd="/", env={}, network_namespace=False)
+    assert "--net" not in root and "--reuid" not in root
+
+
+def test_lookup_user(tmp_path: Path) -> None:
+    (tmp_path / "passwd").write_text("root:x:0:0:root:/root:/bin/bash\nbob:x:1000:1001::/home/bob:/bin/sh\n")
+    assert lookup_user(tmp_path, "bob") == (1000, 1001, "/home/bob")
+    assert lookup_user(tmp_path, 1000) == (1000, 1001, "/home/bob")
+    with pytest.raises(ValueError, match="does not exist"):
+        lookup_user(tmp_path, "eve")
+
+
+def test_host_path_mapping(tmp_path: Path) -> None:
+    logs = tmp_path / "trial" / "agent"
+    logs.mkdir(parents=True)
+    fs = InstanceFs(tmp_path / "inst", host_mounts={"/logs/agent": logs})
+    (fs.rootfs / "app").mkdir(parents=True)
+    assert fs.host_path("/logs/agent/x.txt") == logs / "x.txt"
+    assert fs.host_path("/tests/test.sh") == fs.rootfs / "tests" / "test.sh"
+    assert fs.host_path("/opt/ptb/models") == fs.ptb_merged / "models"
+    with pytest.raises(PermissionError):
+        fs.host_path("/usr/bin/python")
+    (fs.rootfs / "app" / "evil").symlink_to("/etc")
+    with pytest.raises(PermissionError):
+        fs.host_path("/app/evil/passwd")
