@@ -39,10 +39,15 @@ start=$(date +%s)
 die() { echo "build_base_image: $*" >&2; exit 1; }
 docker info >/dev/null 2>&1 || die "no Docker engine; run scripts/docker/setup_engine.sh"
 
-# The requirements baked in: the evaluation's when it exists, else our default list.
-reqs="$repo/src/posttrainbench/evaluation/requirements.txt"
-[ -f "$reqs" ] || reqs="$here/base-requirements.txt"
-nodeps="$repo/src/posttrainbench/evaluation/requirements-nodeps.txt"
+# The requirements baked in: the evaluation's when they exist, else our default lists.
+eval_dir="$repo/src/posttrainbench/evaluation"
+if [ -f "$eval_dir/requirements.txt" ]; then
+    reqs="$eval_dir/requirements.txt"
+    nodeps="$eval_dir/requirements-nodeps.txt"   # optional
+else
+    reqs="$here/base-requirements.txt"
+    nodeps="$here/base-requirements-nodeps.txt"
+fi
 req_sha=$( { cat "$reqs"; [ -f "$nodeps" ] && cat "$nodeps"; cat "$0"; } | sha256sum | cut -c1-16)
 
 if [ "$force" = 0 ] && docker image inspect "$image" >/dev/null 2>&1; then
@@ -119,6 +124,10 @@ LABEL ptb.requirements-sha=$req_sha ptb.torch=$torch_version+cpu
 CMD ["bash"]
 DOCKERFILE
 echo "docker build $image (torch $torch_version CPU + $(basename "$reqs")) ..."
-DOCKER_BUILDKIT=0 docker build --network host -q -t "$image" "$ctx" >/dev/null 2>"$cache/build.log" \
-    || { cat "$cache/build.log" >&2; die "docker build failed"; }
+old_id=$(docker image inspect -f '{{.Id}}' "$image" 2>/dev/null || true)
+DOCKER_BUILDKIT=0 docker build --network host --force-rm -q -t "$image" "$ctx" \
+    >/dev/null 2>"$cache/build.log" || { cat "$cache/build.log" >&2; die "docker build failed"; }
+if [ -n "$old_id" ] && [ "$old_id" != "$(docker image inspect -f '{{.Id}}' "$image")" ]; then
+    docker rmi "$old_id" >/dev/null 2>&1 || true   # the replaced image, unless still in use
+fi
 echo "built $image in $(( $(date +%s) - start ))s ($(docker image inspect -f '{{.Size}}' "$image" | awk '{printf "%.1f GB", $1/1e9}'))"

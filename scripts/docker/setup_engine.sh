@@ -7,9 +7,10 @@
 # Run as root. Environment knobs:
 #   PTB_DOCKERD_LOG      dockerd log file          (default /var/log/ptb-dockerd.log)
 #   PTB_DOCKERD_WAIT     seconds to wait for ready (default 60)
-#   PTB_DOCKERD_FLAGS    extra dockerd flags; when unset we try plain dockerd first and
-#                        fall back to "--storage-driver=vfs --iptables=false --bridge=none"
-#                        for sandboxed kernels (gVisor) where overlay/iptables fail.
+#   PTB_DOCKERD_FLAGS    extra dockerd flags; when unset we try plain dockerd first (it
+#                        works here: Firecracker VM, real kernel, overlay2 + iptables) and
+#                        fall back to "--storage-driver=vfs --iptables=false --ip6tables=false"
+#                        for sandboxed kernels (e.g. gVisor) where overlay/iptables fail.
 set -euo pipefail
 
 log_file=${PTB_DOCKERD_LOG:-/var/log/ptb-dockerd.log}

@@ -88,6 +88,14 @@ class Benchmark(ABC):
     def score(self, sample: Sample, completion: str) -> ScoreResult:
         """Score one model completion for *sample*."""
 
+    def cannot_succeed(self, completion_prefix: str) -> bool:
+        """True if no continuation of this partial completion can score > 0.
+
+        Backends may stop generating a sequence once this holds (a pure speed-up: the
+        verdict cannot change). The default never stops early.
+        """
+        return False
+
     def build_prompt(self, sample: Sample, tokenizer: ChatTokenizer | None = None) -> str:
         """Prompt text: the tokenizer's chat template, or :func:`render_plain` without one."""
         return render_messages(self.build_messages(sample), tokenizer)

@@ -14,10 +14,36 @@ from typing import Callable, Protocol, Sequence
 DEFAULT_BATCH_SIZE = 16
 
 
+StopFn = Callable[[str], bool]  # partial completion -> stop this sequence now?
+
+
 class GenerationBackend(Protocol):
     name: str
 
-    def generate(self, prompts: Sequence[str], max_new_tokens: int) -> list[str]: ...
+    def generate(
+        self, prompts: Sequence[str], max_new_tokens: int, stop_fn: StopFn | None = None
+    ) -> list[str]: ...
+
+
+def _stopping_criteria(tokenizer, prompt_len: int, stop_fn: StopFn):
+    """A transformers StoppingCriteria that ends each sequence once ``stop_fn`` holds."""
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class _Stop(StoppingCriteria):
+        def __init__(self) -> None:
+            self.done: torch.Tensor | None = None
+
+        def __call__(self, input_ids, scores, **kwargs):
+            if self.done is None:
+                self.done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+            for row in range(input_ids.shape[0]):
+                if not self.done[row]:
+                    text = tokenizer.decode(input_ids[row, prompt_len:], skip_special_tokens=True)
+                    self.done[row] = bool(stop_fn(text))
+            return self.done.clone()
+
+    return StoppingCriteriaList([_Stop()])
 
 
 class ModelLoadError(RuntimeError):
@@ -57,7 +83,9 @@ class TransformersBackend:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.batch_size = batch_size
 
-    def generate(self, prompts: Sequence[str], max_new_tokens: int) -> list[str]:
+    def generate(
+        self, prompts: Sequence[str], max_new_tokens: int, stop_fn: StopFn | None = None
+    ) -> list[str]:
         import torch
 
         # sort by length so each batch pads little; restore order at the end
@@ -68,8 +96,13 @@ class TransformersBackend:
             enc = self.tokenizer(
                 [prompts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False
             ).to(self.device)
+            prompt_len = enc["input_ids"].shape[1]
+            extra = {}
+            if stop_fn is not None:
+                extra["stopping_criteria"] = _stopping_criteria(self.tokenizer, prompt_len, stop_fn)
             with torch.inference_mode():
                 out = self.model.generate(
+                    **extra,
                     **enc,
                     max_new_tokens=max_new_tokens,
                     do_sample=False,
@@ -78,7 +111,7 @@ class TransformersBackend:
                     top_k=None,
                     pad_token_id=self.tokenizer.pad_token_id,
                 )
-            new = out[:, enc["input_ids"].shape[1] :]
+            new = out[:, prompt_len:]
             for i, text in zip(idx, self.tokenizer.batch_decode(new, skip_special_tokens=True)):
                 outputs[i] = text
         return outputs

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..base import Benchmark, GenerationSettings, Message, Sample, ScoreResult
 from .checker import check_simple_call
 from .data import load_category
-from .decode import DecodeError, decode_calls
+from .decode import DecodeError, cannot_become_call, decode_calls
 from .prompt import build_messages
 
 
@@ -34,6 +34,9 @@ class BfclSimplePython(Benchmark):
 
     def build_messages(self, sample: Sample) -> list[Message]:
         return build_messages(sample.data["function"], sample.data["question"])
+
+    def cannot_succeed(self, completion_prefix: str) -> bool:
+        return cannot_become_call(completion_prefix)
 
     def score(self, sample: Sample, completion: str) -> ScoreResult:
         try:

@@ -110,3 +110,43 @@ def format_call(name: str, args: dict[str, Any]) -> str:
     """Inverse of decoding for plain values: ``f(a=1, b='x')`` (python literal syntax)."""
     inner = ", ".join(f"{k}={v!r}" for k, v in args.items())
     return f"{name}({inner})"
+
+
+def cannot_become_call(prefix: str) -> bool:
+    """True when no continuation of *prefix* can decode to a list of plain calls.
+
+    Used to stop generation early without changing any verdict: after BFCL's
+    stripping/bracketing, each element must start with a (dotted) name directly followed
+    by ``(``; a first token that is not ``[``/``(``/a name, or a name followed by
+    anything else (``The area``, ``python\\n[``, ``x = ...``), can never parse into a
+    :class:`ast.Call` with a name callee, so the completion is certainly wrong.
+    """
+    text = prefix.lstrip("`\n ")
+    if text.startswith("["):
+        text = text[1:].lstrip()
+    if not text or text[0] == "(":
+        return False
+    if not (text[0] == "_" or text[0].isidentifier()):
+        return True
+    i = 0
+    while True:  # walk a dotted name: ident ( \s* . \s* ident )*
+        j = i
+        while j < len(text) and (text[j] == "_" or text[j].isalnum()):
+            j += 1
+        k = j
+        while k < len(text) and text[k].isspace():
+            k += 1
+        if k >= len(text):
+            return False  # name (and spaces) so far; the "(" may still come
+        if text[k] == "(":
+            return False
+        if text[k] != ".":
+            return True
+        k += 1
+        while k < len(text) and text[k].isspace():
+            k += 1
+        if k >= len(text):
+            return False
+        if not (text[k] == "_" or text[k].isidentifier()):
+            return True
+        i = k

@@ -10,19 +10,16 @@ import json
 from typing import Sequence
 
 SYSTEM_TEMPLATE = (
-    "You are an expert in composing functions. You are given a question and a set of "
-    "possible functions. Based on the question, make the function call(s) that achieve "
-    "the purpose.\n"
-    "Return only the function calls, in the format "
-    "[func_name(param_name1=param_value1, param_name2=param_value2)]. "
-    "Do not include any other text.\n\n"
-    "Here is a list of functions in JSON format that you can invoke.\n{functions}\n"
+    "You are an expert in composing functions. Given a question and a set of possible "
+    "functions, make the function call that achieves the purpose. Return only the call, "
+    "in the format [func_name(param_name1=param_value1, param_name2=param_value2)], "
+    "with no other text.\nFunctions (JSON):\n{functions}"
 )
 
 
 def functions_json(functions: Sequence[dict]) -> str:
     """BFCL's own function docs as compact JSON (one line per function)."""
-    return "\n".join(json.dumps(f, ensure_ascii=False) for f in functions)
+    return "\n".join(json.dumps(f, ensure_ascii=False, separators=(",", ":")) for f in functions)
 
 
 def build_messages(functions: Sequence[dict], user_turns: Sequence[dict]) -> list[dict[str, str]]:

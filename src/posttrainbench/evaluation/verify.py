@@ -1,0 +1,90 @@
+"""Trusted final evaluation; always leaves ``reward.json`` and ``metrics.json``.
+
+    python -m posttrainbench.evaluation.verify --task TASK.json \
+        --model-path /logs/artifacts/final_model --out-dir /logs/verifier [--base-model-path DIR]
+
+A missing or unloadable model scores 0 with ``error`` recorded. Exit code 0 whenever the
+reward was written; 2 only if the task spec itself is unreadable (reward 0 still written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from pathlib import Path
+
+from ..schemas import BaseScore, Metrics, TaskSpec, write_reward
+
+
+def _zero_metrics(benchmark: str, model_path: str, error: str, seed: int = 0) -> Metrics:
+    return Metrics(benchmark=benchmark, model_path=model_path, accuracy=0.0, stderr=0.0, n=0,
+                   n_correct=0, error=error, seed=seed)
+
+
+def _score_base(bench, samples, base_path: str, seed: int) -> BaseScore:
+    from .runner import evaluate_model
+
+    try:
+        m = evaluate_model(bench, samples, base_path, seed=seed)
+        return BaseScore(model_path=base_path, accuracy=m.accuracy, stderr=m.stderr, n=m.n,
+                         n_correct=m.n_correct, model_sha256=m.model_sha256)
+    except Exception as exc:  # noqa: BLE001 - the base score is informative only
+        return BaseScore(model_path=base_path, accuracy=0.0, stderr=0.0, n=0, n_correct=0,
+                         error=f"{type(exc).__name__}: {exc}")
+
+
+def run(task_path: Path, model_path: str, out_dir: Path, base_model_path: str | None) -> tuple[Metrics, int]:
+    try:
+        task = TaskSpec.load(task_path)
+    except Exception as exc:  # noqa: BLE001
+        return _zero_metrics("unknown", model_path, f"bad task spec {task_path}: {exc}"), 2
+    try:
+        from ..benchmarks import get_benchmark
+
+        bench = get_benchmark(task.benchmark)
+        samples = bench.load("test", task.final_eval_limit)
+    except Exception as exc:  # noqa: BLE001
+        return _zero_metrics(task.benchmark, model_path, f"cannot load benchmark: {exc}", task.seed), 2
+    if not Path(model_path).is_dir():
+        metrics = _zero_metrics(task.benchmark, model_path, f"final model not found at {model_path}", task.seed)
+    else:
+        try:
+            from .runner import evaluate_model
+
+            metrics = evaluate_model(bench, samples, model_path, seed=task.seed)
+        except Exception as exc:  # noqa: BLE001 - any failure of the submitted model scores 0
+            traceback.print_exc()
+            metrics = _zero_metrics(task.benchmark, model_path, f"{type(exc).__name__}: {exc}", task.seed)
+    if task.score_base_model and base_model_path:
+        metrics = metrics.model_copy(update={"base_model": _score_base(bench, samples, base_model_path, task.seed)})
+    return metrics, 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="Trusted final evaluation (writes reward.json)")
+    p.add_argument("--task", required=True, type=Path)
+    p.add_argument("--model-path", required=True)
+    p.add_argument("--out-dir", required=True, type=Path)
+    p.add_argument("--base-model-path", default=None)
+    args = p.parse_args(argv)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        metrics, code = run(args.task, args.model_path, args.out_dir, args.base_model_path)
+    except BaseException as exc:  # last resort: reward.json must exist
+        write_reward(args.out_dir / "reward.json", 0.0)
+        _zero_metrics("unknown", args.model_path, f"verifier crashed: {exc!r}").dump(args.out_dir / "metrics.json")
+        raise
+    metrics.dump(args.out_dir / "metrics.json")
+    write_reward(args.out_dir / "reward.json", metrics.accuracy)
+    line = f"reward {metrics.accuracy:.4f} n={metrics.n}"
+    if metrics.error:
+        line += f" error: {metrics.error}"
+    if metrics.base_model is not None:
+        line += f" (base {metrics.base_model.accuracy:.4f})"
+    print(line, file=sys.stderr if metrics.error else sys.stdout)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
