@@ -39,15 +39,11 @@ start=$(date +%s)
 die() { echo "build_base_image: $*" >&2; exit 1; }
 docker info >/dev/null 2>&1 || die "no Docker engine; run scripts/docker/setup_engine.sh"
 
-# The requirements baked in: the evaluation's when they exist, else our default lists.
+# The requirements baked in: the task payload's (the compiler copies the same files).
 eval_dir="$repo/src/posttrainbench/evaluation"
-if [ -f "$eval_dir/requirements.txt" ]; then
-    reqs="$eval_dir/requirements.txt"
-    nodeps="$eval_dir/requirements-nodeps.txt"   # optional
-else
-    reqs="$here/base-requirements.txt"
-    nodeps="$here/base-requirements-nodeps.txt"
-fi
+reqs="$eval_dir/requirements.txt"
+nodeps="$eval_dir/requirements-nodeps.txt"   # optional
+[ -f "$reqs" ] || die "missing $reqs"
 req_sha=$( { cat "$reqs"; [ -f "$nodeps" ] && cat "$nodeps"; cat "$0"; } | sha256sum | cut -c1-16)
 
 if [ "$force" = 0 ] && docker image inspect "$image" >/dev/null 2>&1; then

@@ -60,6 +60,7 @@ class BaseScore(BaseModel):
     n: int
     n_correct: int
     model_sha256: Optional[str] = None
+    timings: dict[str, float] = Field(default_factory=dict)
     error: Optional[str] = None
 
 

@@ -74,6 +74,7 @@ def test_standardize_string():
 
 @pytest.mark.parametrize("prefix,hopeless", [
     ("", False), ("[", False), ("[math.fact", False), ("f (", False), ("(f(", False),
+    ("[f(a=1)]\n```", False), ("[f(a=']')]", False), ("[f(a=1)] This", True), ("[f(a=1)]\n\nNote", True),
     ("The area", True), ("Sure!", True), ("```python\n[", True), ("x = 1", True), ("'[f(a=1)]'", True),
 ])
 def test_cannot_become_call(prefix, hopeless):
@@ -82,7 +83,7 @@ def test_cannot_become_call(prefix, hopeless):
 
 def test_hopeless_prefixes_never_decode():
     """The early-stop rule only fires on text that BFCL decoding rejects anyway."""
-    for text in ["The area is 5", "python\n[f(a=1)]", "x = f(a=1)", "Sure! [f(a=1)]", "1. f(a=1)"]:
+    for text in ["[f(a=1)] is the call", "[f(a=1)]\n\n```python\n", "The area is 5", "python\n[f(a=1)]", "x = f(a=1)", "Sure! [f(a=1)]", "1. f(a=1)"]:
         assert cannot_become_call(text)
         with pytest.raises(DecodeError):
             decode_calls(text)
@@ -276,3 +277,28 @@ def test_parity_with_bfcl_checker(bench, samples):
             assert ours.valid == theirs["valid"], (s.id, text, ours, theirs)
             compared += 1
     assert compared >= 200
+
+
+# ---------- synthetic training data (training/synth_fc.py) ----------
+
+def test_synthetic_targets_are_valid_calls_for_their_schema():
+    from posttrainbench.training.synth_fc import make_dataset
+
+    data = make_dataset(300, seed=3)
+    assert make_dataset(5, seed=3) == data[:5]  # seeded
+    for ex in data:
+        func = ex["functions"][0]
+        [call] = decode_calls(ex["answer"])
+        args = call[func["name"]]
+        props = func["parameters"]["properties"]
+        assert set(func["parameters"]["required"]) <= set(args) <= set(props)
+        truth = [{func["name"]: {k: [v] for k, v in args.items()} | {k: [""] for k in props if k not in args}}]
+        assert check_simple_call(func, [call], truth).valid, ex
+
+
+@needs_bfcl
+def test_synthetic_data_shares_no_question_with_bfcl(samples):
+    from posttrainbench.training.synth_fc import make_dataset
+
+    test_questions = {s.data["question"][0]["content"].strip().lower() for s in samples}
+    assert not any(ex["question"][0]["content"].strip().lower() in test_questions for ex in make_dataset(2000))

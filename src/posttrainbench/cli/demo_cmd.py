@@ -15,8 +15,8 @@ from posttrainbench.runner.preflight import check_local_sandbox
 
 def demo(
     runs_dir: Path = typer.Option(Path("ptb-runs"), "--runs-dir", help="Where the demo run is written."),
-    limit: int = typer.Option(60, "--limit", help="BFCL questions scored for both models."),
-    train_minutes: float = typer.Option(4.0, "--train-minutes", help="Training time of the reference solution."),
+    limit: int = typer.Option(50, "--limit", help="BFCL questions scored for both models."),
+    train_minutes: float = typer.Option(3.5, "--train-minutes", help="Training time of the reference solution."),
 ) -> None:
     """Post-train SmolLM2-135M for BFCL offline on this machine and compare with the base model."""
     from posttrainbench.runner.demo import DemoSettings, run_demo

@@ -6,6 +6,12 @@ import typer
 
 Hours = typer.Option(10.0, "--hours", help="The agent's time budget in hours.")
 Gpus = typer.Option(None, "--gpus", help="GPUs per task (default 1; 0 for the offline CPU model).")
+Cpus = typer.Option(16, "--cpus", help="CPU cores the task asks for.")
+MemoryGb = typer.Option(128, "--memory-gb", help="Memory the task asks for, in GB.")
+BaseImage = typer.Option(
+    None, "--base-image", help="Docker base image (default: a CUDA PyTorch image with GPUs, "
+    "else posttrainbench/cpu-base:bookworm from scripts/docker/build_base_image.sh)."
+)
 Benchmark = typer.Option(..., "--benchmark", "-b", help="Benchmark id (see `ptb list benchmarks`).")
 Model = typer.Option(..., "--model", "-m", help="Base model id (see `ptb list models`).")
 

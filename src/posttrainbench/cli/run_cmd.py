@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from posttrainbench.cli.options import Benchmark, Gpus, Hours, Model, compile_options
+from posttrainbench.cli.options import BaseImage, Benchmark, Cpus, Gpus, Hours, MemoryGb, Model, compile_options
 from posttrainbench.errors import PtbError
 
 # Kept in sync with runner.environments.ENV_NAMES (imported lazily: Harbor is slow to import).
@@ -22,6 +22,9 @@ def run(
     env: str = typer.Option("local", "--env", "-e", help=f"Where trials run: {', '.join(ENV_NAMES)}."),
     hours: float = Hours,
     gpus: int | None = Gpus,
+    cpus: int = Cpus,
+    memory_gb: int = MemoryGb,
+    base_image: str | None = BaseImage,
     n_concurrent: int = typer.Option(1, "-n", "--n-concurrent", help="Trials run at once."),
     attempts: int = typer.Option(1, "--attempts", "-k", help="Trials per task."),
     runs_dir: Path = typer.Option(Path("ptb-runs"), "--runs-dir", help="Where runs are written."),
@@ -43,7 +46,9 @@ def run(
         n_concurrent=n_concurrent,
         attempts=attempts,
         runs_dir=runs_dir,
-        options=compile_options(hours=hours, gpus=gpus),
+        options=compile_options(
+        hours=hours, gpus=gpus, cpus=cpus, memory_gb=memory_gb, base_image=base_image
+    ),
     )
     record = run_job(request)
     print_trials(Console(), record)

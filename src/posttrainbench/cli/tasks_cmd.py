@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 
 from posttrainbench.catalog import get_model, list_models
-from posttrainbench.cli.options import Gpus, Hours, compile_options
+from posttrainbench.cli.options import BaseImage, Cpus, Gpus, Hours, MemoryGb, compile_options
 from posttrainbench.errors import PtbError
 
 app = typer.Typer(help="Compile PostTrainBench tasks for Harbor.", no_args_is_help=True)
@@ -22,6 +22,9 @@ def generate(
     all_pairs: bool = typer.Option(False, "--all", help="Every implemented benchmark x every model."),
     hours: float = Hours,
     gpus: int | None = Gpus,
+    cpus: int = Cpus,
+    memory_gb: int = MemoryGb,
+    base_image: str | None = BaseImage,
 ) -> None:
     """Write one Harbor task directory per (benchmark, model) pair."""
     from posttrainbench.tasks.compiler import compile_task, implemented_benchmarks
@@ -30,7 +33,9 @@ def generate(
         raise PtbError("give either --benchmark and --model, or --all")
     if not all_pairs and not (benchmark and model):
         raise PtbError("--benchmark and --model are both required without --all")
-    options = compile_options(hours=hours, gpus=gpus)
+    options = compile_options(
+        hours=hours, gpus=gpus, cpus=cpus, memory_gb=memory_gb, base_image=base_image
+    )
     if all_pairs:
         pairs = [(b.id, m.id) for b in implemented_benchmarks() for m in list_models()]
     else:

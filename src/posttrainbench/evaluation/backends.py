@@ -54,7 +54,8 @@ def configure_threads() -> int:
     """Use PTB_NUM_THREADS (default: all visible CPUs) torch threads; return the count."""
     import torch
 
-    n = int(os.environ.get("PTB_NUM_THREADS", "0") or 0) or len(os.sched_getaffinity(0))
+    visible = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    n = int(os.environ.get("PTB_NUM_THREADS", "0") or 0) or visible
     torch.set_num_threads(n)
     return n
 

@@ -28,7 +28,7 @@ def _score_base(bench, samples, base_path: str, seed: int) -> BaseScore:
     try:
         m = evaluate_model(bench, samples, base_path, seed=seed)
         return BaseScore(model_path=base_path, accuracy=m.accuracy, stderr=m.stderr, n=m.n,
-                         n_correct=m.n_correct, model_sha256=m.model_sha256)
+                         n_correct=m.n_correct, model_sha256=m.model_sha256, timings=m.timings)
     except Exception as exc:  # noqa: BLE001 - the base score is informative only
         return BaseScore(model_path=base_path, accuracy=0.0, stderr=0.0, n=0, n_correct=0,
                          error=f"{type(exc).__name__}: {exc}")

@@ -22,8 +22,8 @@ class DemoSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     runs_dir: Path = Path("ptb-runs")
-    limit: int = Field(default=60, ge=1, description="Test questions scored, for both models")
-    train_minutes: float = Field(default=4.0, gt=0)
+    limit: int = Field(default=50, ge=1, description="Test questions scored, for both models")
+    train_minutes: float = Field(default=3.5, gt=0)
 
 
 class DemoResult(BaseModel):
@@ -50,7 +50,6 @@ def demo_request(settings: DemoSettings) -> RunRequest:
         score_base_model=True,
         verifier_timeout_min=20,
         solution_minutes=settings.train_minutes,
-        base_image="posttrainbench/cpu-base:bookworm",
     )
     return RunRequest(
         benchmark=DEMO_BENCHMARK,

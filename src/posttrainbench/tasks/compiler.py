@@ -24,7 +24,11 @@ from posttrainbench.catalog import (
 )
 from posttrainbench.errors import OutputDirError, PtbError
 from posttrainbench.schemas import TaskSpec
-from posttrainbench.tasks.options import CompileOptions
+from posttrainbench.tasks.options import (
+    DEFAULT_CPU_BASE_IMAGE,
+    DEFAULT_GPU_BASE_IMAGE,
+    CompileOptions,
+)
 
 BASE_MODEL_PATH = "/opt/ptb/models/base"
 # The in-sandbox packages copied into each task (stdlib + ML deps only, no host code).
@@ -110,9 +114,10 @@ def _context(benchmark: BenchmarkSpec, model: BaseModelSpec, spec: TaskSpec, opt
         "cpus": options.cpus,
         "memory_mb": options.memory_gb * 1024,
         "storage_mb": options.storage_gb * 1024,
-        "default_base_image": options.base_image,
+        "default_base_image": options.base_image
+        or (DEFAULT_GPU_BASE_IMAGE if spec.gpus else DEFAULT_CPU_BASE_IMAGE),
         "solution_module": SOLUTION_MODULES[benchmark.id],
-        "solution_minutes": options.solution_minutes,
+        "solution_minutes": options.solution_minutes or min(60.0, options.hours * 30),
         "snapshot_max_file_bytes": SNAPSHOT_MAX_FILE_BYTES,
         "snapshot_max_total_bytes": SNAPSHOT_MAX_TOTAL_BYTES,
     }

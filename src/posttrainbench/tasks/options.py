@@ -6,8 +6,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# The base image of GPU runs; offline CPU runs pass their own image as a build argument.
+# Default Docker base images: a CUDA PyTorch image for GPU tasks, and the offline CPU
+# image that scripts/docker/build_base_image.sh builds for tasks without a GPU.
 DEFAULT_GPU_BASE_IMAGE = "pytorch/pytorch:2.9.1-cuda12.8-cudnn9-runtime"
+DEFAULT_CPU_BASE_IMAGE = "posttrainbench/cpu-base:bookworm"
 
 
 class CompileOptions(BaseModel):
@@ -25,6 +27,8 @@ class CompileOptions(BaseModel):
     final_eval_limit: int | None = Field(default=None, ge=1)
     score_base_model: bool = False
     verifier_timeout_min: float = Field(default=240, gt=0)
-    solution_minutes: float = Field(default=60, gt=0)
-    base_image: str = DEFAULT_GPU_BASE_IMAGE
+    solution_minutes: float | None = Field(
+        default=None, gt=0, description="Reference solution's training time; None: half the hours, at most 60 min"
+    )
+    base_image: str | None = Field(default=None, description="None: by the task's GPU count")
     seed: int = 0

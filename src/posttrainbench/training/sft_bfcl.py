@@ -92,7 +92,7 @@ def train(
     max_minutes: float = 4.0,
     max_steps: int = 10_000,
     batch_size: int = 8,
-    lr: float = 1e-4,
+    lr: float = 2e-4,
     train_layers: int = 12,
     n_examples: int = 4000,
     max_len: int = 256,
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-minutes", type=float, default=4.0)
     p.add_argument("--max-steps", type=int, default=10_000)
     p.add_argument("--batch-size", type=int, default=int(os.environ.get("PTB_SFT_BATCH", "8")))
-    p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--lr", type=float, default=2e-4)
     p.add_argument("--train-layers", type=int, default=12, help="top decoder layers to train (0 = all)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)

@@ -115,6 +115,9 @@ def format_call(name: str, args: dict[str, Any]) -> str:
 def cannot_become_call(prefix: str) -> bool:
     """True when no continuation of *prefix* can decode to a list of plain calls.
 
+    Also true once a leading ``[`` has been closed and non-strippable text follows
+    (``[f(a=1)] Explanation``): BFCL cannot parse that either.
+
     Used to stop generation early without changing any verdict: after BFCL's
     stripping/bracketing, each element must start with a (dotted) name directly followed
     by ``(``; a first token that is not ``[``/``(``/a name, or a name followed by
@@ -122,6 +125,8 @@ def cannot_become_call(prefix: str) -> bool:
     :class:`ast.Call` with a name callee, so the completion is certainly wrong.
     """
     text = prefix.lstrip("`\n ")
+    if text.startswith("[") and _closed_then_more(text):
+        return True
     if text.startswith("["):
         text = text[1:].lstrip()
     if not text or text[0] == "(":
@@ -150,3 +155,28 @@ def cannot_become_call(prefix: str) -> bool:
         if not (text[k] == "_" or text[k].isidentifier()):
             return True
         i = k
+
+
+def _closed_then_more(text: str) -> bool:
+    """*text* starts with ``[``; true if that bracket closes and other text follows."""
+    if "\"\"\"" in text or "\'\'\'" in text:
+        return False  # triple-quoted strings: don't guess
+    depth, quote, escaped = 0, "", False
+    for i, ch in enumerate(text):
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return text[i + 1 :].strip("`\n ") != ""
+    return False
