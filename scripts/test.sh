@@ -1,15 +1,27 @@
 #!/usr/bin/env bash
-# Runs every test tier this machine can run. The docker tier needs a Docker engine:
-# it is started (and the offline base image built) when the machine allows it.
+# Runs every test tier this machine can run:
+#   host tier    unit + slow (real Harbor trials on the local sandbox) + docker
+#   task tier    the in-sandbox code (scorers with real BFCL data, training) in .venv-task
+# The docker tier needs an engine: it is started, and the offline base image built,
+# when the machine allows it; otherwise those tests skip and say why.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export HARBOR_TELEMETRY=0
-markers="not gpu"
-if [ "${PTB_SKIP_DOCKER:-0}" != 1 ] && [ -x scripts/docker/setup_engine.sh ]; then
+
+if [ "${PTB_SKIP_DOCKER:-0}" != 1 ]; then
     if bash scripts/docker/setup_engine.sh && bash scripts/docker/build_base_image.sh; then
         echo "[test] docker tier enabled"
     else
         echo "[test] docker engine unavailable: docker tier will skip"
     fi
 fi
-exec .venv/bin/python -m pytest -m "$markers" -q --durations=15 "$@"
+
+bash scripts/task_venv.sh || { echo "[test] could not build .venv-task" >&2; exit 1; }
+
+.venv/bin/python -m pytest -m "not gpu" -q --durations=10 "$@"
+host=$?
+PYTHONPATH=src .venv-task/bin/python -m pytest -m "not gpu" -q -p no:cacheprovider \
+    tests/unit/test_bfcl_scorer.py tests/unit/test_eval_contracts.py tests/integration/test_sft_bfcl.py
+task=$?
+echo "[test] host tier exit $host, task tier exit $task"
+[ "$host" -eq 0 ] && [ "$task" -eq 0 ]

@@ -12,16 +12,19 @@ and a run-level compose overlay would not reach the separate verifier environmen
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from posttrainbench.schemas import Metrics
+from tests.helpers import run_ptb
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -58,69 +61,39 @@ def docker_ready() -> None:
         pytest.skip(reason)
 
 
-def _compile(out: Path) -> Path:
-    from posttrainbench.tasks.compiler import compile_task
-    from posttrainbench.tasks.options import CompileOptions
-
-    options = CompileOptions(
-        hours=0.25,
-        cpus=TRIAL_CPUS,
-        memory_gb=TRIAL_MEMORY_GB,
-        final_eval_limit=2,
-        agent_eval_limit=2,
-        score_base_model=False,
-        solution_minutes=1,
-        verifier_timeout_min=15,
-        base_image=CPU_BASE_IMAGE,
+def test_oracle_trial_with_harbor_run_on_docker(docker_ready: None, tmp_path: Path) -> None:
+    """The README's commands: `ptb tasks generate`, then `harbor run -e docker`."""
+    compiled = run_ptb(
+        "tasks", "generate", "-b", BENCHMARK, "-m", MODEL, "--hours", "0.05",
+        "--cpus", str(TRIAL_CPUS), "--memory-gb", str(TRIAL_MEMORY_GB), "--eval-limit", "2",
+        "-o", str(tmp_path / "tasks"),
     )
-    return compile_task(BENCHMARK, MODEL, out, options)
-
-
-def test_oracle_trial_on_docker(docker_ready: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HARBOR_TELEMETRY", "0")
-    monkeypatch.setenv("PTB_BASE_IMAGE", CPU_BASE_IMAGE)
-    from harbor.job import Job
-    from harbor.models.job.config import JobConfig
-    from harbor.models.trial.config import AgentConfig, EnvironmentConfig, TaskConfig
-
-    task = _compile(tmp_path / "tasks")
+    assert compiled.returncode == 0, compiled.stderr
+    task = tmp_path / "tasks" / f"{BENCHMARK}-{MODEL}"
+    # A task without GPUs defaults to the offline CPU base image.
     assert f"ARG BASE_IMAGE={CPU_BASE_IMAGE}" in (task / "environment" / "Dockerfile").read_text()
 
-    config = JobConfig(
-        job_name="docker-trial",
-        jobs_dir=tmp_path / "jobs",
-        n_concurrent_trials=1,
-        quiet=True,
-        agents=[AgentConfig(name="oracle")],
-        tasks=[TaskConfig(path=task)],
-        environment=EnvironmentConfig(
-            type="docker",
-            # Docker refuses --cpus above the host's core count; never ask for more.
-            override_cpus=min(TRIAL_CPUS, os.cpu_count() or 1),
-            override_memory_mb=TRIAL_MEMORY_GB * 1024,
-        ),
-    )
-
-    async def run() -> object:
-        job = await Job.create(config)
-        return await job.run()
-
+    harbor = Path(sys.executable).with_name("harbor")
     started = time.monotonic()
-    result = asyncio.run(run())
+    result = subprocess.run(
+        [str(harbor), "run", "-p", str(task), "-a", "oracle", "-e", "docker",
+         # Docker refuses --cpus above the host's core count; never ask for more.
+         "--override-cpus", str(min(TRIAL_CPUS, os.cpu_count() or 1)),
+         "-o", str(tmp_path / "jobs"), "-y"],
+        capture_output=True, text=True, timeout=1800, env={**os.environ, "HARBOR_TELEMETRY": "0"},
+    )
     elapsed = time.monotonic() - started
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
-    (trial,) = result.trial_results  # type: ignore[attr-defined]
-    trial_dir = Path(trial.trial_uri.removeprefix("file://"))
-    assert trial.exception_info is None, trial.exception_info
-    verifier = trial_dir / "verifier"
-    reward_file = verifier / "reward.json"
-    assert reward_file.is_file(), sorted(p.name for p in verifier.iterdir()) if verifier.exists() else trial_dir
-    reward = json.loads(reward_file.read_text())["reward"]
+    (result_file,) = [p for p in (tmp_path / "jobs").glob("*/*/result.json")]
+    trial = json.loads(result_file.read_text())
+    assert trial.get("exception_info") is None, trial["exception_info"]
+    verifier = result_file.parent / "verifier"
+    reward = json.loads((verifier / "reward.json").read_text())["reward"]
     assert isinstance(reward, (int, float)) and math.isfinite(reward), reward
     error = verifier / "error.txt"
-    assert not error.exists(), error.read_text() + (verifier / "test-stdout.txt").read_text()[-4000:]
-    metrics = json.loads((verifier / "metrics.json").read_text())
-    assert isinstance(metrics, dict) and metrics
-    assert trial.verifier_result is not None
-    assert trial.verifier_result.rewards is not None and "reward" in trial.verifier_result.rewards
+    assert not error.exists(), error.read_text()
+    metrics = Metrics.load(verifier / "metrics.json")
+    assert metrics.n == 2 and metrics.error is None, metrics
+    assert trial["verifier_result"]["rewards"]["reward"] == reward
     print(f"docker oracle trial: reward={reward} in {elapsed:.0f}s")

@@ -12,6 +12,9 @@ BaseImage = typer.Option(
     None, "--base-image", help="Docker base image (default: a CUDA PyTorch image with GPUs, "
     "else posttrainbench/cpu-base:bookworm from scripts/docker/build_base_image.sh)."
 )
+EvalLimit = typer.Option(
+    None, "--eval-limit", help="Score only the first N test questions (smoke tests; default: all)."
+)
 Benchmark = typer.Option(..., "--benchmark", "-b", help="Benchmark id (see `ptb list benchmarks`).")
 Model = typer.Option(..., "--model", "-m", help="Base model id (see `ptb list models`).")
 

@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 
 from posttrainbench.catalog import get_model, list_models
-from posttrainbench.cli.options import BaseImage, Cpus, Gpus, Hours, MemoryGb, compile_options
+from posttrainbench.cli.options import BaseImage, Cpus, EvalLimit, Gpus, Hours, MemoryGb, compile_options
 from posttrainbench.errors import PtbError
 
 app = typer.Typer(help="Compile PostTrainBench tasks for Harbor.", no_args_is_help=True)
@@ -25,6 +25,7 @@ def generate(
     cpus: int = Cpus,
     memory_gb: int = MemoryGb,
     base_image: str | None = BaseImage,
+    eval_limit: int | None = EvalLimit,
 ) -> None:
     """Write one Harbor task directory per (benchmark, model) pair."""
     from posttrainbench.tasks.compiler import compile_task, implemented_benchmarks
@@ -34,7 +35,8 @@ def generate(
     if not all_pairs and not (benchmark and model):
         raise PtbError("--benchmark and --model are both required without --all")
     options = compile_options(
-        hours=hours, gpus=gpus, cpus=cpus, memory_gb=memory_gb, base_image=base_image
+        hours=hours, gpus=gpus, cpus=cpus, memory_gb=memory_gb, base_image=base_image,
+        final_eval_limit=eval_limit,
     )
     if all_pairs:
         pairs = [(b.id, m.id) for b in implemented_benchmarks() for m in list_models()]

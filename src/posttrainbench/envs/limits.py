@@ -77,7 +77,7 @@ class CgroupLimits:
             self.logger.warning("cgroup limits NOT enforced: %s", exc)
             self.remove()
             return False
-        self.logger.info("cgroup %s limits: cpus=%s memory=%s", self.mode, cpus, memory)
+        self.logger.debug("cgroup %s limits: cpus=%s memory=%s", self.mode, cpus, memory)
         return True
 
     def _create_v2(self, cpus: float | None, memory: int | None) -> None:
