@@ -60,7 +60,7 @@ mkdir -p "$cache"
 rootfs_tar="$cache/$suite-minbase-python3.tar"
 if [ "$force" = 1 ] || [ ! -s "$rootfs_tar" ]; then
     command -v debootstrap >/dev/null || {
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+        apt-get update -qq >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
     }
     dir=$(mktemp -d "$cache/rootfs.XXXXXX")
     echo "debootstrap $suite into $dir ..."

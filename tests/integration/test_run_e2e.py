@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,3 +62,27 @@ def test_demo(tmp_path: Path) -> None:
     manifest = json.loads(next(artifacts.rglob("code_snapshot/MANIFEST.json")).read_text())
     assert manifest["kept"], manifest
     assert json.loads((Path(trial.trial_dir) / "verifier" / "reward.json").read_text())["reward"] == metrics.accuracy
+
+
+def test_harbor_cli_runs_a_generated_task_on_the_local_sandbox(tmp_path: Path) -> None:
+    """The README's `ptb tasks generate` smoke task, then `harbor run` on the local sandbox."""
+    compiled = run_ptb(
+        "tasks", "generate", "-b", "bfcl", "-m", "smollm2-135m", "--hours", "0.05",
+        "--cpus", "2", "--memory-gb", "8", "--eval-limit", "2", "-o", str(tmp_path / "tasks"),
+    )
+    assert compiled.returncode == 0, compiled.stderr
+    harbor = Path(sys.executable).with_name("harbor")
+    result = subprocess.run(
+        [str(harbor), "run", "-p", str(tmp_path / "tasks" / "bfcl-smollm2-135m"), "-a", "oracle",
+         "--env", "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment",
+         "-o", str(tmp_path / "jobs"), "-y"],
+        capture_output=True, text=True, timeout=1800, env={**os.environ, "HARBOR_TELEMETRY": "0"},
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (trial_result,) = list((tmp_path / "jobs").glob("*/*/result.json"))
+    trial = json.loads(trial_result.read_text())
+    assert trial.get("exception_info") is None, trial["exception_info"]
+    metrics = Metrics.load(trial_result.parent / "verifier" / "metrics.json")
+    assert metrics.n == 2 and metrics.error is None, metrics
+    # The verifier scored the model that the oracle trained, handed over by the collect hook.
+    assert next((trial_result.parent / "artifacts").rglob("final_model/config.json"))

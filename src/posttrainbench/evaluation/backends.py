@@ -73,8 +73,11 @@ class TransformersBackend:
         torch.manual_seed(0)
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(model_path)
+            # Never run code shipped inside a submitted model directory: the verifier
+            # loads untrusted final_model/ contents.
+            self.tokenizer = AutoTokenizer.from_pretrained(model_path, trust_remote_code=False)
             kwargs = {"dtype": getattr(torch, dtype)} if dtype else {"dtype": "auto"}
+            kwargs["trust_remote_code"] = False
             self.model = AutoModelForCausalLM.from_pretrained(model_path, **kwargs).to(self.device)
         except Exception as exc:  # noqa: BLE001 - any failure here means "unloadable model"
             raise ModelLoadError(f"cannot load model from {model_path}: {type(exc).__name__}: {exc}") from exc
