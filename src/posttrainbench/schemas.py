@@ -6,7 +6,6 @@ This module is copied into every task sandbox: it imports nothing from the rest 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Literal, Optional, TypeVar
 
@@ -93,6 +92,3 @@ def write_reward(path: str | Path, reward: float) -> Path:
     """Write ``{"reward": reward}`` to *path* (thin helper used by the verifier)."""
     return Reward(reward=float(reward)).dump(path)
 
-
-def read_json(path: str | Path) -> dict:
-    return json.loads(Path(path).read_text(encoding="utf-8"))

@@ -33,7 +33,7 @@ def demo(
     table.add_row("post-trained (final_model)", _pct(result.final_score))
     console.print(table)
     console.print(f"time: {result.seconds / 60:.1f} min; results: {Path(result.record.job_dir)}")
-    console.print(f"run record: {Path(result.record.task_dir).parent.parent / 'run.json'}")
+    console.print(f"run record: {result.record.path}")
     if result.error or result.final_score is None:
         raise PtbError(f"the demo trial did not produce a score: {result.error}")
 

@@ -15,4 +15,4 @@ def print_trials(console: Console, record: RunRecord) -> None:
         reward = "-" if trial.reward is None else f"{trial.reward:.3f}"
         table.add_row(trial.trial_name, reward, trial.error or "")
     console.print(table)
-    console.print(f"status: {record.status}; run record: {record.task_dir.rsplit('/tasks/', 1)[0]}/run.json")
+    console.print(f"status: {record.status}; run record: {record.path}")

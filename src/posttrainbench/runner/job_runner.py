@@ -117,7 +117,7 @@ async def execute(request: RunRequest) -> RunRecord:
         posttrainbench_version=posttrainbench.__version__,
         started_at=started,
     )
-    record_path = run_dir / "run.json"
+    record_path = record.path
     record.write(record_path)
     try:
         if request.env == "local":

@@ -42,6 +42,11 @@ class RunRecord(BaseModel):
     status: str = "running"
     trials: list[TrialRecord] = Field(default_factory=list)
 
+    @property
+    def path(self) -> Path:
+        """Where this record lives: `<runs dir>/<run id>/run.json`, beside `tasks/`."""
+        return Path(self.task_dir).parent.parent / "run.json"
+
     def write(self, path: Path) -> None:
         """Write atomically (temp file + rename) so a crash never leaves half a record."""
         path.parent.mkdir(parents=True, exist_ok=True)
