@@ -18,10 +18,10 @@ fi
 
 bash scripts/task_venv.sh || { echo "[test] could not build .venv-task" >&2; exit 1; }
 
-.venv/bin/python -m pytest -m "not gpu" -q --durations=10 "$@"
+.venv/bin/python -m pytest -m "not gpu" -q --durations=10 --ignore=tests/task "$@"
 host=$?
 PYTHONPATH=src .venv-task/bin/python -m pytest -m "not gpu" -q -p no:cacheprovider \
-    tests/unit/test_bfcl_scorer.py tests/unit/test_eval_contracts.py tests/integration/test_sft_bfcl.py
+    --durations=10 tests/task
 task=$?
 echo "[test] host tier exit $host, task tier exit $task"
 [ "$host" -eq 0 ] && [ "$task" -eq 0 ]

@@ -11,7 +11,12 @@ from .base import Benchmark, GenerationSettings, Sample, ScoreResult
 
 _REGISTRY: dict[str, str] = {
     "bfcl": "posttrainbench.benchmarks.bfcl.benchmark:BfclSimplePython",
-    "bfcl_simple_python": "posttrainbench.benchmarks.bfcl.benchmark:BfclSimplePython",
+    "gsm8k": "posttrainbench.benchmarks.gsm8k.benchmark:Gsm8k",
+    "aime2025": "posttrainbench.benchmarks.aime.benchmark:Aime2025",
+    "gpqamain": "posttrainbench.benchmarks.gpqa.benchmark:GpqaMain",
+    "humaneval": "posttrainbench.benchmarks.humaneval.benchmark:HumanEval",
+    "arenahardwriting": "posttrainbench.benchmarks.arenahard.benchmark:ArenaHardWriting",
+    "healthbench": "posttrainbench.benchmarks.healthbench.benchmark:HealthBench",
 }
 
 

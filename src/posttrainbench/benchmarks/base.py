@@ -18,10 +18,18 @@ Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": str
 
 @dataclass(frozen=True)
 class GenerationSettings:
-    """Decoding settings; temperature 0 means greedy."""
+    """Decoding settings; temperature 0 means greedy.
+
+    ``num_seeds`` > 1 (only meaningful with sampling) makes the final evaluation run
+    that many seeds and report their mean and standard error. ``stop`` strings end a
+    completion (the stop string itself is cut off).
+    """
 
     max_new_tokens: int = 128
     temperature: float = 0.0
+    top_p: float = 1.0
+    num_seeds: int = 1
+    stop: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -76,9 +84,15 @@ class Benchmark(ABC):
     name: str
     generation: GenerationSettings = GenerationSettings()
 
-    @abstractmethod
+    # True when scoring calls an LLM judge/grader (needs litellm and an API key).
+    uses_llm_judge: bool = False
+
     def load(self, split: str = "test", limit: int | None = None) -> list[Sample]:
-        """Return the first *limit* samples of *split* in a fixed order (None = all)."""
+        """The first *limit* samples of *split* (None = all) from the prepared data dir."""
+        from .datafiles import read_split
+
+        samples = read_split(self.id, split)
+        return samples if limit is None else samples[:limit]
 
     @abstractmethod
     def build_messages(self, sample: Sample) -> list[Message]:
@@ -87,6 +101,10 @@ class Benchmark(ABC):
     @abstractmethod
     def score(self, sample: Sample, completion: str) -> ScoreResult:
         """Score one model completion for *sample*."""
+
+    def score_batch(self, samples: Sequence[Sample], completions: Sequence[str]) -> list[ScoreResult]:
+        """Score many completions; benchmarks override this to parallelise (judges, execution)."""
+        return [self.score(s, c) for s, c in zip(samples, completions)]
 
     def cannot_succeed(self, completion_prefix: str) -> bool:
         """True if no continuation of this partial completion can score > 0.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ..base import Benchmark, GenerationSettings, Message, Sample, ScoreResult
 from .checker import check_simple_call
-from .data import load_category
 from .decode import DecodeError, cannot_become_call, decode_calls
 from .prompt import build_messages
 
@@ -16,21 +15,6 @@ class BfclSimplePython(Benchmark):
     name = "BFCL v4 simple_python"
     category = "simple_python"
     generation = GenerationSettings(max_new_tokens=96, temperature=0.0)
-
-    def load(self, split: str = "test", limit: int | None = None) -> list[Sample]:
-        if split != "test":
-            raise ValueError(f"BFCL simple_python only has a 'test' split, not {split!r}")
-        rows = load_category(self.category)
-        if limit is not None:
-            rows = rows[:limit]
-        return [
-            Sample(
-                id=r["id"],
-                category=self.category,
-                data={"question": r["question"][0], "function": r["function"], "ground_truth": r["ground_truth"]},
-            )
-            for r in rows
-        ]
 
     def build_messages(self, sample: Sample) -> list[Message]:
         return build_messages(sample.data["function"], sample.data["question"])

@@ -23,12 +23,15 @@ ANSWERS = [{"id": "simple_python_0", "ground_truth": [{"area": {"base": [10], "h
 
 @pytest.fixture
 def bfcl_fixture(tmp_path, monkeypatch):
-    root = tmp_path / "bfcl"
-    (root / "possible_answer").mkdir(parents=True)
-    (root / "BFCL_v4_simple_python.json").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
-    (root / "possible_answer" / "BFCL_v4_simple_python.json").write_text("".join(json.dumps(a) + "\n" for a in ANSWERS))
-    monkeypatch.setenv("PTB_BFCL_DATA_DIR", str(root))
-    return root
+    from posttrainbench.benchmarks.base import Sample
+    from posttrainbench.benchmarks.datafiles import write_split
+
+    answers = {a["id"]: a["ground_truth"] for a in ANSWERS}
+    samples = [Sample(id=q["id"], category="simple_python", data={
+        "question": q["question"][0], "function": q["function"], "ground_truth": answers[q["id"]]}) for q in QUESTIONS]
+    write_split(tmp_path / "data" / "bfcl" / "test.jsonl", samples)
+    monkeypatch.setenv("PTB_DATA_DIR", str(tmp_path / "data"))
+    return tmp_path / "data"
 
 
 def _task(tmp_path: Path, **kw) -> Path:

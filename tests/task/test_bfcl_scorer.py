@@ -47,9 +47,10 @@ def bench():
 
 @pytest.fixture(scope="module")
 def samples(bench):
-    if not HAS_BFCL:
-        pytest.skip("bfcl-eval data not installed")
-    return bench.load()
+    from posttrainbench.benchmarks.datafiles import read_split
+    from tests.data_fixtures import prepared
+
+    return read_split("bfcl", "test", prepared("bfcl"))
 
 
 # ---------- decoding ----------
@@ -146,13 +147,11 @@ def test_missing_non_optional_param():
 
 # ---------- real BFCL questions ----------
 
-@needs_bfcl
 def test_loads_400_questions(samples):
     assert len(samples) == 400
     assert samples[0].id == "simple_python_0"
 
 
-@needs_bfcl
 def test_ground_truth_scores_correct(bench, samples):
     for s in samples:
         if s.id in UNSATISFIABLE:
@@ -162,7 +161,6 @@ def test_ground_truth_scores_correct(bench, samples):
         assert result.correct, (s.id, result)
 
 
-@needs_bfcl
 def test_mutations_score_incorrect(bench, samples):
     rng = random.Random(0)
     for s in rng.sample([s for s in samples if s.id not in UNSATISFIABLE], 60):
@@ -196,7 +194,6 @@ def test_mutations_score_incorrect(bench, samples):
 
 # ---------- prompt and registry ----------
 
-@needs_bfcl
 def test_prompt_lists_function_and_question(bench, samples):
     s = samples[0]
     messages = bench.build_messages(s)
@@ -296,7 +293,6 @@ def test_synthetic_targets_are_valid_calls_for_their_schema():
         assert check_simple_call(func, [call], truth).valid, ex
 
 
-@needs_bfcl
 def test_synthetic_data_shares_no_question_with_bfcl(samples):
     from posttrainbench.training.synth_fc import make_dataset
 

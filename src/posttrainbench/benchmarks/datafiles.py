@@ -1,0 +1,76 @@
+"""Prepared benchmark data on disk: ``<data dir>/<benchmark>/<split>.jsonl``.
+
+Every benchmark's data, whatever its public source, is normalised once (by
+``ptb data prepare`` or the task compiler) into one JSON line per :class:`Sample`:
+``{"id": ..., "category": ..., "data": {...}}``. Sandboxes read it from
+``$PTB_DATA_DIR``: the agent's copy (``/opt/ptb/data``) holds only the split its
+feedback mode allows; the verifier's sealed copy (``/tests/data``) holds the test set.
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Iterable
+
+from .base import Sample
+
+DATA_DIR_ENV = "PTB_DATA_DIR"
+
+
+class DataMissingError(FileNotFoundError):
+    """The prepared data for a benchmark split is not there."""
+
+
+def data_dir() -> Path:
+    """The prepared-data root from ``$PTB_DATA_DIR``."""
+    root = os.environ.get(DATA_DIR_ENV)
+    if not root:
+        raise DataMissingError(f"no benchmark data: set {DATA_DIR_ENV} (see `ptb data prepare`)")
+    return Path(root)
+
+
+def split_path(benchmark_id: str, split: str, root: Path | None = None) -> Path:
+    """Path of one prepared split file."""
+    return (root or data_dir()) / benchmark_id / f"{split}.jsonl"
+
+
+def sample_to_json(sample: Sample) -> str:
+    """One JSON line (sorted keys, so the bytes and hence the hash are stable)."""
+    return json.dumps({"id": sample.id, "category": sample.category, "data": sample.data},
+                      sort_keys=True, ensure_ascii=False)
+
+
+def sample_from_json(line: str) -> Sample:
+    row = json.loads(line)
+    return Sample(id=str(row["id"]), category=str(row.get("category", "")), data=row.get("data", {}))
+
+
+def read_split(benchmark_id: str, split: str, root: Path | None = None) -> list[Sample]:
+    """All samples of a prepared split, in file order."""
+    path = split_path(benchmark_id, split, root)
+    if not path.is_file():
+        raise DataMissingError(f"no {split!r} data for {benchmark_id!r} at {path}")
+    with path.open(encoding="utf-8") as fh:
+        return [sample_from_json(line) for line in fh if line.strip()]
+
+
+def write_split(path: Path, samples: Iterable[Sample]) -> str:
+    """Write samples as JSONL atomically; return the file's sha256."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = "".join(sample_to_json(s) + "\n" for s in samples).encode("utf-8")
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(body)
+    tmp.replace(path)
+    return hashlib.sha256(body).hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

@@ -1,0 +1,1 @@
+"""Host-side data preparation: benchmark test sets and base models into a cache."""
