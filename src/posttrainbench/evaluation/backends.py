@@ -1,15 +1,20 @@
-"""Generation backends. Only ``transformers`` (CPU/GPU, batched greedy) is implemented.
+"""Generation backends: ``transformers`` (CPU or GPU, batched) and ``vllm`` (GPU).
 
-Extension point: a backend is any object with ``name`` and
-``generate(prompts, max_new_tokens) -> list[str]``; register a factory in ``_BACKENDS``
-(e.g. ``"vllm"`` for GPU sandboxes) and select it with ``--backend`` or ``PTB_EVAL_BACKEND``.
+A backend is any object with ``name`` and
+``generate(prompts, settings, seed, stop_fn) -> list[str]``: the same inputs give the
+same output format on every backend (completion text only, cut at the first stop
+string). Factories are registered in ``_BACKENDS`` as import paths, so vLLM is only
+imported where it is used; select one with ``--backend`` or ``PTB_EVAL_BACKEND``.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import time
 from typing import Callable, Protocol, Sequence
+
+from ..benchmarks.base import GenerationSettings
 
 DEFAULT_BATCH_SIZE = 16
 
@@ -21,8 +26,19 @@ class GenerationBackend(Protocol):
     name: str
 
     def generate(
-        self, prompts: Sequence[str], max_new_tokens: int, stop_fn: StopFn | None = None
+        self, prompts: Sequence[str], settings: GenerationSettings, seed: int = 0,
+        stop_fn: StopFn | None = None,
     ) -> list[str]: ...
+
+
+def cut_at_stop(text: str, stop: Sequence[str]) -> str:
+    """*text* up to the earliest stop string (exclusive)."""
+    cut = len(text)
+    for s in stop:
+        i = text.find(s)
+        if i != -1:
+            cut = min(cut, i)
+    return text[:cut]
 
 
 def _stopping_criteria(tokenizer, prompt_len: int, stop_fn: StopFn):
@@ -88,9 +104,17 @@ class TransformersBackend:
         self.batch_size = batch_size
 
     def generate(
-        self, prompts: Sequence[str], max_new_tokens: int, stop_fn: StopFn | None = None
+        self, prompts: Sequence[str], settings: GenerationSettings, seed: int = 0,
+        stop_fn: StopFn | None = None,
     ) -> list[str]:
         import torch
+
+        max_new_tokens = settings.max_new_tokens
+        sample = settings.temperature > 0
+        if settings.stop:
+            inner = stop_fn
+            stop_fn = lambda text: any(s in text for s in settings.stop) or bool(inner and inner(text))  # noqa: E731
+        torch.manual_seed(seed)
 
         # sort by length so each batch pads little; restore order at the end
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
@@ -109,29 +133,35 @@ class TransformersBackend:
                     **extra,
                     **enc,
                     max_new_tokens=max_new_tokens,
-                    do_sample=False,
-                    temperature=None,
-                    top_p=None,
+                    do_sample=sample,
+                    temperature=settings.temperature if sample else None,
+                    top_p=settings.top_p if sample else None,
                     top_k=None,
                     pad_token_id=self.tokenizer.pad_token_id,
                 )
             new = out[:, prompt_len:]
             for i, text in zip(idx, self.tokenizer.batch_decode(new, skip_special_tokens=True)):
-                outputs[i] = text
+                outputs[i] = cut_at_stop(text, settings.stop)
         return outputs
 
 
-_BACKENDS: dict[str, Callable[..., GenerationBackend]] = {
-    "transformers": TransformersBackend,
-    # "vllm": VllmBackend,  # GPU sandboxes; not implemented yet
+_BACKENDS: dict[str, str] = {
+    "transformers": "posttrainbench.evaluation.backends:TransformersBackend",
+    "vllm": "posttrainbench.evaluation.vllm_backend:VllmBackend",
 }
+
+
+def backend_names() -> list[str]:
+    return sorted(_BACKENDS)
 
 
 def make_backend(model_path: str, name: str | None = None, **kwargs) -> GenerationBackend:
     name = name or os.environ.get("PTB_EVAL_BACKEND", "transformers")
     if name not in _BACKENDS:
         raise ValueError(f"unknown backend {name!r}; available: {', '.join(sorted(_BACKENDS))}")
+    module_name, _, cls_name = _BACKENDS[name].partition(":")
+    factory: Callable[..., GenerationBackend] = getattr(importlib.import_module(module_name), cls_name)
     t0 = time.perf_counter()
-    backend = _BACKENDS[name](model_path, **kwargs)
+    backend = factory(model_path, **kwargs)
     backend.load_seconds = time.perf_counter() - t0  # type: ignore[attr-defined]
     return backend

@@ -60,11 +60,12 @@ def evaluate_model(
     t1 = time.perf_counter()
     completions = backend.generate(
         prompts,
-        benchmark.generation.max_new_tokens,
+        benchmark.generation,
+        seed,
         stop_fn=benchmark.cannot_succeed if early_stop else None,
     )
     timings["generate_s"] = round(time.perf_counter() - t1, 2)
-    scores = [benchmark.score(s, c) for s, c in zip(samples, completions)]
+    scores = benchmark.score_batch(samples, completions)
     by_cat: dict[str, list[float]] = defaultdict(list)
     for s, r in zip(samples, scores):
         by_cat[s.category].append(r.score)
