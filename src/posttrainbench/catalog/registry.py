@@ -25,6 +25,7 @@ class BenchmarkSpec(BaseModel):
     data_source: str
     implemented: bool = False
     offline: bool = False
+    llm_judge: bool = False
 
 
 class BaseModelSpec(BaseModel):

@@ -7,7 +7,7 @@ import sys
 import typer
 from rich.console import Console
 
-from posttrainbench.cli import demo_cmd, list_cmd, run_cmd, tasks_cmd
+from posttrainbench.cli import data_cmd, demo_cmd, eval_cmd, list_cmd, run_cmd, tasks_cmd
 from posttrainbench.errors import PtbError
 
 app = typer.Typer(
@@ -19,6 +19,9 @@ app = typer.Typer(
 )
 app.add_typer(list_cmd.app, name="list")
 app.add_typer(tasks_cmd.app, name="tasks")
+app.add_typer(data_cmd.app, name="data")
+app.command("eval")(eval_cmd.eval_model)
+app.command("baseline")(eval_cmd.baseline)
 app.command("run")(run_cmd.run)
 app.command("demo")(demo_cmd.demo)
 

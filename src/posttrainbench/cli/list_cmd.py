@@ -1,4 +1,4 @@
-"""`ptb list benchmarks|models`: show the catalog."""
+"""`ptb list benchmarks|models|baselines`: show the catalog."""
 
 from __future__ import annotations
 
@@ -38,4 +38,22 @@ def models(as_json: bool = JsonFlag) -> None:
     table = Table("id", "name", "source", "params (B)")
     for m in items:
         table.add_row(m.id, m.display_name, m.source, f"{m.params_b:g}")
+    Console().print(table)
+
+
+@app.command("baselines")
+def baselines(
+    benchmark: str | None = typer.Option(None, "--benchmark", "-b", help="Only this benchmark."),
+    as_json: bool = JsonFlag,
+) -> None:
+    """List the reference scores (base and instruct models) with their provenance."""
+    from posttrainbench.catalog.baselines import list_baselines
+
+    items = [b for b in list_baselines() if benchmark is None or b.benchmark == benchmark]
+    if as_json:
+        typer.echo(json.dumps([b.model_dump() for b in items], indent=2))
+        return
+    table = Table("benchmark", "model", "kind", "score", "provenance")
+    for b in items:
+        table.add_row(b.benchmark, b.model, b.kind, f"{b.score:.3f}", b.provenance)
     Console().print(table)

@@ -15,6 +15,12 @@ BaseImage = typer.Option(
 EvalLimit = typer.Option(
     None, "--eval-limit", help="Score only the first N test questions (smoke tests; default: all)."
 )
+Feedback = typer.Option(
+    "test", "--feedback", help="What the agent's evaluate.py scores: test (the scored test set, "
+    "PostTrainBench parity), dev (a disjoint held-out split) or none."
+)
+EvalBudget = typer.Option(None, "--eval-budget", help="Max evaluate.py runs for the agent (default: unlimited).")
+Offline = typer.Option(False, "--offline", help="Use only the prepared-data cache (`ptb data prepare`); never download.")
 Benchmark = typer.Option(..., "--benchmark", "-b", help="Benchmark id (see `ptb list benchmarks`).")
 Model = typer.Option(..., "--model", "-m", help="Base model id (see `ptb list models`).")
 

@@ -7,7 +7,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from posttrainbench.cli.options import BaseImage, Benchmark, Cpus, Gpus, Hours, MemoryGb, Model, compile_options
+from posttrainbench.cli.options import (
+    BaseImage, Benchmark, Cpus, EvalBudget, EvalLimit, Feedback, Gpus, Hours, MemoryGb, Model, compile_options,
+)
 from posttrainbench.errors import PtbError
 
 # Kept in sync with runner.environments.ENV_NAMES (imported lazily: Harbor is slow to import).
@@ -25,6 +27,9 @@ def run(
     cpus: int = Cpus,
     memory_gb: int = MemoryGb,
     base_image: str | None = BaseImage,
+    eval_limit: int | None = EvalLimit,
+    feedback: str = Feedback,
+    eval_budget: int | None = EvalBudget,
     n_concurrent: int = typer.Option(1, "-n", "--n-concurrent", help="Trials run at once."),
     attempts: int = typer.Option(1, "--attempts", "-k", help="Trials per task."),
     runs_dir: Path = typer.Option(Path("ptb-runs"), "--runs-dir", help="Where runs are written."),
@@ -47,8 +52,9 @@ def run(
         attempts=attempts,
         runs_dir=runs_dir,
         options=compile_options(
-        hours=hours, gpus=gpus, cpus=cpus, memory_gb=memory_gb, base_image=base_image
-    ),
+            hours=hours, gpus=gpus, cpus=cpus, memory_gb=memory_gb, base_image=base_image,
+            final_eval_limit=eval_limit, feedback=feedback, agent_eval_budget=eval_budget,
+        ),
     )
     record = run_job(request)
     print_trials(Console(), record)

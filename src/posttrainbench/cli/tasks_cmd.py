@@ -8,7 +8,9 @@ import typer
 from rich.console import Console
 
 from posttrainbench.catalog import get_model, list_models
-from posttrainbench.cli.options import BaseImage, Cpus, EvalLimit, Gpus, Hours, MemoryGb, compile_options
+from posttrainbench.cli.options import (
+    BaseImage, Cpus, EvalBudget, EvalLimit, Feedback, Gpus, Hours, MemoryGb, Offline, compile_options,
+)
 from posttrainbench.errors import PtbError
 
 app = typer.Typer(help="Compile PostTrainBench tasks for Harbor.", no_args_is_help=True)
@@ -26,6 +28,9 @@ def generate(
     memory_gb: int = MemoryGb,
     base_image: str | None = BaseImage,
     eval_limit: int | None = EvalLimit,
+    feedback: str = Feedback,
+    eval_budget: int | None = EvalBudget,
+    offline: bool = Offline,
 ) -> None:
     """Write one Harbor task directory per (benchmark, model) pair."""
     from posttrainbench.tasks.compiler import compile_task, implemented_benchmarks
@@ -36,7 +41,7 @@ def generate(
         raise PtbError("--benchmark and --model are both required without --all")
     options = compile_options(
         hours=hours, gpus=gpus, cpus=cpus, memory_gb=memory_gb, base_image=base_image,
-        final_eval_limit=eval_limit,
+        final_eval_limit=eval_limit, feedback=feedback, agent_eval_budget=eval_budget,
     )
     if all_pairs:
         pairs = [(b.id, m.id) for b in implemented_benchmarks() for m in list_models()]
@@ -45,5 +50,5 @@ def generate(
         pairs = [(benchmark, model)]
     console = Console()
     for benchmark_id, model_id in pairs:
-        path = compile_task(benchmark_id, model_id, out, options)
+        path = compile_task(benchmark_id, model_id, out, options, offline=offline)
         console.print(f"wrote {path}")

@@ -1,55 +1,107 @@
-"""Agent-facing evaluation: score a model directory on the task's benchmark.
+"""Evaluate a model directory on a benchmark split.
+
+Agent-facing (inside a task)::
 
     python -m posttrainbench.evaluation.evaluate --task /opt/ptb/task.json --model-path DIR [--limit N]
 
-Prints accuracy and n; ``--json-out`` also writes :class:`Metrics` JSON. The default
-``--limit`` is the task's ``agent_eval_limit``.
+scores the split the task's feedback mode allows: ``test`` (the scored test set),
+``dev`` (a held-out split disjoint from it, optionally with a run budget) or ``none``
+(no score at all). Standalone (``ptb eval``)::
+
+    python -m posttrainbench.evaluation.evaluate --benchmark gsm8k --model-path DIR [--split test]
+
+Prints accuracy and n; ``--json-out`` also writes :class:`Metrics` JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
+import os
 import sys
 from pathlib import Path
 
 from ..benchmarks import UnknownBenchmarkError, get_benchmark
+from ..benchmarks.datafiles import DataMissingError
 from ..schemas import TaskSpec
 
 DEFAULT_TASK = "/opt/ptb/task.json"
 
 
+class FeedbackRefused(Exception):
+    """The task's feedback mode or budget does not allow this evaluation."""
+
+
+def _charge_budget(task: TaskSpec, state_dir: Path) -> str:
+    """Count one evaluate.py run against the task's budget; refuse when it is spent.
+
+    The counter lives in the agent's own environment, so it is a guard rail for honest
+    agents, not a security boundary: what it protects (the dev split) is not the test set.
+    """
+    if task.agent_eval_budget is None:
+        return ""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with (state_dir / "eval_budget.json").open("a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        fh.seek(0)
+        used = int((json.loads(fh.read() or "{}")).get("used", 0))
+        if used >= task.agent_eval_budget:
+            raise FeedbackRefused(f"evaluation budget spent: {used} of {task.agent_eval_budget} runs used")
+        fh.seek(0)
+        fh.truncate()
+        fh.write(json.dumps({"used": used + 1}))
+    return f" (evaluation {used + 1} of {task.agent_eval_budget})"
+
+
+def _task_split(task: TaskSpec, root: Path) -> tuple[str, str]:
+    if task.feedback == "none":
+        raise FeedbackRefused("this task gives no evaluation feedback (feedback mode 'none'): "
+                              "judge your model by your own means")
+    split = "test" if task.feedback == "test" else "dev"
+    return split, _charge_budget(task, root / "state")
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="Evaluate a model on this task's benchmark")
-    p.add_argument("--task", default=DEFAULT_TASK, type=Path)
+    p = argparse.ArgumentParser(description="Evaluate a model on a benchmark")
+    p.add_argument("--task", type=Path, default=None, help=f"task spec (inside a task: {DEFAULT_TASK})")
+    p.add_argument("--benchmark", default=None, help="benchmark id, without --task")
+    p.add_argument("--split", default="test", help="split, with --benchmark")
     p.add_argument("--model-path", required=True)
     p.add_argument("--limit", type=int, default=None, help="number of questions (default: task's agent_eval_limit)")
     p.add_argument("--json-out", type=Path, default=None)
     p.add_argument("--completions-out", type=Path, default=None, help="JSONL of completions and verdicts")
     p.add_argument("--backend", default=None)
     p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--num-seeds", type=int, default=None, help="seeds for sampled benchmarks (default: benchmark's)")
     args = p.parse_args(argv)
 
     from .backends import ModelLoadError
-    from .runner import evaluate_model
+    from .runner import GenerationFailed, evaluate_model
 
+    note = ""
     try:
-        task = TaskSpec.load(args.task)
-        bench = get_benchmark(task.benchmark)
-    except (OSError, ValueError, UnknownBenchmarkError) as exc:
+        if args.benchmark:
+            bench, split, limit, seed = get_benchmark(args.benchmark), args.split, args.limit, args.seed
+        else:
+            task = TaskSpec.load(args.task or DEFAULT_TASK)
+            bench, seed = get_benchmark(task.benchmark), task.seed
+            split, note = _task_split(task, Path(os.environ.get("PTB_ROOT", "/opt/ptb")))
+            limit = args.limit if args.limit is not None else task.agent_eval_limit
+        samples = bench.load(split, limit)
+    except (OSError, ValueError, UnknownBenchmarkError, DataMissingError, FeedbackRefused) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    limit = args.limit if args.limit is not None else task.agent_eval_limit
-    samples = bench.load("test", limit)
     rows: list = []
     try:
-        metrics = evaluate_model(bench, samples, args.model_path, args.backend, args.batch_size, task.seed,
-                                 completions_out=rows)
-    except ModelLoadError as exc:
+        metrics = evaluate_model(bench, samples, args.model_path, args.backend, args.batch_size, seed,
+                                 completions_out=rows, num_seeds=args.num_seeds, split=split)
+    except (ModelLoadError, GenerationFailed) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"{bench.name}: accuracy {metrics.accuracy:.4f} (+/- {metrics.stderr:.4f}) "
-          f"n={metrics.n} correct={metrics.n_correct} in {metrics.timings['total_s']:.0f}s")
+    print(f"{bench.name} [{split}]: accuracy {metrics.accuracy:.4f} (+/- {metrics.stderr:.4f}) "
+          f"n={metrics.n} correct={metrics.n_correct} in {metrics.timings['total_s']:.0f}s{note}")
     if args.json_out:
         metrics.dump(args.json_out)
     if args.completions_out:

@@ -1,18 +1,43 @@
-"""Evaluate one model directory on one benchmark -> :class:`Metrics`."""
+"""Evaluate one model directory on one benchmark -> :class:`Metrics`.
+
+Hardening for the final evaluation: sampled benchmarks run several seeds (mean and
+standard error across seeds); a generation that fails or runs out of memory is retried
+with half the max tokens, each attempt under a time limit, and every attempt is logged
+(stderr and ``Metrics.attempts``).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
+import signal
+import sys
+import threading
 import time
 from collections import defaultdict
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from ..benchmarks import Benchmark, Sample
-from ..schemas import Metrics
+from ..benchmarks.base import GenerationSettings, ScoreResult
+from ..schemas import GenerationAttempt, Metrics
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
+MIN_RETRY_TOKENS = 64
+
+
+class AttemptTimeout(Exception):
+    """One generation attempt ran past its time limit."""
+
+
+class GenerationFailed(RuntimeError):
+    """Every generation attempt failed; ``attempts`` says how."""
+
+    def __init__(self, message: str, attempts: list[GenerationAttempt]):
+        super().__init__(message)
+        self.attempts = attempts
 
 
 def model_fingerprint(model_path: str | Path, full_hash_limit_bytes: int = 1 << 30) -> str:
@@ -35,7 +60,105 @@ def model_fingerprint(model_path: str | Path, full_hash_limit_bytes: int = 1 << 
 
 
 def stderr_of(accuracy: float, n: int) -> float:
+    """Binomial standard error of a mean score over *n* items."""
     return math.sqrt(accuracy * (1 - accuracy) / (n - 1)) if n > 1 else 0.0
+
+
+def seeds_for(settings: GenerationSettings, base_seed: int, num_seeds: int | None = None) -> list[int]:
+    """Seeds to run: one for greedy decoding, ``num_seeds`` consecutive ones when sampling."""
+    k = num_seeds if num_seeds is not None else settings.num_seeds
+    return [base_seed] if settings.temperature <= 0 else [base_seed + i for i in range(max(1, k))]
+
+
+def _is_oom(exc: BaseException) -> bool:
+    return isinstance(exc, MemoryError) or "out of memory" in str(exc).lower()
+
+
+@contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise AttemptTimeout in the main thread after *seconds* (no limit elsewhere)."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _expired(signum, frame):  # noqa: ARG001
+        raise AttemptTimeout(f"attempt exceeded {seconds:.0f}s")
+
+    previous = signal.signal(signal.SIGALRM, _expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def generate_with_retries(backend, prompts: Sequence[str], settings: GenerationSettings, seed: int,
+                          stop_fn, attempt_timeout_s: float | None, max_attempts: int = 3,
+                          log=None) -> tuple[list[str], list[GenerationAttempt]]:
+    """Generate, retrying with half the max tokens after a failure, OOM or timeout."""
+    log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    attempts: list[GenerationAttempt] = []
+    tokens = settings.max_new_tokens
+    for number in range(1, max_attempts + 1):
+        current = dataclasses.replace(settings, max_new_tokens=tokens)
+        t0 = time.perf_counter()
+        try:
+            with time_limit(attempt_timeout_s):
+                outputs = backend.generate(prompts, current, seed, stop_fn=stop_fn)
+        except (AttemptTimeout, MemoryError, RuntimeError) as exc:
+            kind = "out of memory" if _is_oom(exc) else type(exc).__name__
+            attempts.append(GenerationAttempt(seed=seed, max_new_tokens=tokens, ok=False,
+                                              seconds=round(time.perf_counter() - t0, 2), error=f"{kind}: {exc}"[:500]))
+            log(f"[eval] attempt {number} seed={seed} max_new_tokens={tokens} failed: {kind}: {str(exc)[:200]}")
+            _free_accelerator_memory()
+            if tokens <= MIN_RETRY_TOKENS:
+                break
+            tokens = max(MIN_RETRY_TOKENS, tokens // 2)
+            continue
+        attempts.append(GenerationAttempt(seed=seed, max_new_tokens=tokens, ok=True,
+                                          seconds=round(time.perf_counter() - t0, 2)))
+        log(f"[eval] attempt {number} seed={seed} max_new_tokens={tokens} ok in {attempts[-1].seconds:.1f}s")
+        return outputs, attempts
+    raise GenerationFailed(f"generation failed after {len(attempts)} attempts: {attempts[-1].error}", attempts)
+
+
+def _free_accelerator_memory() -> None:
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except Exception:  # noqa: BLE001 - best effort before a retry
+        pass
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def aggregate(samples: Sequence[Sample], per_seed: list[list[ScoreResult]]) -> dict:
+    """Accuracy, stderr, correct count and per-category means over one or more seeds."""
+    n = len(samples)
+    accs = [_mean([r.score for r in scores]) for scores in per_seed]
+    acc = _mean(accs)
+    if len(accs) > 1:
+        var = sum((a - acc) ** 2 for a in accs) / (len(accs) - 1)
+        stderr = math.sqrt(var / len(accs))
+    else:
+        stderr = stderr_of(acc, n)
+    by_cat: dict[str, list[float]] = defaultdict(list)
+    for scores in per_seed:
+        for s, r in zip(samples, scores):
+            by_cat[s.category].append(r.score)
+    correct = _mean([sum(1 for r in scores if r.correct) for scores in per_seed])
+    return {
+        "accuracy": min(1.0, max(0.0, acc)),
+        "stderr": stderr,
+        "n_correct": int(round(correct)),
+        "per_category": {k: _mean(v) for k, v in sorted(by_cat.items())},
+        "per_seed_accuracy": accs,
+    }
 
 
 def evaluate_model(
@@ -47,48 +170,57 @@ def evaluate_model(
     seed: int = 0,
     early_stop: bool = True,
     completions_out: list | None = None,
+    num_seeds: int | None = None,
+    attempt_timeout_s: float | None = None,
+    split: str = "test",
 ) -> Metrics:
-    """Generate and score every sample. Raises ModelLoadError if the model can't load."""
+    """Generate and score every sample (for each seed). Raises ModelLoadError or GenerationFailed."""
     from .backends import DEFAULT_BATCH_SIZE, make_backend
+    from .chat_format import read_model_config, render_chat
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     backend = make_backend(model_path, backend_name, batch_size=batch_size or DEFAULT_BATCH_SIZE)
     timings["load_s"] = round(time.perf_counter() - t0, 2)
     tokenizer = getattr(backend, "tokenizer", None)
-    prompts = [benchmark.build_prompt(s, tokenizer) for s in samples]
-    t1 = time.perf_counter()
-    completions = backend.generate(
-        prompts,
-        benchmark.generation,
-        seed,
-        stop_fn=benchmark.cannot_succeed if early_stop else None,
-    )
-    timings["generate_s"] = round(time.perf_counter() - t1, 2)
-    scores = benchmark.score_batch(samples, completions)
-    by_cat: dict[str, list[float]] = defaultdict(list)
-    for s, r in zip(samples, scores):
-        by_cat[s.category].append(r.score)
-    if completions_out is not None:
-        completions_out.extend(
-            {"id": s.id, "completion": c, "score": r.score, "error_type": r.error_type, "detail": r.detail}
-            for s, c, r in zip(samples, completions, scores)
-        )
-    n = len(samples)
-    total = sum(r.score for r in scores)
-    acc = total / n if n else 0.0
-    timings["total_s"] = round(time.perf_counter() - t0, 2)
+    config = read_model_config(model_path)
+    prompts = [render_chat(benchmark.build_messages(s), tokenizer, config) for s in samples]
+    settings = benchmark.generation
+    stop_fn = benchmark.cannot_succeed if early_stop else None
+    seeds = seeds_for(settings, seed, num_seeds)
+    per_seed: list[list[ScoreResult]] = []
+    attempts: list[GenerationAttempt] = []
+    gen_s = score_s = 0.0
+    for s_seed in seeds:
+        t1 = time.perf_counter()
+        completions, tries = generate_with_retries(backend, prompts, settings, s_seed, stop_fn, attempt_timeout_s)
+        attempts.extend(tries)
+        t2 = time.perf_counter()
+        scores = benchmark.score_batch(samples, completions)
+        gen_s += t2 - t1
+        score_s += time.perf_counter() - t2
+        per_seed.append(scores)
+        if completions_out is not None:
+            completions_out.extend(
+                {"id": s.id, "seed": s_seed, "completion": c, "score": r.score, "error_type": r.error_type,
+                 "detail": r.detail}
+                for s, c, r in zip(samples, completions, scores)
+            )
+    timings.update(generate_s=round(gen_s, 2), score_s=round(score_s, 2), total_s=round(time.perf_counter() - t0, 2))
     return Metrics(
         benchmark=benchmark.id,
         model_path=str(model_path),
-        accuracy=acc,
-        stderr=stderr_of(acc, n),
-        n=n,
-        n_correct=sum(1 for r in scores if r.correct),
-        per_category={k: sum(v) / len(v) for k, v in by_cat.items()},
+        split=split,
+        n=len(samples),
+        seeds=seeds,
         backend=backend.name,
+        max_new_tokens=min(a.max_new_tokens for a in attempts if a.ok),
+        temperature=settings.temperature,
+        judge_model=getattr(benchmark, "judge_model", None) if benchmark.uses_llm_judge else None,
         data_sha256=benchmark.data_sha256(samples),
         model_sha256=model_fingerprint(model_path),
         seed=seed,
         timings=timings,
+        attempts=attempts,
+        **aggregate(samples, per_seed),
     )

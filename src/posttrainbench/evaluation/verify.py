@@ -3,7 +3,8 @@
     python -m posttrainbench.evaluation.verify --task TASK.json \
         --model-path /logs/artifacts/final_model --out-dir /logs/verifier [--base-model-path DIR]
 
-A missing or unloadable model scores 0 with ``error`` recorded. Exit code 0 whenever the
+The test set is read from ``$PTB_DATA_DIR`` (the sealed ``/tests/data``). A missing
+or unloadable model scores 0 with ``error`` recorded. Exit code 0 whenever the
 reward was written; 2 only if the task spec itself is unreadable (reward 0 still written).
 """
 
@@ -17,16 +18,16 @@ from pathlib import Path
 from ..schemas import BaseScore, Metrics, TaskSpec, write_reward
 
 
-def _zero_metrics(benchmark: str, model_path: str, error: str, seed: int = 0) -> Metrics:
+def _zero_metrics(benchmark: str, model_path: str, error: str, seed: int = 0, attempts=()) -> Metrics:
     return Metrics(benchmark=benchmark, model_path=model_path, accuracy=0.0, stderr=0.0, n=0,
-                   n_correct=0, error=error, seed=seed)
+                   n_correct=0, error=error, seed=seed, attempts=list(attempts))
 
 
-def _score_base(bench, samples, base_path: str, seed: int) -> BaseScore:
+def _score_base(bench, samples, base_path: str, seed: int, attempt_timeout_s: float | None) -> BaseScore:
     from .runner import evaluate_model
 
     try:
-        m = evaluate_model(bench, samples, base_path, seed=seed)
+        m = evaluate_model(bench, samples, base_path, seed=seed, attempt_timeout_s=attempt_timeout_s)
         return BaseScore(model_path=base_path, accuracy=m.accuracy, stderr=m.stderr, n=m.n,
                          n_correct=m.n_correct, model_sha256=m.model_sha256, timings=m.timings)
     except Exception as exc:  # noqa: BLE001 - the base score is informative only
@@ -34,7 +35,8 @@ def _score_base(bench, samples, base_path: str, seed: int) -> BaseScore:
                          error=f"{type(exc).__name__}: {exc}")
 
 
-def run(task_path: Path, model_path: str, out_dir: Path, base_model_path: str | None) -> tuple[Metrics, int]:
+def run(task_path: Path, model_path: str, out_dir: Path, base_model_path: str | None,
+        attempt_timeout_s: float | None = None) -> tuple[Metrics, int]:
     try:
         task = TaskSpec.load(task_path)
     except Exception as exc:  # noqa: BLE001
@@ -52,12 +54,14 @@ def run(task_path: Path, model_path: str, out_dir: Path, base_model_path: str | 
         try:
             from .runner import evaluate_model
 
-            metrics = evaluate_model(bench, samples, model_path, seed=task.seed)
+            metrics = evaluate_model(bench, samples, model_path, seed=task.seed, attempt_timeout_s=attempt_timeout_s)
         except Exception as exc:  # noqa: BLE001 - any failure of the submitted model scores 0
             traceback.print_exc()
-            metrics = _zero_metrics(task.benchmark, model_path, f"{type(exc).__name__}: {exc}", task.seed)
+            metrics = _zero_metrics(task.benchmark, model_path, f"{type(exc).__name__}: {exc}", task.seed,
+                                    getattr(exc, "attempts", ()))
     if task.score_base_model and base_model_path:
-        metrics = metrics.model_copy(update={"base_model": _score_base(bench, samples, base_model_path, task.seed)})
+        base = _score_base(bench, samples, base_model_path, task.seed, attempt_timeout_s)
+        metrics = metrics.model_copy(update={"base_model": base})
     return metrics, 0
 
 
@@ -67,10 +71,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model-path", required=True)
     p.add_argument("--out-dir", required=True, type=Path)
     p.add_argument("--base-model-path", default=None)
+    p.add_argument("--attempt-timeout-s", type=float, default=None, help="time limit per generation attempt")
     args = p.parse_args(argv)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        metrics, code = run(args.task, args.model_path, args.out_dir, args.base_model_path)
+        metrics, code = run(args.task, args.model_path, args.out_dir, args.base_model_path, args.attempt_timeout_s)
     except BaseException as exc:  # last resort: reward.json must exist
         write_reward(args.out_dir / "reward.json", 0.0)
         _zero_metrics("unknown", args.model_path, f"verifier crashed: {exc!r}").dump(args.out_dir / "metrics.json")

@@ -22,6 +22,8 @@ from posttrainbench.catalog import (
     get_model,
     list_benchmarks,
 )
+from posttrainbench.benchmarks.datafiles import write_split
+from posttrainbench.data.prepare import DataPrepareError, prepare_benchmark, task_splits
 from posttrainbench.errors import OutputDirError, PtbError
 from posttrainbench.schemas import TaskSpec
 from posttrainbench.tasks.options import (
@@ -35,6 +37,17 @@ BASE_MODEL_PATH = "/opt/ptb/models/base"
 PAYLOAD_PACKAGES = ("benchmarks", "evaluation", "training", "sandbox")
 PAYLOAD_MODULES = ("__init__.py", "schemas.py")
 SOLUTION_MODULES = {"bfcl": "posttrainbench.training.sft_bfcl"}
+FEEDBACK_TEXT = {
+    "test": "the benchmark's test set: the same questions the final evaluation scores",
+    "dev": "a development split held out from the benchmark, disjoint from the test set the final evaluation scores",
+    "none": "",
+}
+# A generation attempt in the verifier may use this share of its timeout, so a retry
+# with fewer tokens still fits.
+ATTEMPT_SHARE = 0.3
+# Passed from the host to the verifier of LLM-judged benchmarks (empty when unset; the
+# judge then fails with one clear error naming the missing key).
+JUDGE_ENV = ("PTB_JUDGE_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_BASE_URL")
 SNAPSHOT_MAX_FILE_BYTES = 512 * 1024
 SNAPSHOT_MAX_TOTAL_BYTES = 20 * 1024 * 1024
 
@@ -81,6 +94,7 @@ def build_spec(benchmark: BenchmarkSpec, model: BaseModelSpec, options: CompileO
         hours=options.hours,
         gpus=gpus,
         feedback=options.feedback,
+        agent_eval_budget=options.agent_eval_budget,
         agent_eval_limit=options.agent_eval_limit,
         final_eval_limit=options.final_eval_limit,
         score_base_model=options.score_base_model,
@@ -103,7 +117,7 @@ def _context(benchmark: BenchmarkSpec, model: BaseModelSpec, spec: TaskSpec, opt
         "version": posttrainbench.__version__,
         "hours_text": _hours_text(options.hours),
         "hardware_text": hardware,
-        "feedback_text": "the same test set the final evaluation uses",
+        "feedback_text": FEEDBACK_TEXT[spec.feedback],
         "task_context": context_file.read_text().strip(),
         "base_model_path": BASE_MODEL_PATH,
         "budget_seconds": agent_timeout,
@@ -116,7 +130,9 @@ def _context(benchmark: BenchmarkSpec, model: BaseModelSpec, spec: TaskSpec, opt
         "storage_mb": options.storage_gb * 1024,
         "default_base_image": options.base_image
         or (DEFAULT_GPU_BASE_IMAGE if spec.gpus else DEFAULT_CPU_BASE_IMAGE),
-        "solution_module": SOLUTION_MODULES[benchmark.id],
+        "solution_module": SOLUTION_MODULES.get(benchmark.id),
+        "attempt_timeout_sec": int(options.verifier_timeout_min * 60 * ATTEMPT_SHARE),
+        "judge_env": JUDGE_ENV if benchmark.llm_judge else (),
         "solution_minutes": options.solution_minutes or min(60.0, options.hours * 30),
         "snapshot_max_file_bytes": SNAPSHOT_MAX_FILE_BYTES,
         "snapshot_max_total_bytes": SNAPSHOT_MAX_TOTAL_BYTES,
@@ -153,9 +169,25 @@ def _copy_payload(lib: Path) -> None:
         shutil.copytree(root / name, dest / name, ignore=ignore)
 
 
-def _write_environment_files(out: Path, spec: TaskSpec) -> None:
+def _write_data(out: Path, spec: TaskSpec, cache_dir: Path | None, offline: bool) -> None:
+    """The sealed test set for the verifier; the feedback split (if any) for the agent."""
+    try:
+        prepare_benchmark(spec.benchmark, cache_dir, offline=offline)
+    except DataPrepareError as exc:
+        raise PtbError(f"{exc} (run `ptb data prepare` where the source is reachable)") from None
+    final_test, agent_split = task_splits(spec.benchmark, spec.feedback, cache_dir)
+    write_split(out / "tests" / "data" / spec.benchmark / "test.jsonl", final_test)
+    if agent_split is not None:
+        name = "test" if spec.feedback == "test" else "dev"
+        write_split(out / "environment" / "ptb" / "data" / spec.benchmark / f"{name}.jsonl", agent_split)
+
+
+def _write_environment_files(out: Path, spec: TaskSpec, llm_judge: bool) -> None:
     evaluation = package_root() / "evaluation"
-    shutil.copyfile(evaluation / "requirements.txt", out / "environment" / "requirements.txt")
+    requirements = (evaluation / "requirements.txt").read_text()
+    if llm_judge:
+        requirements += (evaluation / "requirements-judge.txt").read_text()
+    (out / "environment" / "requirements.txt").write_text(requirements)
     nodeps = evaluation / "requirements-nodeps.txt"
     if nodeps.exists():
         shutil.copyfile(nodeps, out / "environment" / "ptb" / "requirements-nodeps.txt")
@@ -175,8 +207,13 @@ def _write_environment_files(out: Path, spec: TaskSpec) -> None:
     spec.dump(out / "tests" / "task.json")
 
 
-def compile_task(benchmark_id: str, model_id: str, out_dir: Path, options: CompileOptions) -> Path:
-    """Write the Harbor task for (benchmark, model) into `out_dir/<name>`; return its path."""
+def compile_task(benchmark_id: str, model_id: str, out_dir: Path, options: CompileOptions,
+                 cache_dir: Path | None = None, offline: bool = False) -> Path:
+    """Write the Harbor task for (benchmark, model) into `out_dir/<name>`; return its path.
+
+    The benchmark's data comes from the prepared-data cache (fetched first if missing,
+    unless *offline*).
+    """
     benchmark = get_benchmark(benchmark_id)
     model = get_model(model_id)
     if not benchmark.implemented:
@@ -193,7 +230,8 @@ def compile_task(benchmark_id: str, model_id: str, out_dir: Path, options: Compi
         raise OutputDirError(f"cannot write to output directory {out_dir}: {exc.strerror}") from exc
     try:
         _render_tree(_templates(), _context(benchmark, model, spec, options), staging)
-        _write_environment_files(staging, spec)
+        _write_environment_files(staging, spec, benchmark.llm_judge)
+        _write_data(staging, spec, cache_dir, offline)
         if final.exists():
             shutil.rmtree(final)
         os.replace(staging, final)

@@ -22,7 +22,10 @@ class CompileOptions(BaseModel):
     cpus: int = Field(default=16, ge=1)
     memory_gb: int = Field(default=128, ge=1)
     storage_gb: int = Field(default=200, ge=1)
-    feedback: Literal["test"] = "test"
+    feedback: Literal["test", "dev", "none"] = Field(
+        default="test", description="test: evaluate.py scores the test set (PostTrainBench parity); "
+        "dev: a disjoint held-out split; none: no score")
+    agent_eval_budget: int | None = Field(default=None, ge=1, description="max evaluate.py runs; None = unlimited")
     agent_eval_limit: int | None = Field(default=None, ge=1)
     final_eval_limit: int | None = Field(default=None, ge=1)
     score_base_model: bool = False

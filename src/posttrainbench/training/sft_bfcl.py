@@ -23,17 +23,20 @@ import random
 import time
 from pathlib import Path
 
-from ..benchmarks.base import render_messages
 from ..benchmarks.bfcl.prompt import build_messages
+from ..evaluation.chat_format import read_model_config, render_chat
 from .synth_fc import make_dataset
 
 
-def encode_examples(tokenizer, examples: list[dict], max_len: int) -> list[tuple[list[int], int]]:
-    """(token ids, number of prompt tokens) per example; the rest are answer tokens."""
+def encode_examples(tokenizer, examples: list[dict], max_len: int, config: dict | None = None) -> list[tuple[list[int], int]]:
+    """(token ids, number of prompt tokens) per example; the rest are answer tokens.
+
+    Prompts are rendered exactly as the evaluation renders them (same chat format).
+    """
     eos = tokenizer.eos_token or ""
     out = []
     for ex in examples:
-        prompt = render_messages(build_messages(ex["functions"], ex["question"]), tokenizer)
+        prompt = render_chat(build_messages(ex["functions"], ex["question"]), tokenizer, config)
         p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
         a_ids = tokenizer(ex["answer"] + eos, add_special_tokens=False)["input_ids"]
         ids = p_ids + a_ids
@@ -113,7 +116,7 @@ def train(
     model = AutoModelForCausalLM.from_pretrained(base_model, dtype=torch.float32)
     model.config.use_cache = False
     n_trainable = _freeze_lower_layers(model, train_layers)
-    data = encode_examples(tokenizer, make_dataset(n_examples, seed), max_len)
+    data = encode_examples(tokenizer, make_dataset(n_examples, seed), max_len, read_model_config(base_model))
     rng.shuffle(data)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0, betas=(0.9, 0.95))

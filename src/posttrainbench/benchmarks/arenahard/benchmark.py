@@ -1,0 +1,82 @@
+"""Arena-Hard v2.0 creative writing as a sandbox :class:`Benchmark`.
+
+The headline score is the model's win rate against the baseline answers
+(gemini-2.0-flash-001), judged by an LLM in both orders; see :mod:`.judging`.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..base import Benchmark, GenerationSettings, Message, Sample, ScoreResult
+from ..llm_judge import JudgeClient, make_judge, parallel_map, raise_systemic, strip_thinking
+from .judging import Game, judge_messages, parse_verdict, question_score
+
+DEFAULT_JUDGE = "gpt-4.1"  # Arena-Hard v2.0's judge; override with PTB_JUDGE_MODEL
+JUDGE_TEMPERATURE = 0.0  # Arena-Hard v2.0 judges greedily
+JUDGE_MAX_TOKENS = 16000  # Arena-Hard v2.0's judge budget (a cap, replies are shorter)
+
+
+class ArenaHardWriting(Benchmark):
+    """250 creative-writing prompts; score = win rate vs the baseline answers."""
+
+    id = "arenahardwriting"
+    name = "Arena-Hard v2.0 creative writing"
+    # Greedy, 1024 new tokens: enough for the essays/poems asked for, and bounded so a
+    # small model's runaway generation does not dominate evaluation time.
+    generation = GenerationSettings(max_new_tokens=1024, temperature=0.0)
+    uses_llm_judge = True
+
+    def __init__(self, judge: JudgeClient | None = None):
+        self._judge = judge  # None: chosen from the environment at first scoring
+
+    def judge(self) -> JudgeClient:
+        """The judge client (``PTB_JUDGE_MODEL`` / ``PTB_JUDGE_RECORDINGS``, see llm_judge)."""
+        if self._judge is None:
+            self._judge = make_judge(DEFAULT_JUDGE)
+        return self._judge
+
+    def build_messages(self, sample: Sample) -> list[Message]:
+        return [{"role": "user", "content": sample.data["prompt"]}]
+
+    def score(self, sample: Sample, completion: str) -> ScoreResult:
+        return self.score_batch([sample], [completion])[0]
+
+    def score_batch(self, samples: Sequence[Sample], completions: Sequence[str]) -> list[ScoreResult]:
+        """Judge every answer in both orders, all games in parallel."""
+        answers = [strip_thinking(c) for c in completions]
+        # An empty answer loses without asking the judge (the baseline always answered).
+        games = [(i, model_is_a) for i, a in enumerate(answers) if a for model_is_a in (True, False)]
+        judge = self.judge() if games else None
+
+        def play(game: tuple[int, bool]) -> str:
+            i, model_is_a = game
+            s = samples[i]
+            a, b = (answers[i], s.data["baseline_answer"]) if model_is_a else (s.data["baseline_answer"], answers[i])
+            assert judge is not None
+            return judge.complete(judge_messages(s.data["prompt"], a, b),
+                                  temperature=JUDGE_TEMPERATURE, max_tokens=JUDGE_MAX_TOKENS)
+
+        replies = parallel_map(play, games)
+        raise_systemic(replies)
+        played: dict[int, list[tuple[Game, str]]] = {}
+        for (i, model_is_a), reply in zip(games, replies):
+            if isinstance(reply, BaseException):
+                game, note = Game(model_is_a, None), f"judge error: {type(reply).__name__}: {reply}"
+            else:
+                label = parse_verdict(reply)
+                game, note = Game(model_is_a, label), label or "no verdict label"
+            played.setdefault(i, []).append((game, note))
+        return [_result(played.get(i, [])) for i in range(len(samples))]
+
+
+def _result(games: list[tuple[Game, str]]) -> ScoreResult:
+    """The ScoreResult of one question from its judged games."""
+    if not games:
+        return ScoreResult(0.0, "empty_answer", "empty answer: counted as a loss")
+    detail = "; ".join(f"model as {'A' if g.model_is_a else 'B'}: {note}" for g, note in games)
+    score = question_score([g for g, _ in games])
+    dropped = sum(not g.valid for g, _ in games)
+    if score is None:
+        return ScoreResult(0.0, "judge_unparseable", detail)
+    return ScoreResult(score, "judge_partial" if dropped else None, detail)

