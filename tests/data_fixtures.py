@@ -22,3 +22,23 @@ def prepared(benchmark_id: str) -> Path:
 
     prepare_benchmark(benchmark_id, TEST_CACHE)
     return data_root(TEST_CACHE)
+
+
+def seed_prepared(cache_dir: Path, benchmark_id: str, n: int = 10) -> None:
+    """Write a small synthetic prepared dataset (for compiler tests, not scorer tests).
+
+    Uses the preparer's own manifest and carving, so a task compiled from it has the
+    real layout; the items are placeholders, not the benchmark's questions.
+    """
+    from posttrainbench.benchmarks.base import Sample
+    from posttrainbench.benchmarks.datafiles import write_split
+    from posttrainbench.data.manifest import DataManifest, SplitInfo
+    from posttrainbench.data.prepare import carve_dev, data_root
+
+    root = data_root(cache_dir) / benchmark_id
+    test = [Sample(id=f"{benchmark_id}_{i}", category="c", data={"question": f"placeholder {i}"}) for i in range(n)]
+    dev = carve_dev(test)
+    infos = {name: SplitInfo(n=len(rows), sha256=write_split(root / f"{name}.jsonl", rows))
+             for name, rows in (("test", test), ("dev", dev))}
+    DataManifest(benchmark=benchmark_id, provenance="test placeholder", prepared_at="2026-01-01T00:00:00+00:00",
+                 splits=infos, dev_source="carved", carved_dev_ids=[s.id for s in dev]).dump(root / "manifest.json")

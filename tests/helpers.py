@@ -11,9 +11,10 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
-def run_ptb(*args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    """Run the `ptb` CLI in a subprocess, as a user would."""
-    env = {**os.environ, "HARBOR_TELEMETRY": "0"}
+def run_ptb(*args: str, cwd: Path | None = None, timeout: float = 600,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run the `ptb` CLI in a subprocess, as a user would (*env* adds variables)."""
+    env = {**os.environ, "HARBOR_TELEMETRY": "0", **(env or {})}
     return subprocess.run(
         [sys.executable, "-c", "from posttrainbench.cli.app import main; main()", *args],
         cwd=cwd,

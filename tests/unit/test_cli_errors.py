@@ -22,7 +22,12 @@ def _one_error_line(stderr: str) -> str:
     [
         (["tasks", "generate", "-b", "nosuch", "-m", "qwen3-1.7b", "-o", "OUT"], "unknown benchmark 'nosuch'"),
         (["tasks", "generate", "-b", "bfcl", "-m", "gpt-9", "-o", "OUT"], "unknown model 'gpt-9'"),
-        (["tasks", "generate", "-b", "gsm8k", "-m", "qwen3-1.7b", "-o", "OUT"], "has no evaluator yet"),
+        (["tasks", "generate", "-b", "bfcl", "-m", "qwen3-1.7b", "--feedback", "val", "-o", "OUT"], "invalid --feedback"),
+        (["eval", "-b", "gsm8k", "--model-path", "OUT"], "is not a model directory"),
+        (["eval", "-b", "nosuch", "--model-path", "OUT"], "unknown benchmark 'nosuch'"),
+        (["baseline", "-b", "gsm8k", "-m", "gpt-9"], "unknown model 'gpt-9'"),
+        (["data", "prepare", "-b", "bfcl,nosuch"], "unknown benchmark 'nosuch'"),
+        (["data", "prepare", "-b", "bfcl", "-m", "gpt-9"], "unknown model 'gpt-9'"),
         (["tasks", "generate", "-b", "bfcl", "-m", "qwen3-1.7b", "--hours", "-1", "-o", "OUT"], "invalid --hours"),
         (["tasks", "generate", "-o", "OUT"], "either --benchmark and --model, or --all"),
         (["run", "-b", "bfcl", "-m", "qwen3-1.7b", "-a", "oracle", "--env", "moon"], "unknown environment 'moon'"),

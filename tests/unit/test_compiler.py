@@ -14,6 +14,7 @@ from harbor.models.task.task import Task
 from posttrainbench.schemas import TaskSpec
 from posttrainbench.tasks.compiler import compile_task
 from posttrainbench.tasks.options import CompileOptions
+from tests.data_fixtures import seed_prepared
 from tests.helpers import run_ptb
 
 
@@ -101,11 +102,66 @@ def test_timer_budget_matches_hours(tmp_path: Path) -> None:
 
 
 def test_generate_all(tmp_path: Path) -> None:
-    result = run_ptb("tasks", "generate", "--all", "-o", str(tmp_path))
+    from posttrainbench.tasks.compiler import implemented_benchmarks
+
+    cache = tmp_path / "cache"
+    benchmarks = [b.id for b in implemented_benchmarks()]
+    for b in benchmarks:
+        seed_prepared(cache, b)
+    out = tmp_path / "tasks"
+    result = run_ptb("tasks", "generate", "--all", "--offline", "-o", str(out), env={"PTB_CACHE_DIR": str(cache)})
     assert result.returncode == 0, result.stderr
-    names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == sorted(
-        f"bfcl-{m}" for m in ["qwen3-1.7b", "qwen3-4b", "smollm3-3b", "gemma3-4b", "smollm2-135m"]
-    )
+    names = sorted(p.name for p in out.iterdir())
+    models = ["qwen3-1.7b", "qwen3-4b", "smollm3-3b", "gemma3-4b", "smollm2-135m"]
+    assert names == sorted(f"{b}-{m}" for b in benchmarks for m in models)
     for name in names:
-        Task(tmp_path / name)
+        Task(out / name)
+
+
+def _split_ids(path: Path) -> list[str]:
+    return [json.loads(line)["id"] for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("feedback", ["test", "dev", "none"])
+def test_feedback_modes_decide_what_the_agent_sees(tmp_path: Path, feedback: str) -> None:
+    cache = tmp_path / "cache"
+    seed_prepared(cache, "gsm8k", n=20)
+    task = compile_task("gsm8k", "smollm2-135m", tmp_path / "tasks",
+                        CompileOptions(hours=1, feedback=feedback, agent_eval_budget=3), cache_dir=cache, offline=True)
+    sealed = _split_ids(task / "tests/data/gsm8k/test.jsonl")
+    agent_data = task / "environment/ptb/data/gsm8k"
+    instruction = (task / "instruction.md").read_text()
+    if feedback == "test":  # PostTrainBench parity: the agent evaluates on the scored set
+        assert sealed == _split_ids(agent_data / "test.jsonl") and len(sealed) == 20
+    elif feedback == "dev":  # a carved dev split; the final test set excludes it
+        dev = _split_ids(agent_data / "dev.jsonl")
+        assert dev and not set(dev) & set(sealed) and len(dev) + len(sealed) == 20
+        assert not (agent_data / "test.jsonl").exists()
+        assert "disjoint from the test set" in instruction and "at most\n3 times" in instruction
+    else:
+        assert not agent_data.exists() and len(sealed) == 20
+        assert "no score feedback" in instruction
+    spec = TaskSpec.load(task / "environment/ptb/task.json")
+    assert spec.feedback == feedback and spec.agent_eval_budget == 3
+
+
+def test_llm_judged_benchmark_gets_judge_requirements_and_env(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    seed_prepared(cache, "healthbench")
+    task = compile_task("healthbench", "qwen3-1.7b", tmp_path / "tasks", CompileOptions(), cache_dir=cache, offline=True)
+    assert "litellm==" in (task / "environment/requirements.txt").read_text()
+    config = TaskConfig.model_validate_toml((task / "task.toml").read_text())
+    assert config.verifier.env["OPENAI_API_KEY"] == "${OPENAI_API_KEY:-}"
+    assert "PTB_JUDGE_MODEL" in config.verifier.env
+    plain = compile_task("bfcl", "qwen3-1.7b", tmp_path / "tasks", CompileOptions())
+    assert "litellm" not in (plain / "environment/requirements.txt").read_text()
+    assert not TaskConfig.model_validate_toml((plain / "task.toml").read_text()).verifier.env
+
+
+def test_offline_compile_without_prepared_data_is_one_clear_error(tmp_path: Path) -> None:
+    result = run_ptb("tasks", "generate", "-b", "gsm8k", "-m", "qwen3-1.7b", "--offline", "-o", str(tmp_path / "t"),
+                     env={"PTB_CACHE_DIR": str(tmp_path / "empty")})
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "offline and not cached" in lines[0] and "ptb data prepare" in lines[0]
+    assert not (tmp_path / "t" / "gsm8k-qwen3-1.7b").exists()

@@ -136,7 +136,7 @@ def test_negative_and_detail():
     assert bench.score(NEG, "So the temperature is -3.").score == 1.0
     assert bench.score(NEG, "So the temperature is 3.").score == 0.0
     r = bench.score(SAMPLE, "#### 2400\nSo 7.")  # strict right, flexible wrong: flexible is the score
-    assert r.score == 0.0 and "strict-match='2400' (right)" in r.detail and "flexible-extract='7' (wrong)" in r.detail
+    assert r.score == 0.0 and "strict-match='2400' (right)" in r.detail and "flexible-extract='7.' (wrong)" in r.detail
 
 
 def test_filters():

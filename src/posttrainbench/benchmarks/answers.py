@@ -74,23 +74,26 @@ _ANSWER_LINE = re.compile(r"(?i:answer)\s*\**\s*[:：]\s*\**\s*[\s($\[{*]*\s*([A
 _ANSWER_IS = re.compile(
     r"(?i:answer|option|choice)\s+(?i:is|would\s+be|should\s+be)\s*:?\s*\**\s*[($\[{]?\s*([A-D])(?![A-Za-z])")
 _BOXED_LETTER = re.compile(r"\\boxed\{\s*(?:\\text\{)?\s*\(?([A-D])\)?\s*\}?\s*\}")
-# a final "(B)" or a last line that is only a letter: "B", "B.", "(B)", "**B**"
-_FINAL_LETTER = re.compile(r"(?:^|\n|\s)[*\s]*\(?([A-D])\)?[.)*\s]*$")
+# a last line that is only a letter ("B", "B.", "(B)", "**B**"), or a text ending in "(B)"
+_LETTER_LINE = re.compile(r"[*\s]*\(?([A-D])\)?[.*\s]*")
+_FINAL_PAREN = re.compile(r"\(([A-D])\)[.*\s]*$")
 
 
 def extract_letter(text: str, letters: str = "ABCD") -> str | None:
     """The chosen letter in *text*, or None.
 
     Preference: the last ``ANSWER: X`` line (the requested format); then the last
-    "answer is X"; then the last ``\\boxed{X}``; then a letter (optionally in
-    parentheses) that ends the text. Letters must be upper case so that prose like
+    "answer is X"; then the last ``\\boxed{X}``; then a last line that is only a
+    letter, or a text ending in ``(X)``. Letters must be upper case so that prose like
     "answer is a ratio" is not read as a choice.
     """
     for pattern in (_ANSWER_LINE, _ANSWER_IS, _BOXED_LETTER):
         found = [m.group(1) for m in pattern.finditer(text) if m.group(1) in letters]
         if found:
             return found[-1]
-    m = _FINAL_LETTER.search(text.rstrip())
+    stripped = text.rstrip()
+    last_line = stripped.rsplit("\n", 1)[-1]
+    m = _LETTER_LINE.fullmatch(last_line) or _FINAL_PAREN.search(stripped)
     if m and m.group(1) in letters:
         return m.group(1)
     return None

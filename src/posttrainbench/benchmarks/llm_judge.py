@@ -10,6 +10,8 @@ A judge is anything with ``complete(messages, *, temperature, max_tokens) -> str
 - ``PTB_JUDGE_RECORD_TO=FILE`` additionally writes every live response to FILE, in the
   format ``PTB_JUDGE_RECORDINGS`` reads.
 
+Requests run in parallel (:func:`parallel_map`, ``PTB_JUDGE_CONCURRENCY`` threads).
+
 Stdlib only at import time; litellm is imported lazily (``requirements-judge.txt``).
 """
 
@@ -21,8 +23,8 @@ import os
 import re
 import threading
 import time
-from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence, TypeVar
 
 from .base import Message
@@ -37,7 +39,6 @@ RECORDING_FORMAT = "posttrainbench-judge-recording/1"
 # litellm exception names worth retrying: rate limits, timeouts, server-side failures.
 _TRANSIENT = ("RateLimitError", "APIConnectionError", "Timeout", "InternalServerError",
               "ServiceUnavailableError", "BadGatewayError")
-
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -130,7 +131,8 @@ class RecordedJudge:
     """Replays responses recorded for (model, messages); never calls a live API.
 
     File format: ``{"format": ..., "recordings": [{"key", "model", "response", "note"?}]}``
-    where ``key`` is :func:`recording_key` of the request.
+    where ``key`` is :func:`recording_key` of the request. Several entries with one key
+    (a request that was retried) are replayed in order, the last one repeating.
     """
 
     def __init__(self, path: Path, model: str):
@@ -138,19 +140,27 @@ class RecordedJudge:
         self.model = model
         try:
             doc = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise JudgeConfigError(f"cannot read judge recordings {self.path}: {exc}") from None
-        self._responses = {r["key"]: r["response"] for r in doc.get("recordings", [])}
+            entries = [(r["key"], r["response"]) for r in doc.get("recordings", [])]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise JudgeConfigError(f"cannot read judge recordings {self.path}: {exc!r}") from None
+        self._responses: dict[str, list[str]] = {}
+        for key, response in entries:
+            self._responses.setdefault(key, []).append(response)
+        self._served: dict[str, int] = {}
+        self._lock = threading.Lock()
 
     def complete(self, messages: Sequence[Message], *, temperature: float, max_tokens: int) -> str:
         key = recording_key(self.model, messages)
-        try:
-            return self._responses[key]
-        except KeyError:
+        replies = self._responses.get(key)
+        if not replies:
             preview = (messages[-1]["content"] if messages else "")[:120].replace("\n", " ")
             raise MissingRecordingError(
                 f"no recorded judge response in {self.path} for model {self.model} "
-                f"(key {key[:16]}..., last message {preview!r})") from None
+                f"(key {key[:16]}..., last message {preview!r})")
+        with self._lock:
+            n = self._served.get(key, 0)
+            self._served[key] = n + 1
+        return replies[min(n, len(replies) - 1)]
 
 
 class RecordingJudge:

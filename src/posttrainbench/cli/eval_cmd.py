@@ -45,6 +45,9 @@ def eval_model(
     out: Path | None = Out,
 ) -> None:
     """Evaluate a model directory on a benchmark (the same code the verifier runs)."""
+    from posttrainbench.catalog import get_benchmark
+
+    get_benchmark(benchmark)
     if not (model_path / "config.json").is_file():
         raise PtbError(f"{model_path} is not a model directory (no config.json)")
     _evaluate(benchmark, model_path, limit, backend, split, out, Console())

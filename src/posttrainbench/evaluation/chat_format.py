@@ -63,9 +63,12 @@ def render_chat(messages: Sequence[dict[str, str]], tokenizer: Any = None,
     """The prompt text for *messages*, ending with the assistant turn's opening."""
     if tokenizer is not None and getattr(tokenizer, "chat_template", None):
         return tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
-    family = detect_family(config or {}, _special_vocab(tokenizer))
+    template = family_template(detect_family(config or {}, _special_vocab(tokenizer)))
+    if tokenizer is not None:
+        return tokenizer.apply_chat_template(list(messages), chat_template=template, tokenize=False,
+                                             add_generation_prompt=True)
+    # No tokenizer (scorer tests, data tools): jinja2 directly, as transformers does.
     from jinja2 import Environment
 
-    template = Environment(keep_trailing_newline=True).from_string(family_template(family))
-    bos = getattr(tokenizer, "bos_token", None) or ""
-    return template.render(messages=list(messages), add_generation_prompt=True, bos_token=bos)
+    compiled = Environment(keep_trailing_newline=True).from_string(template)
+    return compiled.render(messages=list(messages), add_generation_prompt=True, bos_token="")

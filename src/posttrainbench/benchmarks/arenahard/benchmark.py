@@ -31,7 +31,11 @@ class ArenaHardWriting(Benchmark):
         self._judge = judge  # None: chosen from the environment at first scoring
 
     def judge(self) -> JudgeClient:
-        """The judge client (``PTB_JUDGE_MODEL`` / ``PTB_JUDGE_RECORDINGS``, see llm_judge)."""
+        """The judge client (``PTB_JUDGE_MODEL`` / ``PTB_JUDGE_RECORDINGS``, see llm_judge).
+
+        Calling it before generating checks the judge's configuration early: it raises
+        :class:`~posttrainbench.benchmarks.llm_judge.JudgeConfigError` when unusable.
+        """
         if self._judge is None:
             self._judge = make_judge(DEFAULT_JUDGE)
         return self._judge

@@ -17,7 +17,8 @@ BASELINE_MODEL = "gemini-2.0-flash-001"
 
 
 def _jsonl(body: bytes) -> list[dict]:
-    return [json.loads(line) for line in body.decode("utf-8").splitlines() if line.strip()]
+    # split on "\n" only: str.splitlines() also breaks at U+2028 etc. inside JSON strings
+    return [json.loads(line) for line in body.decode("utf-8").split("\n") if line.strip()]
 
 
 def baseline_answer(record: dict) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..base import Benchmark, GenerationSettings, Message, Sample, ScoreResult
-from .extract import judge
+from .extract import INVALID, judge
 
 PROMPT = (
     "Solve the following math problem step by step. Show your reasoning, then give the "
@@ -30,4 +30,4 @@ class Gsm8k(Benchmark):
                   f"target={sample.data['target']!r}")
         if v.flexible_correct:
             return ScoreResult(1.0, None, detail)
-        return ScoreResult(0.0, "no_answer" if v.flexible == "[invalid]" else "wrong_answer", detail)
+        return ScoreResult(0.0, "no_answer" if v.flexible == INVALID else "wrong_answer", detail)

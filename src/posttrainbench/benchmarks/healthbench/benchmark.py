@@ -25,14 +25,18 @@ class HealthBench(Benchmark):
     generation = GenerationSettings(max_new_tokens=1024, temperature=0.0)
     uses_llm_judge = True
 
-    def __init__(self, grader: JudgeClient | None = None):
-        self._grader = grader  # None: chosen from the environment at first scoring
+    def __init__(self, judge: JudgeClient | None = None):
+        self._judge = judge  # the grader; None: chosen from the environment at first scoring
 
-    def grader(self) -> JudgeClient:
-        """The grader client (``PTB_JUDGE_MODEL`` / ``PTB_JUDGE_RECORDINGS``, see llm_judge)."""
-        if self._grader is None:
-            self._grader = make_judge(DEFAULT_GRADER)
-        return self._grader
+    def judge(self) -> JudgeClient:
+        """The grader client (``PTB_JUDGE_MODEL`` / ``PTB_JUDGE_RECORDINGS``, see llm_judge).
+
+        Calling it before generating checks the grader's configuration early: it raises
+        :class:`~posttrainbench.benchmarks.llm_judge.JudgeConfigError` when unusable.
+        """
+        if self._judge is None:
+            self._judge = make_judge(DEFAULT_GRADER)
+        return self._judge
 
     def build_messages(self, sample: Sample) -> list[Message]:
         # Multi-turn conversations are passed through as they are; the model writes the
@@ -46,7 +50,7 @@ class HealthBench(Benchmark):
         """Grade every (response, criterion) pair in parallel, then score each response."""
         responses = [strip_thinking(c) for c in completions]
         items = [(i, j) for i, s in enumerate(samples) for j in range(len(s.data["rubrics"]))]
-        grader = self.grader() if items else None
+        grader = self.judge() if items else None
 
         def grade(item: tuple[int, int]) -> bool | None:
             i, j = item

