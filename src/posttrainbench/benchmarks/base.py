@@ -80,6 +80,14 @@ class Benchmark(ABC):
     def score(self, sample: Sample, completion: str) -> ScoreResult:
         """Score one model completion for *sample*."""
 
+    def judge(self) -> Any:
+        """The LLM judge client of a judged benchmark (None otherwise).
+
+        Judged benchmarks override this; it raises ``JudgeConfigError`` when the judge
+        cannot be used (no key, no litellm), so callers check it before generating.
+        """
+        return None
+
     def score_batch(self, samples: Sequence[Sample], completions: Sequence[str]) -> list[ScoreResult]:
         """Score many completions; benchmarks override this to parallelise (judges, execution)."""
         return [self.score(s, c) for s, c in zip(samples, completions)]

@@ -124,6 +124,7 @@ def _import_litellm() -> Any:
         raise JudgeConfigError(
             "LLM-judged benchmarks need litellm "
             "(pinned in posttrainbench/evaluation/requirements-judge.txt)") from None
+    litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banners on errors
     return litellm
 
 

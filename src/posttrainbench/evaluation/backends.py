@@ -218,8 +218,15 @@ class TransformersBackend:
         position_ids = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
         cache = DynamicCache(config=self.model.config)
         out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=position_ids,
-                         past_key_values=cache, use_cache=True, logits_to_keep=1)
-        return out.past_key_values, mask, out.logits[:, -1, :]
+                         use_cache=True, logits_to_keep=1, **{self._cache_kwarg(): cache})
+        return cache, mask, out.logits[:, -1, :]
+
+    def _cache_kwarg(self) -> str:
+        """The forward() keyword for the KV cache (``cache`` in newer transformers)."""
+        import inspect
+
+        params = inspect.signature(self.model.forward).parameters
+        return "cache" if "cache" in params else "past_key_values"
 
     @staticmethod
     def _plain_layers(cache) -> bool:
@@ -274,6 +281,7 @@ class TransformersBackend:
         queue = sorted(range(len(prompts)), key=lambda i: len(ids[i]))  # short first: little padding
         queue.reverse()  # pop() takes the shortest
         eos = self._eos_ids()
+        cache_kw = self._cache_kwarg()
         done: list[list[int] | None] = [None] * len(prompts)
         rows: list[_Row] = []
         cache = mask = None
@@ -316,10 +324,11 @@ class TransformersBackend:
                 # one decode step for every running row
                 mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
                 position_ids = mask.sum(-1, keepdim=True) - 1
+                # the cache object is updated in place
                 out = self.model(input_ids=torch.tensor(next_tokens, device=self.device)[:, None],
-                                 attention_mask=mask, position_ids=position_ids, past_key_values=cache,
-                                 use_cache=True, logits_to_keep=1)
-                cache, logits = out.past_key_values, out.logits[:, -1, :]
+                                 attention_mask=mask, position_ids=position_ids, use_cache=True,
+                                 logits_to_keep=1, **{cache_kw: cache})
+                logits = out.logits[:, -1, :]
         return [tok.decode(t or [], skip_special_tokens=True) for t in done]
 
 

@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--num-seeds", type=int, default=None, help="seeds for sampled benchmarks (default: benchmark's)")
     args = p.parse_args(argv)
 
+    from ..benchmarks.llm_judge import JudgeConfigError
     from .backends import ModelLoadError
     from .runner import GenerationFailed, evaluate_model
 
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         metrics = evaluate_model(bench, samples, args.model_path, args.backend, args.batch_size, seed,
                                  completions_out=rows, num_seeds=args.num_seeds, split=split)
-    except (ModelLoadError, GenerationFailed) as exc:
+    except (ModelLoadError, GenerationFailed, JudgeConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"{bench.name} [{split}]: accuracy {metrics.accuracy:.4f} (+/- {metrics.stderr:.4f}) "

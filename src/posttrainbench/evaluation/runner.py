@@ -178,6 +178,8 @@ def evaluate_model(
     from .backends import DEFAULT_BATCH_SIZE, make_backend
     from .chat_format import read_model_config, render_chat
 
+    # A judged benchmark's judge must be usable before any generation time is spent.
+    judge = benchmark.judge() if benchmark.uses_llm_judge else None
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     backend = make_backend(model_path, backend_name, batch_size=batch_size or DEFAULT_BATCH_SIZE)
@@ -216,7 +218,7 @@ def evaluate_model(
         backend=backend.name,
         max_new_tokens=min(a.max_new_tokens for a in attempts if a.ok),
         temperature=settings.temperature,
-        judge_model=getattr(benchmark, "judge_model", None) if benchmark.uses_llm_judge else None,
+        judge_model=getattr(judge, "model", None),
         data_sha256=benchmark.data_sha256(samples),
         model_sha256=model_fingerprint(model_path),
         seed=seed,

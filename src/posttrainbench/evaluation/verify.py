@@ -17,6 +17,8 @@ from pathlib import Path
 
 from ..schemas import BaseScore, Metrics, TaskSpec, write_reward
 
+JUDGE_NOT_CONFIGURED = 3
+
 
 def _zero_metrics(benchmark: str, model_path: str, error: str, seed: int = 0, attempts=()) -> Metrics:
     return Metrics(benchmark=benchmark, model_path=model_path, accuracy=0.0, stderr=0.0, n=0,
@@ -51,10 +53,13 @@ def run(task_path: Path, model_path: str, out_dir: Path, base_model_path: str | 
     if not Path(model_path).is_dir():
         metrics = _zero_metrics(task.benchmark, model_path, f"final model not found at {model_path}", task.seed)
     else:
-        try:
-            from .runner import evaluate_model
+        from ..benchmarks.llm_judge import JudgeConfigError
+        from .runner import evaluate_model
 
+        try:
             metrics = evaluate_model(bench, samples, model_path, seed=task.seed, attempt_timeout_s=attempt_timeout_s)
+        except JudgeConfigError as exc:
+            return _zero_metrics(task.benchmark, model_path, f"judge not configured: {exc}", task.seed), JUDGE_NOT_CONFIGURED
         except Exception as exc:  # noqa: BLE001 - any failure of the submitted model scores 0
             traceback.print_exc()
             metrics = _zero_metrics(task.benchmark, model_path, f"{type(exc).__name__}: {exc}", task.seed,
@@ -81,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         _zero_metrics("unknown", args.model_path, f"verifier crashed: {exc!r}").dump(args.out_dir / "metrics.json")
         raise
     metrics.dump(args.out_dir / "metrics.json")
+    if code == JUDGE_NOT_CONFIGURED:
+        print(f"error: {metrics.error}", file=sys.stderr)
+        return code
     write_reward(args.out_dir / "reward.json", metrics.accuracy)
     line = f"reward {metrics.accuracy:.4f} n={metrics.n}"
     if metrics.error:

@@ -19,6 +19,7 @@ import posttrainbench
 from posttrainbench.errors import RunError
 from posttrainbench.runner.environments import harbor_environment, local_resources
 from posttrainbench.runner.record import RunRecord, TrialRecord
+from posttrainbench.runner.preflight import check_judge
 from posttrainbench.tasks.compiler import compile_task
 from posttrainbench.tasks.options import CompileOptions
 
@@ -99,6 +100,7 @@ async def execute(request: RunRequest) -> RunRecord:
         f"{started:%Y%m%d-%H%M%S}"
     )
     run_dir = request.runs_dir.resolve() / run_id
+    check_judge(request.benchmark)  # before any build or agent time is spent
     task_dir = compile_task(request.benchmark, request.model, run_dir / "tasks", request.options)
     jobs_dir = run_dir / "jobs"
     record = RunRecord(

@@ -13,7 +13,8 @@ CATEGORY = "simple_python"
 
 
 def _jsonl(body: bytes) -> list[dict]:
-    return [json.loads(line) for line in body.decode("utf-8").splitlines() if line.strip()]
+    # split on "\n" only: str.splitlines() also breaks at U+2028 inside JSON strings
+    return [json.loads(line) for line in body.decode("utf-8").split("\n") if line.strip()]
 
 
 class BfclSource(DataSource):

@@ -265,11 +265,15 @@ def run_program(program: str, timeout: float = DEFAULT_TIMEOUT_S, *, memory_byte
     return _verdict(nonce, proc.returncode, report, stderr)
 
 
-def run_programs(programs: Sequence[str], timeout: float = DEFAULT_TIMEOUT_S, workers: int | None = None,
-                 **kwargs) -> list[ExecResult]:
-    """Run many programs in parallel (one subprocess each; threads only wait), in input order."""
+def run_programs(programs: Sequence[str], timeout: float = DEFAULT_TIMEOUT_S, workers: int | None = None, *,
+                 memory_bytes: int = DEFAULT_MEMORY_BYTES, sandbox: str | None = None) -> list[ExecResult]:
+    """Run many programs in parallel, *workers* (default: CPU count) at a time, in input order.
+
+    One subprocess per program; the pool's threads only wait on them.
+    """
     if not programs:
         return []
     workers = workers or os.cpu_count() or 1
     with ThreadPoolExecutor(max_workers=min(workers, len(programs))) as pool:
-        return list(pool.map(lambda p: run_program(p, timeout, **kwargs), programs))
+        return list(pool.map(lambda p: run_program(p, timeout, memory_bytes=memory_bytes, sandbox=sandbox),
+                             programs))
