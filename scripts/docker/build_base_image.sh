@@ -43,8 +43,9 @@ docker info >/dev/null 2>&1 || die "no Docker engine; run scripts/docker/setup_e
 eval_dir="$repo/src/posttrainbench/evaluation"
 reqs="$eval_dir/requirements.txt"
 nodeps="$eval_dir/requirements-nodeps.txt"   # optional
+judge="$eval_dir/requirements-judge.txt"     # LLM-judged benchmarks' verifier needs
 [ -f "$reqs" ] || die "missing $reqs"
-req_sha=$( { cat "$reqs"; [ -f "$nodeps" ] && cat "$nodeps"; cat "$0"; } | sha256sum | cut -c1-16)
+req_sha=$( { cat "$reqs"; [ -f "$nodeps" ] && cat "$nodeps"; [ -f "$judge" ] && cat "$judge"; cat "$0"; } | sha256sum | cut -c1-16)
 
 if [ "$force" = 0 ] && docker image inspect "$image" >/dev/null 2>&1; then
     have=$(docker image inspect -f '{{ index .Config.Labels "ptb.requirements-sha" }}' "$image")
@@ -96,7 +97,7 @@ wheel=$(ls "$wheel_cache"/torch-"$torch_version"*cp311*.whl | head -n1)
 case "$wheel" in *+cpu*) ;; *) die "torch wheel $wheel is not a CPU build" ;; esac
 ln "$wheel" "$ctx/wheels/" 2>/dev/null || cp "$wheel" "$ctx/wheels/"
 # torch is pinned, and never taken from the requirement files (it comes from the wheel).
-grep -viE '^\s*torch([<>=!~ ;[]|$)' "$reqs" > "$ctx/requirements.txt" || true
+{ cat "$reqs"; [ -f "$judge" ] && cat "$judge"; } | grep -viE '^\s*torch([<>=!~ ;[]|$)' > "$ctx/requirements.txt" || true
 if [ -f "$nodeps" ]; then cp "$nodeps" "$ctx/requirements-nodeps.txt"; else : > "$ctx/requirements-nodeps.txt"; fi
 echo "torch==$torch_version" > "$ctx/constraints.txt"
 # The build reaches the package index through this host's network, which may intercept

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import http.server
-import threading
-from typing import Iterator
 
 import pytest
 
@@ -14,31 +10,10 @@ from posttrainbench.benchmarks.aime import source as aime_source
 from posttrainbench.benchmarks.aime.benchmark import extract_answer
 from posttrainbench.benchmarks.answers import boxed_integer, last_boxed, last_integer, parse_integer
 from posttrainbench.benchmarks.base import Sample
+from tests.http_fixture import serve_routes
 from tests.helpers import REPO
 
 FIXTURES = REPO / "tests" / "fixtures" / "aime"
-
-
-@contextlib.contextmanager
-def serve_routes(routes: dict[str, bytes]) -> Iterator[str]:
-    """Serve ``{url path: body}`` on a free local port (404 otherwise); yield the base URL."""
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = routes.get(self.path)
-            self.send_response(200 if body is not None else 404)
-            self.end_headers()
-            self.wfile.write(body or b"not found")
-
-        def log_message(self, *args) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _hub_routes() -> dict[str, bytes]:

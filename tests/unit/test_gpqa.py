@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import collections
-import contextlib
 import csv
 import io
-import http.server
-import threading
-from typing import Iterator
 
 import pytest
 
@@ -18,36 +14,11 @@ from posttrainbench.benchmarks.base import Sample
 from posttrainbench.benchmarks.gpqa import source as gpqa_source
 from posttrainbench.benchmarks.gpqa.source import clean, parse_csv, shuffled_choices
 from tests.helpers import REPO
+from tests.http_fixture import serve_routes
 
 FIXTURES = REPO / "tests" / "fixtures" / "gpqa"
 TOKEN = "hf_fixture_token"
 PINNED = (["c", "i2", "i3", "i1"], "A")
-
-
-@contextlib.contextmanager
-def serve_gated(routes: dict[str, bytes]) -> Iterator[str]:
-    """Serve ``{url path: body}`` like a gated HF repo: 401 without ``Bearer TOKEN``."""
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.headers.get("Authorization") != f"Bearer {TOKEN}":
-                self.send_response(401)
-                self.end_headers()
-                return
-            body = routes.get(self.path)
-            self.send_response(200 if body is not None else 404)
-            self.end_headers()
-            self.wfile.write(body or b"not found")
-
-        def log_message(self, *args) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _routes() -> dict[str, bytes]:
@@ -58,7 +29,7 @@ def _routes() -> dict[str, bytes]:
 def test_prepare_from_local_gated_hub(tmp_path, monkeypatch):
     from posttrainbench.data.prepare import data_root, prepare_benchmark
 
-    with serve_gated(_routes()) as url:
+    with serve_routes(_routes(), token=TOKEN) as url:
         monkeypatch.setenv("HF_ENDPOINT", url)
         monkeypatch.setenv("HF_TOKEN", TOKEN)
         manifest = prepare_benchmark("gpqamain", tmp_path)
@@ -82,7 +53,7 @@ def test_prepare_from_local_gated_hub(tmp_path, monkeypatch):
 def test_gated_without_token_is_a_clear_error(tmp_path, monkeypatch):
     from posttrainbench.data.prepare import DataPrepareError, prepare_benchmark
 
-    with serve_gated(_routes()) as url:
+    with serve_routes(_routes(), token=TOKEN) as url:
         monkeypatch.setenv("HF_ENDPOINT", url)
         monkeypatch.delenv("HF_TOKEN", raising=False)
         monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)

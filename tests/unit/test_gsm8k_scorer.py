@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import http.server
-import threading
-from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -17,29 +12,10 @@ from posttrainbench.benchmarks.fetch import Fetcher
 from posttrainbench.benchmarks.gsm8k.extract import flexible_extract, normalize, strict_extract
 from posttrainbench.benchmarks.gsm8k.source import Gsm8kSource, target_of
 from tests.helpers import SHARED_DATA
+from tests.http_fixture import serve_dir
 
 GSM8K_DIR = SHARED_DATA / "gsm8k"
 needs_data = pytest.mark.skipif(not (GSM8K_DIR / "test.jsonl").is_file(), reason="no GSM8K data in shared/data")
-
-
-@contextlib.contextmanager
-def serve_dir(root: Path) -> Iterator[str]:
-    """Serve *root* over HTTP on a free local port; yield the base URL."""
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *a, **kw):
-            super().__init__(*a, directory=str(root), **kw)
-
-        def log_message(self, *args) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture(scope="module")
