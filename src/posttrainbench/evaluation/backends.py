@@ -66,12 +66,16 @@ class ModelLoadError(RuntimeError):
     """The model directory is missing or cannot be loaded."""
 
 
+def visible_cpus() -> int:
+    """CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def configure_threads() -> int:
     """Use PTB_NUM_THREADS (default: all visible CPUs) torch threads; return the count."""
     import torch
 
-    visible = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    n = int(os.environ.get("PTB_NUM_THREADS", "0") or 0) or visible
+    n = int(os.environ.get("PTB_NUM_THREADS", "0") or 0) or visible_cpus()
     torch.set_num_threads(n)
     return n
 
@@ -333,7 +337,7 @@ class TransformersBackend:
 
 
 _BACKENDS: dict[str, str] = {
-    "transformers": "posttrainbench.evaluation.backends:TransformersBackend",
+    "transformers": "posttrainbench.evaluation.cpu_workers:transformers_backend",
     "vllm": "posttrainbench.evaluation.vllm_backend:VllmBackend",
 }
 

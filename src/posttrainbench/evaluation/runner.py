@@ -23,6 +23,7 @@ from typing import Iterator, Sequence
 from ..benchmarks import Benchmark, Sample
 from ..benchmarks.base import GenerationSettings, ScoreResult
 from ..schemas import GenerationAttempt, Metrics
+from .backends import ModelLoadError
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 MIN_RETRY_TOKENS = 64
@@ -106,6 +107,8 @@ def generate_with_retries(backend, prompts: Sequence[str], settings: GenerationS
         try:
             with time_limit(attempt_timeout_s):
                 outputs = backend.generate(prompts, current, seed, stop_fn=stop_fn)
+        except ModelLoadError:
+            raise  # fewer tokens cannot help a model that does not load
         except (AttemptTimeout, MemoryError, RuntimeError) as exc:
             kind = "out of memory" if _is_oom(exc) else type(exc).__name__
             attempts.append(GenerationAttempt(seed=seed, max_new_tokens=tokens, ok=False,
@@ -188,7 +191,10 @@ def evaluate_model(
     config = read_model_config(model_path)
     prompts = [render_chat(benchmark.build_messages(s), tokenizer, config) for s in samples]
     settings = benchmark.generation
-    stop_fn = benchmark.cannot_succeed if early_stop else None
+    # Only a benchmark that can tell a hopeless prefix gets checked per step (and only
+    # then is it sent to CPU worker processes).
+    overrides = type(benchmark).cannot_succeed is not Benchmark.cannot_succeed
+    stop_fn = benchmark.cannot_succeed if early_stop and overrides else None
     seeds = seeds_for(settings, seed, num_seeds)
     per_seed: list[list[ScoreResult]] = []
     attempts: list[GenerationAttempt] = []

@@ -1,0 +1,121 @@
+"""Data-parallel CPU generation: several worker processes, each with its own model copy.
+
+A small model on CPU is bound by per-operation overhead, not arithmetic: two processes
+with one thread each generate far more tokens per second than one process with two
+threads. So on CPU, for models small enough to hold several copies, the transformers
+backend shards the prompts over ``workers`` processes (``PTB_EVAL_WORKERS``, default
+``auto``). Greedy outputs are the same as in one process (each prompt's tokens do not
+depend on its batch neighbours); sampled outputs depend on the worker count, which is
+deterministic for a given machine setting.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..benchmarks.base import GenerationSettings
+from .backends import DEFAULT_BATCH_SIZE, ModelLoadError, StopFn, TransformersBackend, visible_cpus
+
+WORKERS_ENV = "PTB_EVAL_WORKERS"
+MAX_MODEL_BYTES_PER_WORKER = 2 << 30  # a larger model is not copied per worker
+
+_worker: dict[str, Any] = {}
+
+
+def _init_worker(model_path: str, batch_size: int, dtype: str | None, threads: int) -> None:
+    os.environ["PTB_NUM_THREADS"] = str(threads)
+    try:
+        _worker["backend"] = TransformersBackend(model_path, batch_size, dtype)
+    except Exception as exc:  # noqa: BLE001 - re-raised on the first task, never a restart loop
+        _worker["error"] = exc
+
+
+def _generate_shard(prompts: list[str], settings: GenerationSettings, seed: int, stop_fn: StopFn | None) -> list[str]:
+    if "error" in _worker:
+        raise _worker["error"]
+    return _worker["backend"].generate(prompts, settings, seed, stop_fn)
+
+
+def _weights_bytes(model_path: str) -> int:
+    return sum(p.stat().st_size for p in Path(model_path).glob("*") if p.suffix in (".safetensors", ".bin"))
+
+
+def resolve_workers(model_path: str) -> int:
+    """Worker processes to use: ``$PTB_EVAL_WORKERS``, or auto (one per CPU for small models on CPU)."""
+    setting = os.environ.get(WORKERS_ENV, "auto").strip().lower()
+    if setting != "auto":
+        return max(1, int(setting))
+    import torch
+
+    if torch.cuda.is_available() or _weights_bytes(model_path) > MAX_MODEL_BYTES_PER_WORKER:
+        return 1
+    return max(1, min(visible_cpus(), 8))
+
+
+class DataParallelBackend:
+    """The transformers backend run in ``workers`` processes over shards of the prompts."""
+
+    name = "transformers"
+
+    def __init__(self, model_path: str, workers: int, batch_size: int = DEFAULT_BATCH_SIZE, dtype: str | None = None):
+        from transformers import AutoTokenizer
+
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(model_path, trust_remote_code=False)
+        except Exception as exc:  # noqa: BLE001 - any failure here means "unloadable model"
+            raise ModelLoadError(f"cannot load model from {model_path}: {type(exc).__name__}: {exc}") from exc
+        self.workers = workers
+        # batch_size is per forward pass, as in one process: each worker runs batches of
+        # that size, so up to workers x batch_size sequences are in flight (and in memory).
+        self._initargs = (model_path, batch_size, dtype, max(1, visible_cpus() // workers))
+        self._pool = None
+
+    def _get_pool(self):
+        if self._pool is None:
+            ctx = multiprocessing.get_context("spawn")  # no forked torch state
+            self._pool = ctx.Pool(self.workers, initializer=_init_worker, initargs=self._initargs)
+        return self._pool
+
+    def generate(self, prompts: Sequence[str], settings: GenerationSettings, seed: int = 0,
+                 stop_fn: StopFn | None = None) -> list[str]:
+        # Deal prompts sorted by length round-robin, so every shard gets a similar mix.
+        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+        shards = [order[w::self.workers] for w in range(self.workers)]
+        shards = [s for s in shards if s]
+        pool = self._get_pool()
+        pending = pool.starmap_async(_generate_shard,
+                                     [([prompts[i] for i in s], settings, seed, stop_fn) for s in shards])
+        try:
+            results = pending.get()
+        except BaseException:
+            # A failed, out-of-memory or timed-out attempt must not leave workers running.
+            self.close()
+            raise
+        outputs = [""] * len(prompts)
+        for shard, texts in zip(shards, results):
+            for i, text in zip(shard, texts):
+                outputs[i] = text
+        return outputs
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+def transformers_backend(model_path: str, batch_size: int = DEFAULT_BATCH_SIZE, dtype: str | None = None):
+    """The ``transformers`` backend: data-parallel on CPU for small models, else one process."""
+    workers = resolve_workers(model_path)
+    if workers > 1:
+        return DataParallelBackend(model_path, workers, batch_size, dtype)
+    return TransformersBackend(model_path, batch_size, dtype)
