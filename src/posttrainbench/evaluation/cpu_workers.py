@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -85,7 +86,12 @@ class DataParallelBackend:
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
         shards = [order[w::self.workers] for w in range(self.workers)]
         shards = [s for s in shards if s]
-        pool = self._get_pool()
+        try:
+            pool = self._get_pool()
+        except OSError as exc:  # no process-shared semaphores here (e.g. no /dev/shm)
+            print(f"[eval] worker processes unavailable ({exc}); generating in this process", file=sys.stderr)
+            model_path, batch_size, dtype, _ = self._initargs
+            return TransformersBackend(model_path, batch_size, dtype).generate(prompts, settings, seed, stop_fn)
         pending = pool.starmap_async(_generate_shard,
                                      [([prompts[i] for i in s], settings, seed, stop_fn) for s in shards])
         try:
