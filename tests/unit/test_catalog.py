@@ -38,3 +38,16 @@ def test_list_table_shows_names() -> None:
     result = run_ptb("list", "benchmarks")
     assert result.returncode == 0
     assert "Arena-Hard v2 Writing" in result.stdout
+
+
+def test_list_baselines_has_provenance_for_every_benchmark() -> None:
+    import json
+
+    from posttrainbench.catalog import list_benchmarks
+    from tests.helpers import run_ptb
+
+    result = run_ptb("list", "baselines", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert {r["benchmark"] for r in rows} == {b.id for b in list_benchmarks()}
+    assert all(r["provenance"] and 0 <= r["score"] <= 1 for r in rows)
