@@ -69,11 +69,3 @@ def write_split(path: Path, samples: Iterable[Sample]) -> str:
     tmp.write_bytes(body)
     tmp.replace(path)
     return hashlib.sha256(body).hexdigest()
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()

@@ -41,7 +41,3 @@ def get_source(benchmark_id: str) -> DataSource:
     """The data source of *benchmark_id* (KeyError if there is none)."""
     module_name, _, cls_name = _SOURCES[benchmark_id].partition(":")
     return getattr(importlib.import_module(module_name), cls_name)()
-
-
-def sourced_benchmarks() -> list[str]:
-    return sorted(_SOURCES)

@@ -34,8 +34,3 @@ def list_baselines() -> tuple[BaselineEntry, ...]:
     """All baseline entries in file order."""
     text = resources.files("posttrainbench.catalog").joinpath("data", "baselines.json").read_text()
     return tuple(BaselineEntry.model_validate(row) for row in json.loads(text))
-
-
-def baselines_for(benchmark: str, model: str | None = None) -> list[BaselineEntry]:
-    """Entries of *benchmark* for *model* (including the '*' means), or for every model."""
-    return [b for b in list_baselines() if b.benchmark == benchmark and (model is None or b.model in (model, "*"))]

@@ -342,10 +342,6 @@ _BACKENDS: dict[str, str] = {
 }
 
 
-def backend_names() -> list[str]:
-    return sorted(_BACKENDS)
-
-
 def make_backend(model_path: str, name: str | None = None, **kwargs) -> GenerationBackend:
     name = name or os.environ.get("PTB_EVAL_BACKEND", "transformers")
     if name not in _BACKENDS:
