@@ -21,6 +21,7 @@ from posttrainbench.benchmarks.base import Sample
 from posttrainbench.benchmarks.datafiles import read_split
 from posttrainbench.benchmarks.llm_judge import MissingRecordingError
 from tests.data_fixtures import prepared
+from tests.judge_fixtures import use_recordings
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "fixtures" / "recorded" / "recorded_arenahard_judge.json"
 RIDDLE, TWISTER = "0bb6a899b9364d9d", "a0a6bb4b819d4a9d"  # real creative-writing question uids
@@ -61,10 +62,7 @@ def questions() -> dict[str, Sample]:
 
 @pytest.fixture
 def recorded_env(monkeypatch):
-    for name in ("PTB_JUDGE_MODEL", "PTB_JUDGE_RECORD_TO", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("PTB_JUDGE_RECORDINGS", str(RECORDINGS))
-    monkeypatch.setenv("PTB_JUDGE_CONCURRENCY", "4")
+    use_recordings(monkeypatch, RECORDINGS)
 
 
 # --- data -------------------------------------------------------------------------------

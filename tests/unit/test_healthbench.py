@@ -20,6 +20,7 @@ from posttrainbench.benchmarks.healthbench.grading import (
 )
 from posttrainbench.benchmarks.healthbench.source import theme
 from tests.data_fixtures import prepared
+from tests.judge_fixtures import use_recordings
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "fixtures" / "recorded" / "recorded_healthbench_grader.json"
 ANKLE = "e2bf471e-df87-4432-a489-b9b4c946658f"  # 1 turn; rubric +10, +6, +5, -10
@@ -66,10 +67,7 @@ def conversations() -> dict[str, Sample]:
 
 @pytest.fixture
 def recorded_env(monkeypatch):
-    for name in ("PTB_JUDGE_MODEL", "PTB_JUDGE_RECORD_TO", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("PTB_JUDGE_RECORDINGS", str(RECORDINGS))
-    monkeypatch.setenv("PTB_JUDGE_CONCURRENCY", "4")
+    use_recordings(monkeypatch, RECORDINGS)
 
 
 class ScriptedGrader:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..base import Benchmark, GenerationSettings, Message, Sample, ScoreResult
-from ..llm_judge import JudgeClient, make_judge, parallel_map, raise_systemic, strip_thinking
+from ..base import GenerationSettings, Message, Sample, ScoreResult
+from ..judged import JudgedBenchmark
+from ..llm_judge import parallel_map, raise_systemic, strip_thinking
 from .judging import Game, judge_messages, parse_verdict, question_score
 
 DEFAULT_JUDGE = "gpt-4.1"  # Arena-Hard v2.0's judge; override with PTB_JUDGE_MODEL
@@ -17,7 +18,7 @@ JUDGE_TEMPERATURE = 0.0  # Arena-Hard v2.0 judges greedily
 JUDGE_MAX_TOKENS = 16000  # Arena-Hard v2.0's judge budget (a cap, replies are shorter)
 
 
-class ArenaHardWriting(Benchmark):
+class ArenaHardWriting(JudgedBenchmark):
     """250 creative-writing prompts; score = win rate vs the baseline answers."""
 
     id = "arenahardwriting"
@@ -25,20 +26,7 @@ class ArenaHardWriting(Benchmark):
     # Greedy, 1024 new tokens: enough for the essays/poems asked for, and bounded so a
     # small model's runaway generation does not dominate evaluation time.
     generation = GenerationSettings(max_new_tokens=1024, temperature=0.0)
-    uses_llm_judge = True
-
-    def __init__(self, judge: JudgeClient | None = None):
-        self._judge = judge  # None: chosen from the environment at first scoring
-
-    def judge(self) -> JudgeClient:
-        """The judge client (``PTB_JUDGE_MODEL`` / ``PTB_JUDGE_RECORDINGS``, see llm_judge).
-
-        Calling it before generating checks the judge's configuration early: it raises
-        :class:`~posttrainbench.benchmarks.llm_judge.JudgeConfigError` when unusable.
-        """
-        if self._judge is None:
-            self._judge = make_judge(DEFAULT_JUDGE)
-        return self._judge
+    default_judge_model = DEFAULT_JUDGE
 
     def build_messages(self, sample: Sample) -> list[Message]:
         return [{"role": "user", "content": sample.data["prompt"]}]

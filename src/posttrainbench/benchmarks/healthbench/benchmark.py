@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..base import Benchmark, GenerationSettings, Message, Sample, ScoreResult
-from ..llm_judge import JudgeClient, make_judge, parallel_map, raise_systemic, strip_thinking
+from ..base import GenerationSettings, Message, Sample, ScoreResult
+from ..judged import JudgedBenchmark
+from ..llm_judge import parallel_map, raise_systemic, strip_thinking
 from .grading import grader_messages, parse_grade, rubric_score
 
 DEFAULT_GRADER = "gpt-4.1"  # simple-evals grades HealthBench with gpt-4.1; PTB_JUDGE_MODEL overrides
@@ -16,27 +17,14 @@ GRADER_MAX_TOKENS = 2048  # simple-evals' grader budget
 MAX_GRADE_ATTEMPTS = 3  # re-ask when a reply has no parseable criteria_met
 
 
-class HealthBench(Benchmark):
+class HealthBench(JudgedBenchmark):
     """500 health conversations; score = rubric points earned / positive points, in [0, 1]."""
 
     id = "healthbench"
     name = "HealthBench"
     # Greedy, 1024 new tokens: room for a full, careful answer to a health question.
     generation = GenerationSettings(max_new_tokens=1024, temperature=0.0)
-    uses_llm_judge = True
-
-    def __init__(self, judge: JudgeClient | None = None):
-        self._judge = judge  # the grader; None: chosen from the environment at first scoring
-
-    def judge(self) -> JudgeClient:
-        """The grader client (``PTB_JUDGE_MODEL`` / ``PTB_JUDGE_RECORDINGS``, see llm_judge).
-
-        Calling it before generating checks the grader's configuration early: it raises
-        :class:`~posttrainbench.benchmarks.llm_judge.JudgeConfigError` when unusable.
-        """
-        if self._judge is None:
-            self._judge = make_judge(DEFAULT_GRADER)
-        return self._judge
+    default_judge_model = DEFAULT_GRADER
 
     def build_messages(self, sample: Sample) -> list[Message]:
         # Multi-turn conversations are passed through as they are; the model writes the
