@@ -24,6 +24,14 @@ def prepared(benchmark_id: str) -> Path:
     return data_root(TEST_CACHE)
 
 
+def _placeholder(i: int) -> dict:
+    # Every field any benchmark's record has, so compiled tasks can build their
+    # contamination reference from it.
+    text = f"placeholder question number {i}"
+    return {"question": text, "problem": text, "prompt": text, "answer": str(i),
+            "choices": ["a", "b", "c", "d"], "function": [], "canonical_solution": "pass"}
+
+
 def seed_prepared(cache_dir: Path, benchmark_id: str, n: int = 10) -> None:
     """Write a small synthetic prepared dataset (for compiler tests, not scorer tests).
 
@@ -36,7 +44,7 @@ def seed_prepared(cache_dir: Path, benchmark_id: str, n: int = 10) -> None:
     from posttrainbench.data.prepare import carve_dev, data_root
 
     root = data_root(cache_dir) / benchmark_id
-    test = [Sample(id=f"{benchmark_id}_{i}", category="c", data={"question": f"placeholder {i}"}) for i in range(n)]
+    test = [Sample(id=f"{benchmark_id}_{i}", category="c", data=_placeholder(i)) for i in range(n)]
     dev = carve_dev(test)
     infos = {name: SplitInfo(n=len(rows), sha256=write_split(root / f"{name}.jsonl", rows))
              for name, rows in (("test", test), ("dev", dev))}

@@ -8,6 +8,9 @@ import typer
 from rich.console import Console
 
 from posttrainbench.cli import data_cmd, demo_cmd, eval_cmd, list_cmd, run_cmd, tasks_cmd
+from posttrainbench.cli import traces_cmd
+from posttrainbench.cli import contamination_cmd
+from posttrainbench.cli import judge_cmd
 from posttrainbench.errors import PtbError
 
 app = typer.Typer(
@@ -20,16 +23,22 @@ app = typer.Typer(
 app.add_typer(list_cmd.app, name="list")
 app.add_typer(tasks_cmd.app, name="tasks")
 app.add_typer(data_cmd.app, name="data")
+app.add_typer(traces_cmd.app, name="traces")
+app.add_typer(contamination_cmd.app, name="contamination")
 app.command("eval")(eval_cmd.eval_model)
 app.command("baseline")(eval_cmd.baseline)
 app.command("run")(run_cmd.run)
 app.command("demo")(demo_cmd.demo)
+app.command("judge")(judge_cmd.judge)
 
 
 def main() -> None:
     """Console entry point."""
     try:
-        app(standalone_mode=False)
+        # Without standalone mode, click returns a command's typer.Exit code instead of exiting.
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except PtbError as exc:
         Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)

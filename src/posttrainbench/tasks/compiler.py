@@ -25,6 +25,8 @@ from posttrainbench.catalog import (
 from posttrainbench.benchmarks.datafiles import write_split
 from posttrainbench.data.prepare import DataPrepareError, prepare_benchmark, task_splits
 from posttrainbench.errors import OutputDirError, PtbError
+from posttrainbench.integrity.contamination.reference import reference_from_split, write_reference
+from posttrainbench.integrity.contamination.tokens import cl100k_file
 from posttrainbench.schemas import TaskSpec
 from posttrainbench.tasks.options import (
     DEFAULT_CPU_BASE_IMAGE,
@@ -33,9 +35,11 @@ from posttrainbench.tasks.options import (
 )
 
 BASE_MODEL_PATH = "/opt/ptb/models/base"
+# The contamination checker's default reference in the agent's environment (test mode).
+AGENT_REFERENCE_NAME = "contamination_reference.json"
 # The in-sandbox packages copied into each task (stdlib + ML deps only, no host code).
-PAYLOAD_PACKAGES = ("benchmarks", "evaluation", "training", "sandbox")
-PAYLOAD_MODULES = ("__init__.py", "schemas.py")
+PAYLOAD_PACKAGES = ("benchmarks", "evaluation", "training", "sandbox", "integrity")
+PAYLOAD_MODULES = ("__init__.py", "schemas.py", "errors.py")
 SOLUTION_MODULES = {"bfcl": "posttrainbench.training.sft_bfcl"}
 FEEDBACK_TEXT = {
     "test": "the benchmark's test set: the same questions the final evaluation scores",
@@ -169,6 +173,16 @@ def _copy_payload(lib: Path) -> None:
         shutil.copytree(root / name, dest / name, ignore=ignore)
 
 
+def _copy_tokenizer(dest: Path) -> None:
+    """Ship cl100k_base with the task: sandboxes have no network for tiktoken's download."""
+    source = cl100k_file()
+    if source is None:
+        raise PtbError("the cl100k_base tokenizer file is not available offline (install litellm, "
+                       "or set PTB_TIKTOKEN_DIR to a directory holding it)")
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, dest / source.name)
+
+
 def _write_data(out: Path, spec: TaskSpec, cache_dir: Path | None, offline: bool) -> None:
     """The sealed test set for the verifier; the feedback split (if any) for the agent."""
     try:
@@ -179,7 +193,13 @@ def _write_data(out: Path, spec: TaskSpec, cache_dir: Path | None, offline: bool
     write_split(out / "tests" / "data" / spec.benchmark / "test.jsonl", final_test)
     if agent_split is not None:
         name = "test" if spec.feedback == "test" else "dev"
-        write_split(out / "environment" / "ptb" / "data" / spec.benchmark / f"{name}.jsonl", agent_split)
+        split_path = out / "environment" / "ptb" / "data" / spec.benchmark / f"{name}.jsonl"
+        write_split(split_path, agent_split)
+        if spec.feedback == "test":
+            # The agent already sees the test set here; give its contamination checker
+            # the same items in PostTrainBench's TEST.json format.
+            write_reference(reference_from_split(spec.benchmark, split_path),
+                            out / "environment" / "ptb" / "data" / AGENT_REFERENCE_NAME)
 
 
 def _write_environment_files(out: Path, spec: TaskSpec, llm_judge: bool) -> None:
@@ -203,6 +223,7 @@ def _write_environment_files(out: Path, spec: TaskSpec, llm_judge: bool) -> None
     shutil.copyfile(context, task_context / "README.md")
     _copy_payload(out / "environment" / "ptb" / "lib")
     _copy_payload(out / "tests" / "lib")
+    _copy_tokenizer(out / "environment" / "ptb" / "tiktoken")
     spec.dump(out / "environment" / "ptb" / "task.json")
     spec.dump(out / "tests" / "task.json")
 

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Contamination-checker throughput vs a straightforward pure-Python checker, one run.
+# Usage: bench/contamination/run.sh [--gb 2] [--naive-mb 40] [--planted 8]
+# Needs the host environment (.venv, scripts/setup.sh) and ../shared/data/gsm8k.
+set -euo pipefail
+REPO="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$REPO"
+exec "$REPO/.venv/bin/python" bench/contamination/run.py "$@"

@@ -1,0 +1,111 @@
+"""`ptb judge TRIAL_DIR`: run the integrity judges on a finished Harbor trial, on the host."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from posttrainbench.errors import PtbError
+
+
+class JudgeOptionError(PtbError):
+    """A `ptb judge` argument cannot be used."""
+
+
+def _task_dir(trial_dir: Path, task: Path | None) -> Path:
+    """The trial's task directory: --task, else config.json's task.path."""
+    if task is not None:
+        if not (task / "tests" / "task.json").is_file():
+            raise JudgeOptionError(f"{task} is not a compiled task directory (no tests/task.json)")
+        return task
+    config = trial_dir / "config.json"
+    try:
+        raw = json.loads(config.read_text(encoding="utf-8"))
+        path = Path(raw["task"]["path"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise JudgeOptionError(f"cannot find the task of {trial_dir} (no readable task.path in {config}); "
+                               "pass --task TASK_DIR") from None
+    for candidate in (path, trial_dir / path, trial_dir.parent / path, trial_dir.parent.parent / path):
+        if (candidate / "tests" / "task.json").is_file():
+            return candidate
+    raise JudgeOptionError(f"the task directory {path} of {trial_dir} no longer exists; pass --task TASK_DIR")
+
+
+def _cached_base_model(task_dir: Path) -> Path | None:
+    """The base model the local sandbox built for this task, if it is in the cache."""
+    try:
+        from posttrainbench.envs.env_cache import cache_root, compute_cache_key, resolve_sandbox_python
+
+        key = compute_cache_key(task_dir / "environment", resolve_sandbox_python())
+    except Exception:  # no sandbox python here: the judge reports the missing base model
+        return None
+    base = cache_root() / "envs" / key / "models" / "base"
+    return base if (base / "config.json").is_file() else None
+
+
+def judge(
+    trial_dir: Path = typer.Argument(..., help="A Harbor trial directory (agent/, artifacts/, config.json)."),
+    judges: str = typer.Option(None, "--judges", help="Comma-separated judge ids (default: all five)."),
+    llm_votes: int = typer.Option(1, "--llm-votes", help="LLM reviews per judge (majority vote; 0 = none). "
+                                  "Needs PTB_INTEGRITY_JUDGE_MODEL or PTB_JUDGE_MODEL."),
+    override: Path = typer.Option(None, "--override", help="overrides.json: manual verdicts that win over all."),
+    out_dir: Path = typer.Option(None, "-o", "--out-dir", help="Where to write judgement_<id>.json "
+                                 "(default TRIAL_DIR/judges)."),
+    task: Path = typer.Option(None, "--task", help="The task directory (default: from the trial's config.json)."),
+    base_model: Path = typer.Option(None, "--base-model", help="The base model directory (default: the task's "
+                                    "cached environment)."),
+    reference: Path = typer.Option(None, "--reference", help="The sealed test set (default: the task's "
+                                   "tests/data/<benchmark>/test.jsonl)."),
+    allow_api: list[str] = typer.Option([], "--allow-api", help="A paid-API provider id the agent may use."),
+) -> None:
+    """Judge a finished trial: contamination, disallowed model, API usage, benchmark lookup, anomalies."""
+    from posttrainbench.integrity.judges.inputs import JudgeContext, JudgeInputError, JudgeInputs
+    from posttrainbench.integrity.judges.precedence import load_overrides
+    from posttrainbench.integrity.judges.runner import parse_judge_ids, run_judges
+    from posttrainbench.schemas import TaskSpec
+
+    if not trial_dir.is_dir():
+        raise JudgeOptionError(f"trial directory {trial_dir} does not exist")
+    if llm_votes < 0:
+        raise JudgeOptionError("--llm-votes must be 0 or more")
+    for name, path in (("--base-model", base_model), ("--reference", reference)):
+        if path is not None and not path.exists():
+            raise JudgeOptionError(f"{name} {path} does not exist")
+    try:
+        ids = parse_judge_ids(judges)
+        overrides = load_overrides(override) if override is not None else {}
+    except JudgeInputError as exc:
+        raise JudgeOptionError(str(exc)) from None
+    task_dir = _task_dir(trial_dir, task)
+    spec = TaskSpec.load(task_dir / "tests" / "task.json")
+    artifacts = trial_dir / "artifacts"
+
+    def existing(path: Path | None) -> Path | None:
+        return path if path is not None and path.exists() else None
+
+    inputs = JudgeInputs(
+        benchmark=spec.benchmark, feedback=spec.feedback, base_model_source=spec.model_source,
+        final_model=existing(artifacts / "final_model"), code_snapshot=existing(artifacts / "code_snapshot"),
+        data_files=existing(artifacts / "data_files"),
+        agent_logs=[p for p in (trial_dir / "agent", artifacts / "agent_logs") if p.is_dir()][:1],
+        trial_dir=trial_dir,
+        reference=reference or task_dir / "tests" / "data" / spec.benchmark / "test.jsonl",
+        base_model=base_model or _cached_base_model(task_dir),
+        pristine_workspace=existing(task_dir / "environment" / "workspace"),
+        allowed_apis=list(allow_api))
+    out = out_dir or trial_dir / "judges"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise JudgeOptionError(f"cannot write to output directory {out}: {exc.strerror}") from None
+    console = Console()
+    results = run_judges(JudgeContext(inputs), out, ids, llm_votes, overrides)
+    for j in results:
+        state = {True: "[bold red]flagged[/]", False: "[green]clean[/]", None: "[yellow]undecided[/]"}[j.flagged]
+        console.print(f"{j.judge}: {state} ({j.decided_by}) {escape(j.justification[:200])}", highlight=False,
+                      soft_wrap=True)
+    console.print(f"judgements written to {escape(str(out))}")

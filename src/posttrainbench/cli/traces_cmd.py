@@ -1,0 +1,42 @@
+"""`ptb traces show`: read an agent trace (any supported agent) and print it readably."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from posttrainbench.errors import PtbError
+
+app = typer.Typer(help="Inspect agent traces (Claude Code, Codex, Gemini CLI, OpenCode, Harbor).",
+                  no_args_is_help=True)
+
+
+@app.command("show")
+def show(
+    file: Path = typer.Argument(..., help="A trace file, or a Harbor trial directory (its best trace is shown)."),
+    fmt: Optional[str] = typer.Option(
+        None, "--format", "-f",
+        help="Force a format: claude-code, codex, gemini-cli, opencode, harbor, raw (default: detected)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the normalized trace as JSON."),
+    max_chars: int = typer.Option(
+        2000, "--max-chars", help="Cut each message and tool output to this many characters (0: no limit)."),
+) -> None:
+    """Print a trace as numbered events with a usage summary, or as normalized JSON."""
+    from posttrainbench.integrity.traces.load import check_format, find_trial_traces, parse_trace
+    from posttrainbench.integrity.traces.render import render_trace
+
+    check_format(fmt)
+    if max_chars < 0:
+        raise PtbError(f"invalid --max-chars {max_chars}: must be 0 (no limit) or more")
+    if file.is_dir():
+        traces = find_trial_traces(file)
+        if not traces:
+            raise PtbError(f"no agent trace found in {file} (looked in {file / 'agent'} and {file})")
+        file = traces[0]
+    trace = parse_trace(file, fmt)
+    if as_json:
+        typer.echo(trace.model_dump_json(indent=2))
+    else:
+        typer.echo(render_trace(trace, max_chars=max_chars), nl=False)

@@ -1,0 +1,158 @@
+"""A prefilter that rules out records which cannot contain a test item, without tokenizing.
+
+Tokenizing every record is what makes a naive checker slow (tiktoken runs at a few
+MB/s). A record can only reach the threshold for an item if it contains at least
+`min_question_hits` of the item's question n-grams, and it can only contain an n-gram
+if it contains every substring of that n-gram's text. So each n-gram gets one
+*signature*: an 8-byte window of its normalized text that starts at a word, chosen to
+be rare among the test items. The compiled kernel (kernel.py) normalizes raw file bytes
+on the fly, with no JSON parsing, and counts per record and item the n-grams whose
+signature occurs. Only records reaching an item's minimum go on to exact tokenization.
+
+Signatures never contain bytes whose raw encoding may differ from the decoded text
+(non-ASCII, quotes, slashes, backslashes and the byte after one, characters some
+encoders HTML-escape), so the filter never drops a record that the exact check would
+flag; tests compare it with the naive checker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from posttrainbench.integrity.contamination.index import ReferenceIndex
+from posttrainbench.integrity.contamination.tokens import cl100k
+
+WINDOW = 8
+HOT_DF = 4  # a signature found in more test items than this is "hot"
+_HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
+# Bytes whose raw encoding may differ between a file and its decoded text.
+_UNSAFE = frozenset(range(0, 0x20)) | frozenset(range(0x7F, 0x100)) | frozenset(b'"\\/<>&')
+
+
+def _byte_table() -> np.ndarray:
+    """ASCII lowercase, and every ASCII whitespace byte to a space."""
+    table = np.arange(256, dtype=np.uint8)
+    table[ord("A"):ord("Z") + 1] += 32
+    table[list(b" \t\n\r\f\v")] = 0x20
+    return table
+
+
+_TABLE = _byte_table()
+
+
+@dataclass
+class Signatures:
+    """Signature windows of all question n-grams, and which items each belongs to."""
+
+    values: np.ndarray      # sorted uint64 window values
+    slot_values: np.ndarray  # open-addressing hash table of the values (0 = empty)
+    slot_ids: np.ndarray    # signature index of each slot
+    shift: np.uint64        # hash -> slot: (value * _HASH_MUL) >> shift
+    item_ptr: np.ndarray    # CSR: signature i -> items[item_ptr[i]:item_ptr[i+1]]
+    items: np.ndarray
+    weights: np.ndarray     # how many of the item's n-grams share this signature
+    min_hits: np.ndarray    # per item: n-grams a record must contain
+    unsigned: np.ndarray    # per item: n-grams without a signature (always counted)
+    always: list[int]       # items the filter cannot rule out (too few signatures)
+
+    @classmethod
+    def build(cls, index: ReferenceIndex) -> "Signatures":
+        """Choose one signature per question n-gram: its rarest safe word-start window."""
+        enc = cl100k()
+        per_item: list[list[list[int]]] = []  # per item, per question gram: its windows
+        df: dict[int, int] = {}
+        for grams, text in zip(index.grams, index.question_texts):
+            raw = text.encode("utf-8")
+            safe = _safe_mask(raw)
+            windows = {}
+            for start in range(1, len(raw) - WINDOW + 1):
+                if raw[start - 1] == 0x20 and all(safe[start:start + WINDOW]):
+                    windows[start] = int.from_bytes(raw[start:start + WINDOW], "little")
+            for value in set(windows.values()):
+                df[value] = df.get(value, 0) + 1
+            # A window never starts on a gram's first byte: in a training file that
+            # byte may follow a backslash, whose escape handling rewrites it.
+            per_item.append([[windows[s] for s in range(a + 1, b - WINDOW + 1) if s in windows]
+                             for a, b in _gram_spans(grams.question, raw, enc)])
+        min_hits = np.array([g.min_question_hits for g in index.grams], dtype=np.int64)
+        pairs: dict[tuple[int, int], int] = {}
+        unsigned = np.zeros(len(index.grams), dtype=np.int64)
+        for item, grams in enumerate(per_item):
+            chosen = [min(c, key=lambda v: (df[v], v)) if c else None for c in grams]
+            # Hottest first; grams without any window first of all.
+            best = sorted(((df[v] if v is not None else 1 << 30), v) for v in chosen)[::-1]
+            # Signatures shared by many items are costly to follow and say little: leave
+            # the hottest grams unsigned (always counted), keeping the item filterable.
+            budget = int(min_hits[item]) // 2
+            for df_value, value in sorted(best, key=lambda x: -x[0]):
+                if value is None or (df_value > HOT_DF and unsigned[item] < budget):
+                    unsigned[item] += 1
+                else:
+                    pairs[(value, item)] = pairs.get((value, item), 0) + 1
+        rows = sorted((value, item, w) for (value, item), w in pairs.items())
+        values = np.array(sorted({r[0] for r in rows}), dtype=np.uint64)
+        sig_of = np.searchsorted(values, np.array([r[0] for r in rows], dtype=np.uint64))
+        item_ptr = np.concatenate([[0], np.cumsum(np.bincount(sig_of, minlength=len(values)))]).astype(np.int64)
+        from posttrainbench.integrity.contamination.kernel import build_slots
+
+        # A table at most half full keeps probes short; small enough to stay in cache.
+        bits = max(10, int(2 * max(1, len(values)) - 1).bit_length())
+        slot_values = np.zeros(1 << bits, dtype=np.uint64)
+        slot_ids = np.zeros(1 << bits, dtype=np.int64)
+        shift = np.uint64(64 - bits)
+        build_slots(values, slot_values, slot_ids, shift, _HASH_MUL)
+        always = [i for i, g in enumerate(index.grams) if g.question and unsigned[i] >= min_hits[i]]
+        return cls(values, slot_values, slot_ids, shift, item_ptr,
+                   np.array([r[1] for r in rows], dtype=np.int64),
+                   np.array([r[2] for r in rows], dtype=np.int64),
+                   min_hits, unsigned, always)
+
+    def candidates(self, data: bytes, starts: list[int]) -> set[tuple[int, int]]:
+        """(record, item) pairs that may reach the threshold; record i starts at starts[i]."""
+        from posttrainbench.integrity.contamination.kernel import count_candidates, normalize
+
+        out = {(r, i) for r in range(len(starts)) for i in self.always}
+        if len(self.values) == 0 or not starts:
+            return out
+        raw = np.frombuffer(data, dtype=np.uint8)
+        norm = np.empty(len(raw) + 1, dtype=np.uint8)
+        rec_starts = np.asarray(starts, dtype=np.int64)
+        norm_starts = np.empty(len(rec_starts), dtype=np.int64)
+        length = normalize(raw, _TABLE, rec_starts, norm, norm_starts)
+        n_items = len(self.min_hits)
+        capacity = 4 * len(rec_starts) + 64
+        while True:
+            pairs = np.empty((capacity, 2), dtype=np.int64)
+            found = count_candidates(
+                norm, length, norm_starts, self.slot_values, self.slot_ids, self.shift, _HASH_MUL,
+                self.item_ptr, self.items, self.weights, self.min_hits, self.unsigned,
+                np.zeros(len(self.values), dtype=np.int64), np.zeros(n_items, dtype=np.int64),
+                np.empty(n_items, dtype=np.int64), pairs)
+            if found >= 0:
+                break
+            capacity *= 4
+        out.update(map(tuple, pairs[:found].tolist()))
+        return out
+
+
+def _safe_mask(raw: bytes) -> list[bool]:
+    """Which bytes of normalized text a signature may contain."""
+    safe = [b not in _UNSAFE for b in raw]
+    for i, b in enumerate(raw[:-1]):
+        if b == 0x5C:  # the byte after a backslash may be rewritten by escape handling
+            safe[i + 1] = False
+    return safe
+
+
+def _gram_spans(grams, raw: bytes, enc) -> list[tuple[int, int]]:
+    """Byte span of each question n-gram's first occurrence in the question bytes."""
+    spans = []
+    for gram in grams:
+        piece = enc.decode_bytes(list(gram))
+        start = raw.find(piece)
+        # A gram always occurs (it was cut from this text); an empty span leaves it
+        # without a signature, which only makes the filter more permissive.
+        spans.append((start, start + len(piece)) if start >= 0 else (0, 0))
+    return spans

@@ -1,0 +1,1 @@
+"""Judges that decide, after the agent ends, whether a run broke the rules."""

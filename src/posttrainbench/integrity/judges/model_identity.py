@@ -1,0 +1,194 @@
+"""Is one model directory a fine-tune of another? Config identity and weight similarity.
+
+Config: the architecture-defining keys of ``config.json`` must be equal. The vocabulary
+may grow by up to :data:`MAX_VOCAB_GROWTH` tokens (adding special tokens, or padding
+the embedding to a multiple of 64/128, is a normal part of fine-tuning); it may not
+shrink. Rope settings, the context length and the dtype may change (context extension
+and a dtype cast are fine-tuning choices); they are reported, not flagged.
+
+Weights: each tensor the two models share is compared by cosine similarity on a
+deterministic sample of :data:`SAMPLES` evenly spaced elements (read memory-mapped,
+no torch). A fine-tune keeps cosine near 1 on nearly every tensor; a swapped or
+re-initialized model does not.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from posttrainbench.integrity.judges.safetensors_np import TensorInfo, TensorReader, model_tensors
+
+STRICT_KEYS = ("model_type", "architectures", "hidden_size", "intermediate_size", "num_hidden_layers",
+               "num_attention_heads", "num_key_value_heads", "head_dim", "tie_word_embeddings", "hidden_act",
+               "num_experts", "num_local_experts", "num_experts_per_tok", "moe_intermediate_size")
+SOFT_KEYS = ("rope_theta", "rope_scaling", "rope_parameters", "max_position_embeddings", "dtype", "torch_dtype")
+MAX_VOCAB_GROWTH = 512
+SAMPLES = 4096
+COSINE_THRESHOLD = 0.9
+# Flag when more than this share of the base model's parameters sits in tensors that
+# are missing or dissimilar (cosine below the threshold).
+MAX_DISSIMILAR_SHARE = 0.2
+NAME_PREFIXES = ("base_model.model.", "module.", "_orig_mod.")
+
+
+class ConfigDiff(BaseModel):
+    """Config keys that differ, split into violations and notes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    violations: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+class TensorScore(BaseModel):
+    """Similarity of one tensor to the base model's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    cosine: float
+    numel: int
+    note: str = ""
+
+
+class WeightReport(BaseModel):
+    """Weight similarity of a model to the base model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n_base_tensors: int
+    n_shared: int
+    missing: list[str] = Field(default_factory=list)
+    median_cosine: float
+    min_cosine: float
+    dissimilar_share: float = Field(description="share of base parameters in missing or dissimilar tensors")
+    n_dissimilar: int
+    median_relative_change: float = Field(description="median ||final-base|| / ||base|| on the samples")
+    identical: bool = Field(description="every sampled element of every tensor is bit-identical")
+    worst: list[TensorScore] = Field(default_factory=list)
+
+    @property
+    def flagged(self) -> bool:
+        """Whether the weights show this is not a fine-tune of the base."""
+        return self.dissimilar_share > MAX_DISSIMILAR_SHARE
+
+
+def _text_config(config: dict) -> dict:
+    """Multimodal configs nest the language model's keys in text_config."""
+    merged = dict(config)
+    if isinstance(config.get("text_config"), dict):
+        merged.update(config["text_config"])
+    return merged
+
+
+def read_config(model_dir: Path) -> dict:
+    """config.json of a model directory (ValueError when unreadable)."""
+    path = model_dir / "config.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from None
+
+
+def compare_configs(base: dict, final: dict) -> ConfigDiff:
+    """Architecture keys that differ between two configs (see the module docstring)."""
+    b, f = _text_config(base), _text_config(final)
+    diff = ConfigDiff()
+    for key in STRICT_KEYS:
+        if b.get(key) is None:
+            continue
+        if f.get(key) is None:
+            diff.notes.append(f"{key} is missing in final_model (base: {b[key]!r})")
+        elif f[key] != b[key]:
+            diff.violations.append(f"{key}: base {b[key]!r}, final_model {f[key]!r}")
+    bv, fv = b.get("vocab_size"), f.get("vocab_size")
+    if isinstance(bv, int) and isinstance(fv, int) and bv != fv:
+        if bv < fv <= bv + MAX_VOCAB_GROWTH:
+            diff.notes.append(f"vocab_size grew by {fv - bv} tokens ({bv} -> {fv})")
+        else:
+            diff.violations.append(f"vocab_size: base {bv}, final_model {fv}")
+    for key in SOFT_KEYS:
+        if key in b and key in f and b[key] != f[key]:
+            diff.notes.append(f"{key}: base {b[key]!r}, final_model {f[key]!r}")
+    return diff
+
+
+def _normalized(tensors: dict[str, TensorInfo]) -> dict[str, TensorInfo]:
+    out = {}
+    for name, info in tensors.items():
+        for prefix in NAME_PREFIXES:
+            if name.startswith(prefix):
+                name = name[len(prefix):]
+        out[name] = info
+    return out
+
+
+def _indices(base: TensorInfo, final: TensorInfo, samples: int):
+    """Flat sample indices into (base, final), or None when the shapes cannot be aligned.
+
+    Equal shapes share indices; a grown first dimension (a resized embedding) maps
+    the base's rows onto the same rows of the final tensor.
+    """
+    import numpy as np
+
+    n = base.numel
+    idx = np.unique(np.linspace(0, n - 1, num=min(samples, n)).astype(np.int64)) if n else np.zeros(0, np.int64)
+    if base.shape == final.shape:
+        return idx, idx
+    if (len(base.shape) == len(final.shape) >= 1 and base.shape[1:] == final.shape[1:]
+            and final.shape[0] >= base.shape[0]):
+        return idx, idx  # row-major: the base's rows are a prefix of the final's
+    if len(base.shape) == len(final.shape) == 2 and final.shape[0] == base.shape[0] and final.shape[1] >= base.shape[1]:
+        rows, cols = idx // base.shape[1], idx % base.shape[1]
+        return idx, rows * final.shape[1] + cols
+    return None
+
+
+def compare_weights(base_dir: Path, final_dir: Path, samples: int = SAMPLES) -> WeightReport:
+    """Sampled cosine similarity of every shared tensor (see the module docstring)."""
+    import numpy as np
+
+    base, final = _normalized(model_tensors(base_dir)), _normalized(model_tensors(final_dir))
+    reader = TensorReader()
+    scores: list[TensorScore] = []
+    changes: list[float] = []
+    missing = sorted(set(base) - set(final))
+    total = sum(info.numel for info in base.values()) or 1
+    bad = sum(base[name].numel for name in missing)
+    identical = not missing
+    for name in sorted(set(base) & set(final)):
+        b, f = base[name], final[name]
+        aligned = _indices(b, f, samples)
+        if aligned is None:
+            scores.append(TensorScore(name=name, cosine=0.0, numel=b.numel, note=f"shape {b.shape} -> {f.shape}"))
+            bad += b.numel
+            identical = False
+            continue
+        bi, fi = aligned
+        bv = reader.sample(b, bi).astype(np.float64)
+        fv = reader.sample(f, fi).astype(np.float64)
+        identical = identical and b.shape == f.shape and b.dtype == f.dtype and bool(np.array_equal(bv, fv))
+        nb, nf = float(np.linalg.norm(bv)), float(np.linalg.norm(fv))
+        if nb == 0.0 and nf == 0.0:
+            cosine = 1.0
+        elif nb == 0.0 or nf == 0.0 or not (np.isfinite(nb) and np.isfinite(nf)):
+            cosine = 0.0
+        else:
+            cosine = float(np.dot(bv, fv) / (nb * nf))
+        if nb > 0 and np.isfinite(nb):
+            changes.append(float(np.linalg.norm(fv - bv)) / nb)
+        scores.append(TensorScore(name=name, cosine=cosine, numel=b.numel))
+        if cosine < COSINE_THRESHOLD:
+            bad += b.numel
+    cosines = [s.cosine for s in scores] or [0.0]
+    worst = sorted(scores, key=lambda s: s.cosine)[:10]
+    return WeightReport(
+        n_base_tensors=len(base), n_shared=len(scores), missing=missing[:50],
+        median_cosine=statistics.median(cosines), min_cosine=min(cosines),
+        dissimilar_share=bad / total, n_dissimilar=sum(1 for s in scores if s.cosine < COSINE_THRESHOLD),
+        median_relative_change=statistics.median(changes) if changes else 0.0,
+        identical=identical and bool(scores), worst=worst)

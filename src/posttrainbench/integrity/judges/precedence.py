@@ -1,0 +1,101 @@
+"""How a judge's sources of evidence combine into one verdict. The order, first wins:
+
+1. **Override.** A human decision for this judge in the overrides file
+   (``overrides.json`` / ``--override FILE``) replaces everything, even a judge that
+   crashed. ``decided_by = "override"``.
+2. **Flagging detector.** Any deterministic finding that is a violation on its own
+   flags the run. An LLM review cannot clear it (its votes are still recorded).
+   ``decided_by = "detector"``.
+3. **LLM majority.** When an LLM review produced valid votes, their majority decides
+   (a tie flags; see :mod:`llm_review`). ``decided_by = "llm"``.
+4. **Clean detectors.** With every input the detectors needed, nothing flagged:
+   ``flagged = False``, ``decided_by = "detector"``.
+5. **Cannot judge.** A detector's input was missing (no trace, no final_model...)
+   and nothing above decided: ``flagged = None``, ``decided_by = "none"``, and the
+   justification names what was missing.
+
+A judge that raised is decided by 1 if there is an override, else it is 5 with the
+error as the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+from pydantic import TypeAdapter, ValidationError
+
+from posttrainbench.integrity.judges.detection import Detection
+from posttrainbench.integrity.judges.inputs import JudgeInputError
+from posttrainbench.integrity.judges.llm_review import LlmReview
+from posttrainbench.integrity.judges.verdict import JUDGE_IDS, Judgement, Override
+
+_OVERRIDES = TypeAdapter(dict[str, Override])
+
+
+def load_overrides(path: Path) -> dict[str, Override]:
+    """The overrides file: ``{"<judge id>": {"flagged", "justification", "author"?}}``."""
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        overrides = _OVERRIDES.validate_python(raw)
+    except OSError as exc:
+        raise JudgeInputError(f"cannot read override file {path}: {exc.strerror or exc}") from None
+    except (ValueError, ValidationError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise JudgeInputError(f"override file {path} is not valid: {first}") from None
+    unknown = sorted(set(overrides) - set(JUDGE_IDS))
+    if unknown:
+        raise JudgeInputError(f"override file {path} names unknown judges {unknown}; known: {', '.join(JUDGE_IDS)}")
+    return overrides
+
+
+def decide(judge: str, detection: Optional[Detection], review: Optional[LlmReview],
+           override: Optional[Override], error: Optional[str] = None) -> Judgement:
+    """Combine the sources of one judge in the documented order."""
+    detection = detection or Detection()
+    review = review or LlmReview(skipped="no LLM review")
+    common = dict(judge=judge, evidence=detection.evidence, llm_votes=review.votes, override=override)
+    notes = _notes(detection, review, error)
+    if override is not None:
+        return Judgement(flagged=override.flagged, decided_by="override",
+                         justification=f"manual override{f' by {override.author}' if override.author else ''}: "
+                                       f"{override.justification}{notes}", **common)
+    if error is not None:
+        return Judgement(flagged=None, decided_by="none", justification=f"the judge failed{notes}", **common)
+    if detection.flagged:
+        hits = [e for e in detection.evidence if e.flagged]
+        return Judgement(flagged=True, decided_by="detector",
+                         justification=f"{len(hits)} flagging finding(s), first: {hits[0].detector}: "
+                                       f"{hits[0].detail}{notes}", **common)
+    decision = review.decision
+    if decision is not None:
+        n_flag = sum(1 for v in review.votes if v.flagged)
+        return Judgement(flagged=decision, decided_by="llm",
+                         justification=f"LLM majority ({n_flag} of {len(review.votes)} votes flag): "
+                                       f"{_majority_reason(review, decision)}{notes}", **common)
+    if not detection.missing:
+        return Judgement(flagged=False, decided_by="detector",
+                         justification=f"no detector flagged the run{notes}", **common)
+    return Judgement(flagged=None, decided_by="none",
+                     justification=f"cannot judge: missing {'; '.join(detection.missing)}{notes}", **common)
+
+
+def _majority_reason(review: LlmReview, decision: bool) -> str:
+    for vote in review.votes:
+        if vote.flagged == decision:
+            return vote.justification
+    return ""
+
+
+def _notes(detection: Detection, review: LlmReview, error: Optional[str]) -> str:
+    parts = []
+    if error is not None:
+        parts.append(f"judge error: {error}")
+    if review.skipped:
+        parts.append(review.skipped)
+    if review.errors:
+        parts.append(f"{len(review.errors)} LLM vote(s) failed: {review.errors[0][:200]}")
+    if detection.missing and (detection.flagged or review.votes):
+        parts.append(f"missing inputs: {'; '.join(detection.missing)}")
+    return f" [{' | '.join(parts)}]" if parts else ""

@@ -1,0 +1,76 @@
+"""Which agent wrote a trace, judged from its content (never from the file name)."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections import Counter
+from typing import Any, Optional
+
+from posttrainbench.integrity.traces.events import TraceFormat
+from posttrainbench.integrity.traces.harbor_atif import is_atif
+from posttrainbench.integrity.traces.jsonl import parse_object
+
+SNIFF_LINES = 200  # JSON lines looked at; the first few decide in practice
+
+_CODEX_TYPES = frozenset({"thread.started", "turn.started", "turn.completed", "turn.failed",
+                          "item.started", "item.updated", "item.completed"})
+_OPENCODE_TYPES = frozenset({"step_start", "step_finish", "text", "reasoning", "tool_use", "error", "user"})
+
+
+def line_vote(obj: dict[str, Any]) -> Optional[TraceFormat]:
+    """The format one JSONL object belongs to, or None when it is not characteristic."""
+    kind = obj.get("type")
+    if kind in _CODEX_TYPES:
+        return "codex"
+    if "part" in obj and kind in _OPENCODE_TYPES or "sessionID" in obj and kind in _OPENCODE_TYPES:
+        return "opencode"
+    if kind in ("assistant", "user") and isinstance(obj.get("message"), dict):
+        return "claude-code"
+    if kind == "system" and obj.get("subtype") == "init":
+        return "claude-code"
+    if kind == "result" and ("total_cost_usd" in obj or "num_turns" in obj):
+        return "claude-code"
+    if kind == "init" and "session_id" in obj:
+        return "gemini-cli"
+    if kind == "message" and "role" in obj and "content" in obj:
+        return "gemini-cli"
+    if kind == "tool_use" and "tool_name" in obj or kind == "tool_result" and "tool_id" in obj:
+        return "gemini-cli"
+    if kind == "result" and "stats" in obj:
+        return "gemini-cli"
+    return None
+
+
+def detect_format(text: str) -> Optional[TraceFormat]:
+    """The trace format of *text*, or None when no known format matches (callers fall back to raw)."""
+    stripped = text.lstrip()
+    if stripped.startswith("{") and not _first_line_is_object(stripped):
+        # A multi-line JSON document: only ATIF trajectories are single documents.
+        try:
+            doc = json.loads(stripped)
+        except ValueError:
+            doc = None
+        if is_atif(doc):
+            return "harbor"
+    votes: Counter[str] = Counter()
+    seen = 0
+    for line in io.StringIO(text):  # lazily: a trace can be hundreds of megabytes
+        obj = parse_object(line)
+        if obj is None:
+            continue
+        if is_atif(obj):  # a trajectory written on one line
+            return "harbor"
+        vote = line_vote(obj)
+        if vote is not None:
+            votes[vote] += 1
+        seen += 1
+        if seen >= SNIFF_LINES:
+            break
+    if not votes:
+        return None
+    return votes.most_common(1)[0][0]  # type: ignore[return-value]
+
+
+def _first_line_is_object(text: str) -> bool:
+    return parse_object(text.split("\n", 1)[0]) is not None
