@@ -152,7 +152,7 @@ def test_llm_judged_benchmark_gets_judge_requirements_and_env(tmp_path: Path) ->
     assert "litellm==" in (task / "environment/requirements.txt").read_text()
     config = TaskConfig.model_validate_toml((task / "task.toml").read_text())
     assert config.verifier.env["OPENAI_API_KEY"] == "${OPENAI_API_KEY:-}"
-    assert "PTB_JUDGE_MODEL" in config.verifier.env
+    assert "PTB_JUDGE_MODEL" in config.verifier.env and "PTB_INTEGRITY_JUDGE_MODEL" in config.verifier.env
     plain = compile_task("bfcl", "qwen3-1.7b", tmp_path / "tasks", CompileOptions())
     assert "litellm" not in (plain / "environment/requirements.txt").read_text()
     assert not TaskConfig.model_validate_toml((plain / "task.toml").read_text()).verifier.env

@@ -51,7 +51,12 @@ FEEDBACK_TEXT = {
 ATTEMPT_SHARE = 0.3
 # Passed from the host to the verifier of LLM-judged benchmarks (empty when unset; the
 # judge then fails with one clear error naming the missing key).
-JUDGE_ENV = ("PTB_JUDGE_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_BASE_URL")
+PROVIDER_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_BASE_URL")
+JUDGE_ENV = ("PTB_JUDGE_MODEL", *PROVIDER_ENV)
+# The integrity judges' optional LLM review (opt-in through PTB_INTEGRITY_JUDGE_MODEL).
+# It runs in the verifier of tasks that install litellm (the LLM-judged benchmarks);
+# for the others, `ptb judge TRIAL_DIR` runs it on the host after the trial.
+INTEGRITY_ENV = ("PTB_INTEGRITY_JUDGE_MODEL", "PTB_INTEGRITY_LLM_VOTES", *PROVIDER_ENV)
 SNAPSHOT_MAX_FILE_BYTES = 512 * 1024
 SNAPSHOT_MAX_TOTAL_BYTES = 20 * 1024 * 1024
 
@@ -136,7 +141,7 @@ def _context(benchmark: BenchmarkSpec, model: BaseModelSpec, spec: TaskSpec, opt
         or (DEFAULT_GPU_BASE_IMAGE if spec.gpus else DEFAULT_CPU_BASE_IMAGE),
         "solution_module": SOLUTION_MODULES.get(benchmark.id),
         "attempt_timeout_sec": int(options.verifier_timeout_min * 60 * ATTEMPT_SHARE),
-        "judge_env": JUDGE_ENV if benchmark.llm_judge else (),
+        "judge_env": tuple(dict.fromkeys((*JUDGE_ENV, *INTEGRITY_ENV))) if benchmark.llm_judge else (),
         "solution_minutes": options.solution_minutes or min(60.0, options.hours * 30),
         "snapshot_max_file_bytes": SNAPSHOT_MAX_FILE_BYTES,
         "snapshot_max_total_bytes": SNAPSHOT_MAX_TOTAL_BYTES,

@@ -1,7 +1,8 @@
 """Optional LLM review of a run: the judge's prompt, the trace, the code; a majority vote.
 
-The model is ``$PTB_INTEGRITY_JUDGE_MODEL`` (else ``$PTB_JUDGE_MODEL``); without one the
-review is skipped and the judgement says so. Calls go through litellm (imported lazily)
+The model is ``$PTB_INTEGRITY_JUDGE_MODEL``: an explicit opt-in (a benchmark's own
+``$PTB_JUDGE_MODEL`` does not turn it on, so no run pays for reviews it did not ask
+for); without it the review is skipped and the judgement says so. Calls go through litellm (imported lazily)
 by way of :mod:`posttrainbench.benchmarks.llm_judge`, so the same clients serve here:
 
 - ``PTB_INTEGRITY_RECORDINGS=FILE`` replays recorded replies (tests, offline
@@ -37,7 +38,6 @@ from posttrainbench.integrity.judges.verdict import LlmVote
 from posttrainbench.integrity.traces.events import NormalizedTrace
 
 MODEL_ENV = "PTB_INTEGRITY_JUDGE_MODEL"
-FALLBACK_MODEL_ENV = "PTB_JUDGE_MODEL"
 RECORDINGS_ENV = "PTB_INTEGRITY_RECORDINGS"
 RECORD_TO_ENV = "PTB_INTEGRITY_RECORD_TO"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -74,7 +74,7 @@ def majority(votes: list[LlmVote]) -> Optional[bool]:
 
 def review_model() -> Optional[str]:
     """The configured review model, or None."""
-    return (os.environ.get(MODEL_ENV, "").strip() or os.environ.get(FALLBACK_MODEL_ENV, "").strip()) or None
+    return os.environ.get(MODEL_ENV, "").strip() or None
 
 
 def make_client(model: str):
@@ -193,7 +193,7 @@ def run_review(judge_id: str, ctx: JudgeContext, detection: Detection, votes: in
         return LlmReview(skipped="LLM review disabled (--llm-votes 0)")
     model = client.model if client is not None else review_model()
     if model is None:
-        return LlmReview(skipped=f"no review model configured ({MODEL_ENV} or {FALLBACK_MODEL_ENV})")
+        return LlmReview(skipped=f"no review model configured ({MODEL_ENV})")
     review = LlmReview(model=model)
     try:
         client = client or make_client(model)
