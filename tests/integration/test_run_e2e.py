@@ -42,6 +42,17 @@ def test_run_without_final_model_scores_zero_with_reason(tmp_path: Path) -> None
     # The agent's clock was started by the healthcheck and the monitor wrote a sample.
     assert (trial_dir / "agent" / "ptb_start_time").read_text().strip().isdigit()
     assert "===" in (trial_dir / "agent" / "system_monitor.log").read_text()
+    # The judges ran in the verifier; with no final model that judge cannot decide.
+    verdicts = _judgements(trial_dir)
+    assert verdicts["disallowed_model"].flagged is None
+    assert all(verdicts[j].flagged is False for j in ("contamination", "api_usage", "benchmark_lookup"))
+
+
+def _judgements(trial_dir: Path) -> dict:
+    from posttrainbench.integrity.judges.verdict import JUDGE_IDS, Judgement
+
+    verifier = trial_dir / "verifier"
+    return {j: Judgement.read(verifier / Judgement.filename(j)) for j in JUDGE_IDS}
 
 
 def test_demo(tmp_path: Path) -> None:
@@ -62,6 +73,10 @@ def test_demo(tmp_path: Path) -> None:
     manifest = json.loads(next(artifacts.rglob("code_snapshot/MANIFEST.json")).read_text())
     assert manifest["kept"], manifest
     assert json.loads((Path(trial.trial_dir) / "verifier" / "reward.json").read_text())["reward"] == metrics.accuracy
+    # The judges in the verifier: an honest fine-tune of the base on generated data.
+    verdicts = _judgements(Path(trial.trial_dir))
+    assert verdicts["disallowed_model"].flagged is False, verdicts["disallowed_model"]
+    assert verdicts["contamination"].flagged is False, verdicts["contamination"]
 
 
 def test_harbor_cli_runs_a_generated_task_on_the_local_sandbox(tmp_path: Path) -> None:

@@ -51,7 +51,7 @@ def judge(
     trial_dir: Path = typer.Argument(..., help="A Harbor trial directory (agent/, artifacts/, config.json)."),
     judges: str = typer.Option(None, "--judges", help="Comma-separated judge ids (default: all five)."),
     llm_votes: int = typer.Option(1, "--llm-votes", help="LLM reviews per judge (majority vote; 0 = none). "
-                                  "Needs PTB_INTEGRITY_JUDGE_MODEL or PTB_JUDGE_MODEL."),
+                                  "Needs PTB_INTEGRITY_JUDGE_MODEL."),
     override: Path = typer.Option(None, "--override", help="overrides.json: manual verdicts that win over all."),
     out_dir: Path = typer.Option(None, "-o", "--out-dir", help="Where to write judgement_<id>.json "
                                  "(default TRIAL_DIR/judges)."),

@@ -33,15 +33,32 @@ def run(
     n_concurrent: int = typer.Option(1, "-n", "--n-concurrent", help="Trials run at once."),
     attempts: int = typer.Option(1, "--attempts", "-k", help="Trials per task."),
     runs_dir: Path = typer.Option(Path("ptb-runs"), "--runs-dir", help="Where runs are written."),
+    auth: str = typer.Option(
+        "auto", "--auth",
+        help="How the agent authenticates: auto (a subscription credential if its file exists, "
+        "else an API key), api-key or subscription.",
+    ),
+    secrets_dir: Path | None = typer.Option(
+        None, "--secrets-dir",
+        help="Directory of subscription credential files, outside the repository "
+        "(default $PTB_SECRETS_DIR, else ~/.config/posttrainbench/secrets).",
+    ),
+    credentials: str | None = typer.Option(
+        None, "--credentials",
+        help="Credential profile for a custom module:Class agent: claude-code, codex, gemini-cli or opencode.",
+    ),
 ) -> None:
     """Run an agent on one (benchmark, model) task through Harbor's Job API."""
     from posttrainbench.cli.summary import print_trials
+    from posttrainbench.integrity.secrets.credentials import AuthMode
     from posttrainbench.runner.job_runner import RunRequest, run as run_job
 
     if env not in ENV_NAMES:
         raise PtbError(f"unknown environment {env!r}; choose one of: {', '.join(ENV_NAMES)}")
     if n_concurrent < 1 or attempts < 1:
         raise PtbError("-n and --attempts must be at least 1")
+    if auth not in {mode.value for mode in AuthMode}:
+        raise PtbError(f"unknown --auth {auth!r}; choose one of: {', '.join(mode.value for mode in AuthMode)}")
     request = RunRequest(
         benchmark=benchmark,
         model=model,
@@ -51,6 +68,9 @@ def run(
         n_concurrent=n_concurrent,
         attempts=attempts,
         runs_dir=runs_dir,
+        auth=AuthMode(auth),
+        secrets_dir=secrets_dir,
+        credential_profile=credentials,
         options=compile_options(
             hours=hours, gpus=gpus, cpus=cpus, memory_gb=memory_gb, base_image=base_image,
             final_eval_limit=eval_limit, feedback=feedback, agent_eval_budget=eval_budget,

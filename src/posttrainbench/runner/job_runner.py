@@ -17,9 +17,11 @@ from rich.console import Console
 
 import posttrainbench
 from posttrainbench.errors import RunError
+from posttrainbench.integrity.secrets.credentials import AuthMode
+from posttrainbench.integrity.secrets.scrub import Scrubber
 from posttrainbench.runner.environments import harbor_environment, local_resources
 from posttrainbench.runner.record import RunRecord, TrialRecord
-from posttrainbench.runner.preflight import check_judge
+from posttrainbench.runner.preflight import check_credentials, check_judge
 from posttrainbench.tasks.compiler import compile_task
 from posttrainbench.tasks.options import CompileOptions
 
@@ -43,13 +45,20 @@ class RunRequest(BaseModel):
     options: CompileOptions = Field(default_factory=CompileOptions)
     quiet: bool = False
     command: str = "run"
+    auth: AuthMode = AuthMode.AUTO
+    secrets_dir: Path | None = None
+    credential_profile: str | None = Field(
+        default=None, description="Whose credentials a custom module:Class agent gets (e.g. codex)"
+    )
 
 
-def _agent_config(agent: str, agent_model: str | None) -> AgentConfig:
+def _agent_config(agent: str, agent_model: str | None, env: dict[str, str] | None = None) -> AgentConfig:
     # `module:Class` selects a custom agent; anything else is a Harbor agent name.
+    # `env` reaches the agent as its extra_env; Harbor writes sensitive values back to
+    # config.json only as ${VAR} templates or masked.
     if ":" in agent:
-        return AgentConfig(import_path=agent, model_name=agent_model)
-    return AgentConfig(name=agent, model_name=agent_model)
+        return AgentConfig(import_path=agent, model_name=agent_model, env=env or {})
+    return AgentConfig(name=agent, model_name=agent_model, env=env or {})
 
 
 def _trial_record(result: TrialResult) -> TrialRecord:
@@ -71,7 +80,10 @@ def _trial_record(result: TrialResult) -> TrialRecord:
     )
 
 
-def job_config(request: RunRequest, task_dir: Path, jobs_dir: Path, run_id: str) -> JobConfig:
+def job_config(
+    request: RunRequest, task_dir: Path, jobs_dir: Path, run_id: str,
+    agent_env: dict[str, str] | None = None,
+) -> JobConfig:
     """The Harbor job for this request: one task, one agent, K attempts."""
     cpus = memory_mb = None
     if request.env in LOCAL_ENVS:
@@ -85,7 +97,7 @@ def job_config(request: RunRequest, task_dir: Path, jobs_dir: Path, run_id: str)
         n_attempts=request.attempts,
         n_concurrent_trials=request.n_concurrent,
         quiet=request.quiet,
-        agents=[_agent_config(request.agent, request.agent_model)],
+        agents=[_agent_config(request.agent, request.agent_model, agent_env)],
         environment=harbor_environment(request.env, cpus=cpus, memory_mb=memory_mb),
         tasks=[TaskConfig(path=task_dir)],
     )
@@ -100,7 +112,15 @@ async def execute(request: RunRequest) -> RunRecord:
         f"{started:%Y%m%d-%H%M%S}"
     )
     run_dir = request.runs_dir.resolve() / run_id
-    check_judge(request.benchmark)  # before any build or agent time is spent
+    # Before anything is compiled, built or billed: a missing secret stops here.
+    credentials = check_credentials(
+        request.agent, request.agent_model, runs_dir=request.runs_dir,
+        profile=request.credential_profile, auth=request.auth, secrets_dir=request.secrets_dir,
+    )
+    check_judge(request.benchmark)
+    if credentials.message:
+        Console(stderr=True).print(credentials.message, highlight=False, markup=False, soft_wrap=True)
+    scrubber = Scrubber.for_run(os.environ, credentials.secret_values)
     task_dir = compile_task(request.benchmark, request.model, run_dir / "tasks", request.options)
     jobs_dir = run_dir / "jobs"
     record = RunRecord(
@@ -118,6 +138,7 @@ async def execute(request: RunRequest) -> RunRecord:
         harbor_version=version("harbor"),
         posttrainbench_version=posttrainbench.__version__,
         started_at=started,
+        credentials=credentials.summary,
     )
     record_path = record.path
     record.write(record_path)
@@ -126,21 +147,43 @@ async def execute(request: RunRequest) -> RunRecord:
             from posttrainbench.runner.prebuild import prebuild_local_environment
 
             prebuild_local_environment(task_dir, Console(stderr=request.quiet))
-        job = await Job.create(job_config(request, task_dir, jobs_dir, run_id))
+        job = await Job.create(job_config(request, task_dir, jobs_dir, run_id, credentials.agent_env))
         result = await job.run()
     except BaseException as exc:
-        # Keep the record truthful whatever stopped the run (error, Ctrl-C).
+        # Keep the record truthful whatever stopped the run (error, Ctrl-C), and scrub.
         record.status = "failed"
         record.finished_at = datetime.now()
+        record = _scrub_run(run_dir, record, scrubber)
         record.write(record_path)
         if isinstance(exc, (ValueError, FileNotFoundError)):
-            raise RunError(f"harbor could not run the job: {str(exc).splitlines()[0]}") from exc
+            message = scrubber.scrub_text(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            raise RunError(f"harbor could not run the job: {message}") from exc
         raise
     record.trials = [_trial_record(t) for t in result.trial_results]
     record.status = "completed" if all(t.error is None for t in record.trials) else "errored"
     record.finished_at = datetime.now()
+    record = _scrub_run(run_dir, record, scrubber)
     record.write(record_path)
     return record
+
+
+def _scrub_run(run_dir: Path, record: RunRecord, scrubber: Scrubber) -> RunRecord:
+    """Scrub everything the job wrote (trial dirs, logs, trajectories, config.json files,
+    the code snapshot) in place, then return the record itself scrubbed, with the counts.
+
+    The compiled task dir is input, written before the agent ran and holding no secret;
+    it is left byte-identical (its sealed test data must not change).
+    """
+    report = scrubber.scrub_tree(run_dir, exclude=[Path(record.task_dir).parent, record.path])
+    # Trial errors come from Harbor's in-memory results, which may quote a secret too.
+    clean = RunRecord.model_validate(scrubber.scrub_json_value(record.model_dump(mode="json")))
+    clean.scrub = report
+    if report.failures:
+        Console(stderr=True).print(
+            f"warning: {len(report.failures)} file(s) could not be scrubbed; see scrub.failures in run.json",
+            highlight=False, markup=False, soft_wrap=True,
+        )
+    return clean
 
 
 def run(request: RunRequest) -> RunRecord:

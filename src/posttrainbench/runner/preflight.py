@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from shutil import which
 
 from posttrainbench.errors import RunError
+from posttrainbench.integrity.secrets.credentials import (
+    AuthMode, ResolvedCredentials, forbidden_roots, resolve_credentials, spec_for,
+)
 
 
 def check_local_sandbox() -> None:
@@ -25,3 +30,23 @@ def check_judge(benchmark_id: str) -> None:
         bench.judge()
     except JudgeConfigError as exc:
         raise RunError(f"{benchmark_id} is scored by an LLM judge: {exc}") from None
+
+
+def check_credentials(
+    agent: str,
+    agent_model: str | None,
+    *,
+    runs_dir: Path,
+    profile: str | None = None,
+    auth: AuthMode = AuthMode.AUTO,
+    secrets_dir: Path | None = None,
+) -> ResolvedCredentials:
+    """Resolve the agent's credentials, or raise CredentialError naming what is missing.
+
+    Runs first in `ptb run`, so a missing key stops the run before anything is compiled,
+    built or billed.
+    """
+    spec = spec_for(agent, agent_model, profile)
+    return resolve_credentials(
+        spec, os.environ, mode=auth, secrets_dir=secrets_dir, forbidden=forbidden_roots(runs_dir)
+    )

@@ -10,6 +10,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from posttrainbench.integrity.secrets.credentials import CredentialSummary
+from posttrainbench.integrity.secrets.scrub import ScrubReport
+
 
 class TrialRecord(BaseModel):
     """One Harbor trial of a run."""
@@ -41,6 +44,12 @@ class RunRecord(BaseModel):
     finished_at: datetime | None = None
     status: str = "running"
     trials: list[TrialRecord] = Field(default_factory=list)
+    credentials: CredentialSummary | None = Field(
+        default=None, description="How the agent authenticated: kind and variable names, never values"
+    )
+    scrub: ScrubReport | None = Field(
+        default=None, description="The secret scrub of the run directory after the job ended"
+    )
 
     @property
     def path(self) -> Path:

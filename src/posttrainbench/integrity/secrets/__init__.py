@@ -1,0 +1,1 @@
+"""Credentials for agents and scrubbing of secret values from everything kept."""
