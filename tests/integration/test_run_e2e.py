@@ -42,10 +42,13 @@ def test_run_without_final_model_scores_zero_with_reason(tmp_path: Path) -> None
     # The agent's clock was started by the healthcheck and the monitor wrote a sample.
     assert (trial_dir / "agent" / "ptb_start_time").read_text().strip().isdigit()
     assert "===" in (trial_dir / "agent" / "system_monitor.log").read_text()
-    # The judges ran in the verifier; with no final model that judge cannot decide.
+    # The judges ran in the verifier. `nop` leaves no model and no trace: the judges
+    # that need them say they cannot decide, rather than clearing the run.
     verdicts = _judgements(trial_dir)
-    assert verdicts["disallowed_model"].flagged is None
-    assert all(verdicts[j].flagged is False for j in ("contamination", "api_usage", "benchmark_lookup"))
+    assert verdicts["contamination"].flagged is False
+    assert verdicts["disallowed_model"].flagged is None and "final_model" in verdicts["disallowed_model"].justification
+    for judge in ("api_usage", "benchmark_lookup", "anomaly"):
+        assert verdicts[judge].flagged is None and "trace" in verdicts[judge].justification
 
 
 def _judgements(trial_dir: Path) -> dict:

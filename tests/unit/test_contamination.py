@@ -56,11 +56,11 @@ def test_the_benchmarks_own_train_split_is_clean(reference):
     assert report.n_records == 7473
 
 
-def _write_parquet(path, texts: list[str]) -> None:
+def _write_arrow_files(parquet, arrow, texts: list[str]) -> None:
     # In a child process: pyarrow starts threads, and the checker forks its workers.
-    code = ("import sys, json, pyarrow as pa, pyarrow.parquet as pq; "
-            "pq.write_table(pa.table({'text': json.loads(sys.argv[2])}), sys.argv[1])")
-    subprocess.run([sys.executable, "-c", code, str(path), json.dumps(texts)], check=True)
+    code = ("import sys, json, pyarrow as pa, pyarrow.parquet as pq; t = pa.table({'text': json.loads(sys.argv[3])}); "
+            "pq.write_table(t, sys.argv[1]); w = pa.ipc.new_stream(sys.argv[2], t.schema); w.write_table(t); w.close()")
+    subprocess.run([sys.executable, "-c", code, str(parquet), str(arrow), json.dumps(texts)], check=True)
 
 
 def test_fast_checker_equals_naive_checker_across_formats(tmp_path, reference):
@@ -86,7 +86,7 @@ def test_fast_checker_equals_naive_checker_across_formats(tmp_path, reference):
     (sub / "b.json").write_text(json.dumps([{"q": reference[7].question, "a": "x"}, {"q": "hello"}]))
     (sub / "c.csv").write_text('id,text\n1,"' + reference[9].question.replace('"', '""') + '"\n2,plain\n')
     (sub / "d.txt").write_text(f"Intro paragraph.\n\n{reference[11].question}\nmore\n\nOutro.\n")
-    _write_parquet(sub / "e.parquet", ["nothing here", reference[13].question])
+    _write_arrow_files(sub / "e.parquet", sub / "f.arrow", ["nothing here", reference[13].question])
     (sub / "ignored.bin").write_bytes(b"\0\1")
 
     naive = naive_check(reference, [tmp_path])
@@ -96,7 +96,8 @@ def test_fast_checker_equals_naive_checker_across_formats(tmp_path, reference):
         [m.score for m in sorted(naive.matches, key=lambda m: (m.source, m.locator))]
     assert fast.n_records == naive.n_records
     flagged = {(m.source.rsplit("/", 1)[-1], m.locator.split()[0]) for m in fast.matches}
-    assert {("b.json", "item"), ("c.csv", "row"), ("d.txt", "paragraph"), ("e.parquet", "row")} <= flagged
+    assert {("b.json", "item"), ("c.csv", "row"), ("d.txt", "paragraph"), ("e.parquet", "row"),
+            ("f.arrow", "row")} <= flagged
     assert len({m.test_index for m in fast.matches if m.source.endswith("a.jsonl")}) >= 10
 
 

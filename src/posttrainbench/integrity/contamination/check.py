@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -136,8 +137,12 @@ def check_inputs(reference: list[ReferenceItem], inputs: list[str | Path],
     tasks = _tasks(files, chunk_bytes)
     workers = min(workers or default_workers(), max(1, len(tasks)))
     if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            results = pool.map(_run_task, tasks, chunksize=1)
+        # Fork shares the index without pickling it. Python warns when any thread
+        # exists (numpy's BLAS pool has an idle one); the workers never touch BLAS.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*use of fork\\(\\) may lead to deadlocks.*")
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                results = pool.map(_run_task, tasks, chunksize=1)
     else:
         results = [_run_task(t) for t in tasks]
     _renumber_lines(tasks, results)

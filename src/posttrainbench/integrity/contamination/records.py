@@ -2,7 +2,8 @@
 
 jsonl: one record per line. txt/md: one record per paragraph (blank-line separated).
 json: one record per element of a top-level array (else the whole document).
-csv and parquet: one record per row. A record's text is all its string values.
+csv, parquet and arrow (the Hugging Face datasets cache format): one record per row.
+A record's text is all its string values.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from posttrainbench.errors import PtbError
 
 LINE_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".txt": "txt", ".md": "txt", ".text": "txt"}
-ROW_FORMATS = {".json": "json", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet"}
+ROW_FORMATS = {".json": "json", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".arrow": "arrow"}
 SUPPORTED = {**LINE_FORMATS, **ROW_FORMATS}
 _PARAGRAPH_BREAK = re.compile(rb"\n[ \t\r]*\n")
 
@@ -119,11 +120,19 @@ def _rows(path: Path, fmt: str) -> tuple[list, str]:
             dialect = "excel-tab" if path.suffix.lower() == ".tsv" else "excel"
             return [row for row in csv.reader(handle, dialect=dialect)], "row"
     try:
+        import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as exc:
-        raise InputError(f"{path}: reading parquet needs pyarrow (pip install pyarrow)") from exc
-    table = pq.read_table(path)
-    return table.to_pylist(), "row"
+        raise InputError(f"{path}: reading {fmt} needs pyarrow (pip install pyarrow)") from exc
+    try:
+        if fmt == "parquet":
+            return pq.read_table(path).to_pylist(), "row"
+        try:  # datasets writes the IPC stream format; other tools the file format
+            return pa.ipc.open_stream(path).read_all().to_pylist(), "row"
+        except pa.ArrowInvalid:
+            return pa.ipc.open_file(path).read_all().to_pylist(), "row"
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{path}: not a readable {fmt} file ({exc})") from exc
 
 
 def split_points(path: Path, chunk_bytes: int) -> list[tuple[int, int]]:

@@ -20,11 +20,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from posttrainbench.integrity.contamination.records import input_format
 from posttrainbench.integrity.judges.actions import trace_actions
 from posttrainbench.integrity.judges.detection import Detection
 from posttrainbench.integrity.judges.inputs import JudgeContext
 
-DATA_SUFFIXES = frozenset({".jsonl", ".json", ".parquet", ".csv", ".tsv", ".txt", ".arrow"})
 NOT_DATA = frozenset({"MANIFEST.json"})
 MAX_MATCH_EVIDENCE = 50
 MAX_ACCESS_EVIDENCE = 10
@@ -39,7 +39,7 @@ def training_files(data_files: Path | None, snapshot: Path | None) -> list[Path]
         if root is None or not root.is_dir():
             continue
         for path in sorted(root.rglob("*")):
-            if not path.is_file() or path.name in NOT_DATA or path.suffix.lower() not in DATA_SUFFIXES:
+            if not path.is_file() or path.name in NOT_DATA or input_format(path) is None:
                 continue
             rel = path.relative_to(root).as_posix()
             if rel not in seen:
