@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Iterator
 
 WEIGHT_SUFFIXES = frozenset(
     {".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".onnx", ".h5", ".npz", ".npy", ".arrow", ".parquet"}
@@ -46,29 +47,21 @@ def snapshot(src: Path, dest: Path, max_file_bytes: int, max_total_bytes: int) -
     skipped: dict[str, str] = {}
     total = 0
     dest.mkdir(parents=True, exist_ok=True)
-    for root, dirs, files in os.walk(src, followlinks=False):
-        rel_root = Path(root).relative_to(src)
-        for name in sorted(dirs):
-            if name in SKIPPED_DIRS:
-                skipped[str(rel_root / name) + "/"] = "excluded directory"
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-        for name in sorted(files):
-            path = Path(root) / name
-            rel = str(rel_root / name)
-            if path.is_symlink() or not path.is_file():
-                skipped[rel] = "not a regular file"
-                continue
-            size = path.stat().st_size
-            if path.suffix.lower() in WEIGHT_SUFFIXES:
-                skipped[rel] = "weights or data file"
-            elif size > max_file_bytes:
-                skipped[rel] = f"over the per-file cap ({size} bytes)"
-            elif total + size > max_total_bytes:
-                skipped[rel] = "over the total cap"
-            else:
-                _copy(path, dest / rel)
-                kept.append(rel)
-                total += size
+    for path, rel in _files(src, skipped):
+        if path.is_symlink() or not path.is_file():
+            skipped[rel] = "not a regular file"
+            continue
+        size = path.stat().st_size
+        if path.suffix.lower() in WEIGHT_SUFFIXES:
+            skipped[rel] = "weights or data file"
+        elif size > max_file_bytes:
+            skipped[rel] = f"over the per-file cap ({size} bytes)"
+        elif total + size > max_total_bytes:
+            skipped[rel] = "over the total cap"
+        else:
+            _copy(path, dest / rel)
+            kept.append(rel)
+            total += size
     return _write_manifest(dest, kept, skipped, total, max_file_bytes, max_total_bytes)
 
 
@@ -85,27 +78,15 @@ def collect_data_files(src: Path, dest: Path, max_file_bytes: int, max_total_byt
     skipped: dict[str, str] = {}
     candidates: list[tuple[int, str, Path]] = []
     dest.mkdir(parents=True, exist_ok=True)
-    for root, dirs, files in os.walk(src, followlinks=False):
-        rel_root = Path(root).relative_to(src)
-        if rel_root != Path(".") and is_model_dir(Path(root), files):
-            skipped[str(rel_root) + "/"] = "model directory"
-            dirs[:] = []
-            continue
-        for name in sorted(dirs):
-            if name in SKIPPED_DIRS:
-                skipped[str(rel_root / name) + "/"] = "excluded directory"
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-        for name in sorted(files):
-            path = Path(root) / name
-            rel = str(rel_root / name)
-            if path.suffix.lower() not in DATA_SUFFIXES:
-                continue  # not data: not listed, the code snapshot covers it
-            if name in MODEL_METADATA_NAMES:
-                skipped[rel] = "model metadata"
-            elif path.is_symlink() or not path.is_file():
-                skipped[rel] = "not a regular file"
-            else:
-                candidates.append((path.stat().st_size, rel, path))
+    for path, rel in _files(src, skipped, skip_model_dirs=True):
+        if path.suffix.lower() not in DATA_SUFFIXES:
+            continue  # not data: not listed, the code snapshot covers it
+        if path.name in MODEL_METADATA_NAMES:
+            skipped[rel] = "model metadata"
+        elif path.is_symlink() or not path.is_file():
+            skipped[rel] = "not a regular file"
+        else:
+            candidates.append((path.stat().st_size, rel, path))
     kept: list[str] = []
     total = 0
     for size, rel, path in sorted(candidates):
@@ -118,6 +99,23 @@ def collect_data_files(src: Path, dest: Path, max_file_bytes: int, max_total_byt
             kept.append(rel)
             total += size
     return _write_manifest(dest, sorted(kept), skipped, total, max_file_bytes, max_total_bytes)
+
+
+def _files(src: Path, skipped: dict[str, str], skip_model_dirs: bool = False) -> Iterator[tuple[Path, str]]:
+    """(path, path relative to src) of the files under src; excluded directories (and,
+    if asked, model directories) are not entered and are listed in `skipped`."""
+    for root, dirs, files in os.walk(src, followlinks=False):
+        rel_root = Path(root).relative_to(src)
+        if skip_model_dirs and rel_root != Path(".") and is_model_dir(Path(root), files):
+            skipped[f"{rel_root}/"] = "model directory"
+            dirs[:] = []
+            continue
+        for name in sorted(dirs):
+            if name in SKIPPED_DIRS:
+                skipped[str(rel_root / name) + "/"] = "excluded directory"
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        for name in sorted(files):
+            yield Path(root) / name, str(rel_root / name)
 
 
 def _copy(path: Path, target: Path) -> None:

@@ -96,3 +96,17 @@ def code_actions(snapshot: Path | None) -> list[Action]:
             if line.strip():
                 out.append(Action("code", line, f"snapshot {rel} line {number}"))
     return out
+
+
+def run_actions(ctx, det) -> list[Action]:
+    """The trace's and the code snapshot's actions; what is missing is noted in `det`."""
+    actions: list[Action] = []
+    if ctx.has_traces:
+        actions += trace_actions(ctx.traces)
+    else:
+        det.missing.append("agent trace (no agent logs found)")
+    if ctx.inputs.code_snapshot is not None and ctx.inputs.code_snapshot.is_dir():
+        actions += code_actions(ctx.inputs.code_snapshot)
+    else:
+        det.add("inputs", False, "no code snapshot: only the trace was searched")
+    return actions

@@ -14,7 +14,7 @@ is allowed: the LLM-judged benchmarks' judge runs in the verifier, never for the
 
 from __future__ import annotations
 
-from posttrainbench.integrity.judges.actions import Action, code_actions, trace_actions
+from posttrainbench.integrity.judges.actions import Action, run_actions
 from posttrainbench.integrity.judges.detection import Detection
 from posttrainbench.integrity.judges.inputs import JudgeContext
 from posttrainbench.integrity.judges.patterns import first_match, providers
@@ -25,15 +25,7 @@ MAX_EVIDENCE = 40
 def detect_api_usage(ctx: JudgeContext) -> Detection:
     """Run the api_usage detectors over the trace and the code snapshot."""
     det = Detection()
-    actions: list[Action] = []
-    if ctx.has_traces:
-        actions += trace_actions(ctx.traces)
-    else:
-        det.missing.append("agent trace (no agent logs found)")
-    if ctx.inputs.code_snapshot is not None and ctx.inputs.code_snapshot.is_dir():
-        actions += code_actions(ctx.inputs.code_snapshot)
-    else:
-        det.add("inputs", False, "no code snapshot: only the trace was searched")
+    actions = run_actions(ctx, det)
     allowed = set(ctx.inputs.allowed_apis)
     for action in actions:
         for name, provider in providers().items():

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote_plus
 
-from posttrainbench.integrity.judges.actions import Action, code_actions, trace_actions
+from posttrainbench.integrity.judges.actions import Action, run_actions
 from posttrainbench.integrity.judges.detection import Detection
 from posttrainbench.integrity.judges.inputs import JudgeContext
 from posttrainbench.integrity.judges.patterns import compiled, first_match, lookup_table
@@ -39,15 +39,7 @@ def detect_benchmark_lookup(ctx: JudgeContext) -> Detection:
     flag_patterns = common.flag + (entry.flag if entry else [])
     note_patterns = entry.note if entry else []
     search = _search_regex(entry.names, common.search_words) if entry else None
-    actions: list[Action] = []
-    if ctx.has_traces:
-        actions += trace_actions(ctx.traces)
-    else:
-        det.missing.append("agent trace (no agent logs found)")
-    if ctx.inputs.code_snapshot is not None and ctx.inputs.code_snapshot.is_dir():
-        actions += code_actions(ctx.inputs.code_snapshot)
-    else:
-        det.add("inputs", False, "no code snapshot: only the trace was searched")
+    actions = run_actions(ctx, det)
     for action in actions:
         text = TASK_DATA.sub(" ", unquote_plus(action.text) if action.kind == "url" else action.text)
         if first_match(flag_patterns, text):

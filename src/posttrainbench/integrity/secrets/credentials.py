@@ -12,7 +12,6 @@ Host-side module; stdlib + pydantic only.
 
 from __future__ import annotations
 
-import os
 import stat
 from collections.abc import Mapping
 from enum import StrEnum

@@ -28,6 +28,9 @@ MAX_TEXT_CHARS = 100_000  # one event's text; a `cat` of a large file should not
 MAX_RAW_EVENTS = 5_000    # raw fallback lines kept per trace
 MAX_WARNINGS = 50
 
+# What reading a line or step of an unexpected shape raises; parsers keep such input raw.
+SHAPE_ERRORS = (ValueError, TypeError, KeyError, AttributeError)
+
 
 def clip(text: str, limit: int = MAX_TEXT_CHARS) -> str:
     """*text* cut to *limit* characters, saying how much was cut."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from posttrainbench.integrity.traces.builder import TraceBuilder, as_text, to_int
 from posttrainbench.integrity.traces.events import NormalizedTrace, TokenUsage
-from posttrainbench.integrity.traces.jsonl import json_lines
+from posttrainbench.integrity.traces.jsonl import dispatch_events, json_lines
 
 
 def anthropic_usage(usage: Any) -> TokenUsage | None:
@@ -45,44 +45,35 @@ def parse_claude_code(text: str) -> NormalizedTrace:
     counted: set[str] = set()
     default_model: str | None = None
 
-    for line in lines:
-        try:
-            event = line.obj
-            if event is None:
-                builder.raw(line.text, line_no=line.number)
-                continue
-            kind = event.get("type")
-            timestamp = event.get("timestamp") if isinstance(event.get("timestamp"), str) else None
-            message = event.get("message")
-            if kind == "system" and event.get("subtype") == "init":
-                default_model = event.get("model") or default_model
-                builder.message("system", f"session started: model={event.get('model')} cwd={event.get('cwd')}",
-                                model=default_model, timestamp=timestamp)
-            elif kind == "assistant" and isinstance(message, dict):
-                model = message.get("model") or default_model
-                _assistant_content(builder, message.get("content"), model=model, timestamp=timestamp)
-                msg_id = message.get("id")
-                usage = last_usage.get(msg_id, message.get("usage")) if msg_id else message.get("usage")
-                parsed = anthropic_usage(usage)
-                if parsed is not None and (not msg_id or msg_id not in counted):
-                    builder.usage(parsed, model=model, timestamp=timestamp)
-                    if msg_id:
-                        counted.add(msg_id)
-            elif kind == "user" and isinstance(message, dict):
-                _user_content(builder, message.get("content"), timestamp=timestamp)
-            elif kind == "result":
-                builder.report_total(tokens=anthropic_usage(event.get("usage")), cost=event.get("total_cost_usd"))
-                if event.get("is_error") or str(event.get("subtype", "")).startswith("error"):
-                    builder.message("system", f"run ended with an error: {event.get('subtype')} "
-                                    f"{as_text(event.get('result') or event.get('errors'))}".strip(),
-                                    timestamp=timestamp)
-            elif kind is None:
-                builder.raw(line.text, line_no=line.number, reason="JSON without a `type`")
-            # Other types (stream_event, summary, file-history-snapshot, ...) carry no actions.
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            # A line of an unexpected shape must not cost the rest of the trace.
-            builder.raw(line.text, line_no=line.number,
-                        reason=f"unexpected shape ({type(exc).__name__}: {exc})")
+    def handle(kind: Any, event: dict[str, Any]) -> None:
+        nonlocal default_model
+        timestamp = event.get("timestamp") if isinstance(event.get("timestamp"), str) else None
+        message = event.get("message")
+        if kind == "system" and event.get("subtype") == "init":
+            default_model = event.get("model") or default_model
+            builder.message("system", f"session started: model={event.get('model')} cwd={event.get('cwd')}",
+                            model=default_model, timestamp=timestamp)
+        elif kind == "assistant" and isinstance(message, dict):
+            model = message.get("model") or default_model
+            _assistant_content(builder, message.get("content"), model=model, timestamp=timestamp)
+            msg_id = message.get("id")
+            usage = last_usage.get(msg_id, message.get("usage")) if msg_id else message.get("usage")
+            parsed = anthropic_usage(usage)
+            if parsed is not None and (not msg_id or msg_id not in counted):
+                builder.usage(parsed, model=model, timestamp=timestamp)
+                if msg_id:
+                    counted.add(msg_id)
+        elif kind == "user" and isinstance(message, dict):
+            _user_content(builder, message.get("content"), timestamp=timestamp)
+        elif kind == "result":
+            builder.report_total(tokens=anthropic_usage(event.get("usage")), cost=event.get("total_cost_usd"))
+            if event.get("is_error") or str(event.get("subtype", "")).startswith("error"):
+                builder.message("system", f"run ended with an error: {event.get('subtype')} "
+                                f"{as_text(event.get('result') or event.get('errors'))}".strip(),
+                                timestamp=timestamp)
+        # Other types (stream_event, summary, file-history-snapshot, ...) carry no actions.
+
+    dispatch_events(lines, builder, handle)
     return builder.build()
 
 

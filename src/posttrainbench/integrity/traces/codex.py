@@ -13,7 +13,7 @@ from typing import Any
 
 from posttrainbench.integrity.traces.builder import TraceBuilder, as_text, to_int
 from posttrainbench.integrity.traces.events import NormalizedTrace, TokenUsage
-from posttrainbench.integrity.traces.jsonl import json_lines
+from posttrainbench.integrity.traces.jsonl import dispatch_events, json_lines
 
 
 def openai_usage(usage: Any) -> TokenUsage | None:
@@ -35,31 +35,22 @@ def parse_codex(text: str) -> NormalizedTrace:
     # when the item is first seen (so a command killed mid-run still counts) and its
     # output when it completes.
     announced: set[str] = set()
-    for line in json_lines(text):
-        try:
-            event = line.obj
-            if event is None:
-                builder.raw(line.text, line_no=line.number)
-                continue
-            kind = event.get("type")
-            if kind in ("item.started", "item.updated", "item.completed"):
-                item = event.get("item")
-                if isinstance(item, dict):
-                    _item(builder, item, completed=kind == "item.completed", announced=announced)
-            elif kind == "turn.completed":
-                usage = openai_usage(event.get("usage"))
-                if usage is not None:
-                    builder.usage(usage)
-            elif kind == "turn.failed":
-                builder.message("system", f"turn failed: {as_text((event.get('error') or {}).get('message'))}")
-            elif kind == "error":
-                builder.message("system", f"error: {as_text(event.get('message'))}")
-            elif kind is None:
-                builder.raw(line.text, line_no=line.number, reason="JSON without a `type`")
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            # A line of an unexpected shape must not cost the rest of the trace.
-            builder.raw(line.text, line_no=line.number,
-                        reason=f"unexpected shape ({type(exc).__name__}: {exc})")
+
+    def handle(kind: Any, event: dict[str, Any]) -> None:
+        if kind in ("item.started", "item.updated", "item.completed"):
+            item = event.get("item")
+            if isinstance(item, dict):
+                _item(builder, item, completed=kind == "item.completed", announced=announced)
+        elif kind == "turn.completed":
+            usage = openai_usage(event.get("usage"))
+            if usage is not None:
+                builder.usage(usage)
+        elif kind == "turn.failed":
+            builder.message("system", f"turn failed: {as_text((event.get('error') or {}).get('message'))}")
+        elif kind == "error":
+            builder.message("system", f"error: {as_text(event.get('message'))}")
+
+    dispatch_events(json_lines(text), builder, handle)
     return builder.build()
 
 

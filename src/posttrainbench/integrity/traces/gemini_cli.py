@@ -13,7 +13,7 @@ from typing import Any
 
 from posttrainbench.integrity.traces.builder import TraceBuilder, as_text, to_int
 from posttrainbench.integrity.traces.events import NormalizedTrace, TokenUsage
-from posttrainbench.integrity.traces.jsonl import json_lines
+from posttrainbench.integrity.traces.jsonl import dispatch_events, json_lines
 
 
 def gemini_usage(stats: Any) -> TokenUsage | None:
@@ -47,53 +47,48 @@ def parse_gemini_cli(text: str) -> NormalizedTrace:
     builder = TraceBuilder("gemini-cli")
     model: str | None = None
     pending = _Deltas()
-    for line in json_lines(text):
-        try:
-            event = line.obj
-            if event is None:
-                pending.flush(builder, model)
-                builder.raw(line.text, line_no=line.number)
-                continue
-            kind = event.get("type")
-            timestamp = event.get("timestamp") if isinstance(event.get("timestamp"), str) else None
-            if kind == "message" and event.get("role") == "assistant" and event.get("delta"):
-                pending.parts.append(as_text(event.get("content")))
-                pending.timestamp = pending.timestamp or timestamp
-                continue
-            pending.flush(builder, model)
-            if kind == "init":
-                model = event.get("model") or model
-                builder.message("system", f"session started: model={event.get('model')}", model=model,
+
+    def flush() -> None:
+        pending.flush(builder, model)
+
+    def handle(kind: Any, event: dict[str, Any]) -> None:
+        nonlocal model
+        timestamp = event.get("timestamp") if isinstance(event.get("timestamp"), str) else None
+        if kind == "message" and event.get("role") == "assistant" and event.get("delta"):
+            pending.parts.append(as_text(event.get("content")))
+            pending.timestamp = pending.timestamp or timestamp
+            return
+        flush()
+        if kind == "init":
+            model = event.get("model") or model
+            builder.message("system", f"session started: model={event.get('model')}", model=model,
+                            timestamp=timestamp)
+        elif kind == "message":
+            role = "assistant" if event.get("role") == "assistant" else "user"
+            builder.message(role, as_text(event.get("content")), model=model if role == "assistant" else None,
+                            timestamp=timestamp)
+        elif kind == "tool_use":
+            builder.tool_call(str(event.get("tool_name") or "unknown"), event.get("parameters"),
+                              call_id=event.get("tool_id"), model=model, timestamp=timestamp)
+        elif kind == "tool_result":
+            error = event.get("error")
+            if event.get("status") == "error" or error:
+                output = f"[error] {as_text(error.get('message') if isinstance(error, dict) else error)}"
+            else:
+                output = as_text(event.get("output"))
+            builder.tool_result(output, call_id=event.get("tool_id"), timestamp=timestamp)
+        elif kind == "error":
+            builder.message("system", f"{event.get('severity') or 'error'}: {as_text(event.get('message'))}",
+                            timestamp=timestamp)
+        elif kind == "result":
+            usage = gemini_usage(event.get("stats"))
+            if usage is not None:
+                builder.usage(usage, model=model, timestamp=timestamp)
+            if event.get("status") not in (None, "success"):
+                builder.message("system", f"run ended: {event.get('status')} {as_text(event.get('error'))}".strip(),
                                 timestamp=timestamp)
-            elif kind == "message":
-                role = "assistant" if event.get("role") == "assistant" else "user"
-                builder.message(role, as_text(event.get("content")), model=model if role == "assistant" else None,
-                                timestamp=timestamp)
-            elif kind == "tool_use":
-                builder.tool_call(str(event.get("tool_name") or "unknown"), event.get("parameters"),
-                                  call_id=event.get("tool_id"), model=model, timestamp=timestamp)
-            elif kind == "tool_result":
-                error = event.get("error")
-                if event.get("status") == "error" or error:
-                    output = f"[error] {as_text(error.get('message') if isinstance(error, dict) else error)}"
-                else:
-                    output = as_text(event.get("output"))
-                builder.tool_result(output, call_id=event.get("tool_id"), timestamp=timestamp)
-            elif kind == "error":
-                builder.message("system", f"{event.get('severity') or 'error'}: {as_text(event.get('message'))}",
-                                timestamp=timestamp)
-            elif kind == "result":
-                usage = gemini_usage(event.get("stats"))
-                if usage is not None:
-                    builder.usage(usage, model=model, timestamp=timestamp)
-                if event.get("status") not in (None, "success"):
-                    builder.message("system", f"run ended: {event.get('status')} {as_text(event.get('error'))}".strip(),
-                                    timestamp=timestamp)
-            elif kind is None:
-                builder.raw(line.text, line_no=line.number, reason="JSON without a `type`")
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            # A line of an unexpected shape must not cost the rest of the trace.
-            builder.raw(line.text, line_no=line.number,
-                        reason=f"unexpected shape ({type(exc).__name__}: {exc})")
-    pending.flush(builder, model)
+
+    # A line that is not an event ends the streamed message before it.
+    dispatch_events(json_lines(text), builder, handle, before_raw=flush)
+    flush()
     return builder.build()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from posttrainbench.integrity.traces.builder import TraceBuilder, as_text, to_cost, to_int
+from posttrainbench.integrity.traces.builder import SHAPE_ERRORS, TraceBuilder, as_text, to_cost, to_int
 from posttrainbench.integrity.traces.events import NormalizedTrace, TokenUsage
 
 
@@ -74,7 +74,7 @@ def _trajectory(builder: TraceBuilder, doc: dict, depth: int = 0) -> bool:
             continue
         try:
             has_usage |= _step(builder, step, default_model)
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        except SHAPE_ERRORS as exc:
             # One step of an unexpected shape must not cost the rest of the trajectory.
             builder.raw(as_text(step), reason=f"unexpected ATIF step shape ({type(exc).__name__}: {exc})")
     if depth < 5:  # embedded subagents, each a full trajectory

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple, Optional
+from typing import Any, Callable, Iterable, NamedTuple, Optional
+
+from posttrainbench.integrity.traces.builder import SHAPE_ERRORS, TraceBuilder
 
 
 class JsonLine(NamedTuple):
@@ -33,3 +35,30 @@ def json_lines(text: str) -> list[JsonLine]:
         if line.strip():
             lines.append(JsonLine(number, line.rstrip("\r\n"), parse_object(line)))
     return lines
+
+
+def dispatch_events(lines: Iterable[JsonLine], builder: TraceBuilder,
+                    handle: Callable[[Any, dict[str, Any]], None], *,
+                    before_raw: Optional[Callable[[], None]] = None) -> None:
+    """Call ``handle(type, event)`` for each JSON object with a `type`; keep other lines raw.
+
+    A line that is not a JSON object, or an object without a `type`, becomes a raw event
+    (after ``before_raw``, so a parser can first flush what it was accumulating). A line
+    whose handler meets an unexpected shape also becomes raw, so it costs only itself.
+    """
+    for line in lines:
+        try:
+            event = line.obj
+            kind = event.get("type") if event is not None else None
+            if kind is None:
+                if before_raw is not None:
+                    before_raw()
+                if event is None:
+                    builder.raw(line.text, line_no=line.number)
+                else:
+                    builder.raw(line.text, line_no=line.number, reason="JSON without a `type`")
+                continue
+            handle(kind, event)
+        except SHAPE_ERRORS as exc:
+            builder.raw(line.text, line_no=line.number,
+                        reason=f"unexpected shape ({type(exc).__name__}: {exc})")

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Callable, Optional, get_args
 
 from posttrainbench.errors import PtbError
+from posttrainbench.integrity.traces.builder import SHAPE_ERRORS
 from posttrainbench.integrity.traces.claude_code import parse_claude_code
 from posttrainbench.integrity.traces.codex import parse_codex
 from posttrainbench.integrity.traces.detect import detect_format
@@ -67,7 +68,7 @@ def parse_trace_text(text: str, format: Optional[str] = None, *, source: Optiona
     else:
         try:
             trace = PARSERS[fmt](text)
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        except SHAPE_ERRORS as exc:
             # Only the whole-document format (ATIF) can fail as a whole; keep the text anyway.
             trace = parse_raw(text, reason=f"cannot parse as {fmt} ({type(exc).__name__}: {exc})")
             log.warning("trace %s: cannot parse as %s, kept as raw text", source or "<text>", fmt)

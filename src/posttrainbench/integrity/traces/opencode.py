@@ -14,7 +14,7 @@ from typing import Any
 
 from posttrainbench.integrity.traces.builder import TraceBuilder, as_text, to_cost, to_int
 from posttrainbench.integrity.traces.events import NormalizedTrace, TokenUsage
-from posttrainbench.integrity.traces.jsonl import json_lines
+from posttrainbench.integrity.traces.jsonl import dispatch_events, json_lines
 
 
 def opencode_usage(part: Any) -> TokenUsage | None:
@@ -44,44 +44,35 @@ def _iso(millis: Any) -> str | None:
 def parse_opencode(text: str) -> NormalizedTrace:
     """Parse an OpenCode `run --format json` trace."""
     builder = TraceBuilder("opencode")
-    for line in json_lines(text):
-        try:
-            event = line.obj
-            if event is None:
-                builder.raw(line.text, line_no=line.number)
-                continue
-            kind = event.get("type")
-            timestamp = _iso(event.get("timestamp"))
-            part = event.get("part") if isinstance(event.get("part"), dict) else {}
-            if kind == "text":
-                builder.message("assistant", as_text(part.get("text")), timestamp=timestamp)
-            elif kind == "reasoning":
-                builder.reasoning(as_text(part.get("text")), timestamp=timestamp)
-            elif kind == "user":
-                builder.message("user", as_text(event.get("parts")), timestamp=timestamp)
-            elif kind == "tool_use":
-                state = part.get("state") if isinstance(part.get("state"), dict) else {}
-                call_id = part.get("callID") or part.get("id")
-                builder.tool_call(str(part.get("tool") or "unknown"), state.get("input"), call_id=call_id,
-                                  timestamp=timestamp)
-                if state.get("error") is not None:
-                    builder.tool_result(f"[error] {as_text(state['error'])}", call_id=call_id, timestamp=timestamp)
-                elif state.get("output") is not None:
-                    builder.tool_result(state["output"], call_id=call_id, timestamp=timestamp)
-            elif kind == "step_finish":
-                usage = opencode_usage(part)
-                if usage is not None:
-                    builder.usage(usage, timestamp=timestamp)
-            elif kind == "error":
-                error = event.get("error") if isinstance(event.get("error"), dict) else {}
-                data = error.get("data") if isinstance(error.get("data"), dict) else {}
-                builder.message("system", f"error: {as_text(data.get('message') or error.get('message') or error)}",
-                                timestamp=timestamp)
-            elif kind is None:
-                builder.raw(line.text, line_no=line.number, reason="JSON without a `type`")
-            # step_start carries nothing to keep.
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            # A line of an unexpected shape must not cost the rest of the trace.
-            builder.raw(line.text, line_no=line.number,
-                        reason=f"unexpected shape ({type(exc).__name__}: {exc})")
+
+    def handle(kind: Any, event: dict[str, Any]) -> None:
+        timestamp = _iso(event.get("timestamp"))
+        part = event.get("part") if isinstance(event.get("part"), dict) else {}
+        if kind == "text":
+            builder.message("assistant", as_text(part.get("text")), timestamp=timestamp)
+        elif kind == "reasoning":
+            builder.reasoning(as_text(part.get("text")), timestamp=timestamp)
+        elif kind == "user":
+            builder.message("user", as_text(event.get("parts")), timestamp=timestamp)
+        elif kind == "tool_use":
+            state = part.get("state") if isinstance(part.get("state"), dict) else {}
+            call_id = part.get("callID") or part.get("id")
+            builder.tool_call(str(part.get("tool") or "unknown"), state.get("input"), call_id=call_id,
+                              timestamp=timestamp)
+            if state.get("error") is not None:
+                builder.tool_result(f"[error] {as_text(state['error'])}", call_id=call_id, timestamp=timestamp)
+            elif state.get("output") is not None:
+                builder.tool_result(state["output"], call_id=call_id, timestamp=timestamp)
+        elif kind == "step_finish":
+            usage = opencode_usage(part)
+            if usage is not None:
+                builder.usage(usage, timestamp=timestamp)
+        elif kind == "error":
+            error = event.get("error") if isinstance(event.get("error"), dict) else {}
+            data = error.get("data") if isinstance(error.get("data"), dict) else {}
+            builder.message("system", f"error: {as_text(data.get('message') or error.get('message') or error)}",
+                            timestamp=timestamp)
+        # step_start carries nothing to keep.
+
+    dispatch_events(json_lines(text), builder, handle)
     return builder.build()

@@ -115,22 +115,20 @@ def file_paths(tool_input: dict) -> list[str]:
     return paths
 
 
+def _stripped_strings(tool_input: dict, keys: tuple[str, ...]) -> list[str]:
+    """The non-blank string values of *keys* in *tool_input*, stripped, in key order."""
+    values = (tool_input.get(key) for key in keys)
+    return [v.strip() for v in values if isinstance(v, str) and v.strip()]
+
+
 def _web_targets(tool_input: dict, *, search: bool) -> list[str]:
-    targets: list[str] = []
-    for key in _URL_KEYS:
-        value = tool_input.get(key)
-        if isinstance(value, str) and value.strip():
-            targets.append(value.strip())
+    targets = _stripped_strings(tool_input, _URL_KEYS)
     # Gemini's web_fetch takes a prompt that contains the URLs.
     prompt = tool_input.get("prompt")
     if not targets and isinstance(prompt, str):
         targets.extend(urls_in_text(prompt))
     if search or not targets:
-        queries: list[str] = []
-        for key in _QUERY_KEYS:
-            value = tool_input.get(key)
-            if isinstance(value, str) and value.strip():
-                queries.append(value.strip())
+        queries = _stripped_strings(tool_input, _QUERY_KEYS)
         many = tool_input.get("queries")
         if isinstance(many, list):
             queries.extend(q.strip() for q in many if isinstance(q, str) and q.strip())
