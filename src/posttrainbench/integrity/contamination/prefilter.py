@@ -17,11 +17,13 @@ flag; tests compare it with the naive checker.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from posttrainbench.integrity.contamination.index import ReferenceIndex
+from posttrainbench.integrity.contamination.kernel import build_slots, count_candidates, normalize
 from posttrainbench.integrity.contamination.tokens import cl100k
 
 WINDOW = 8
@@ -80,14 +82,14 @@ class Signatures:
         pairs: dict[tuple[int, int], int] = {}
         unsigned = np.zeros(len(index.grams), dtype=np.int64)
         for item, grams in enumerate(per_item):
-            chosen = [min(c, key=lambda v: (df[v], v)) if c else None for c in grams]
-            # Hottest first; grams without any window first of all.
-            best = sorted(((df[v] if v is not None else 1 << 30), v) for v in chosen)[::-1]
+            # Each gram's rarest window; hottest first, grams without any window first of all.
+            chosen = sorted((min(c, key=lambda v: (df[v], v)) if c else None for c in grams),
+                            key=lambda v: -df[v] if v is not None else -math.inf)
             # Signatures shared by many items are costly to follow and say little: leave
             # the hottest grams unsigned (always counted), keeping the item filterable.
             budget = int(min_hits[item]) // 2
-            for df_value, value in sorted(best, key=lambda x: -x[0]):
-                if value is None or (df_value > HOT_DF and unsigned[item] < budget):
+            for value in chosen:
+                if value is None or (df[value] > HOT_DF and unsigned[item] < budget):
                     unsigned[item] += 1
                 else:
                     pairs[(value, item)] = pairs.get((value, item), 0) + 1
@@ -95,8 +97,6 @@ class Signatures:
         values = np.array(sorted({r[0] for r in rows}), dtype=np.uint64)
         sig_of = np.searchsorted(values, np.array([r[0] for r in rows], dtype=np.uint64))
         item_ptr = np.concatenate([[0], np.cumsum(np.bincount(sig_of, minlength=len(values)))]).astype(np.int64)
-        from posttrainbench.integrity.contamination.kernel import build_slots
-
         # A table at most half full keeps probes short; small enough to stay in cache.
         bits = max(10, int(2 * max(1, len(values)) - 1).bit_length())
         slot_values = np.zeros(1 << bits, dtype=np.uint64)
@@ -111,8 +111,6 @@ class Signatures:
 
     def candidates(self, data: bytes, starts: list[int]) -> set[tuple[int, int]]:
         """(record, item) pairs that may reach the threshold; record i starts at starts[i]."""
-        from posttrainbench.integrity.contamination.kernel import count_candidates, normalize
-
         out = {(r, i) for r in range(len(starts)) for i in self.always}
         if len(self.values) == 0 or not starts:
             return out
