@@ -49,6 +49,21 @@ def test_run_without_final_model_scores_zero_with_reason(tmp_path: Path) -> None
     assert verdicts["disallowed_model"].flagged is None and "final_model" in verdicts["disallowed_model"].justification
     for judge in ("api_usage", "benchmark_lookup", "anomaly"):
         assert verdicts[judge].flagged is None and "trace" in verdicts[judge].justification
+    # Exported, the run is an error (no model to score), not a score of 0, so the
+    # leaderboard falls back to the base model rather than ranking a zero.
+    exported = run_ptb("results", "export", str(tmp_path), "--to", str(tmp_path / "results"))
+    assert exported.returncode == 0 and "1 added" in exported.stdout, exported.stdout + exported.stderr
+    (run,) = _exported(tmp_path / "results")
+    assert run.status == "errored" and "final model not found" in run.error and run.flagged is None
+    assert (run.agent, run.benchmark, run.base_model, run.hours) == ("nop", "bfcl", "smollm2-135m", 0.5)
+
+
+def _exported(results: Path) -> list:
+    from posttrainbench.results.store import ResultsStore
+
+    records, skipped = ResultsStore.open(results, create=False).load()
+    assert not skipped, skipped
+    return records
 
 
 def _judgements(trial_dir: Path) -> dict:
@@ -80,6 +95,21 @@ def test_demo(tmp_path: Path) -> None:
     verdicts = _judgements(Path(trial.trial_dir))
     assert verdicts["disallowed_model"].flagged is False, verdicts["disallowed_model"]
     assert verdicts["contamination"].flagged is False, verdicts["contamination"]
+    # The results pipeline on the real trial: export, leaderboard, no flagged runs.
+    exported = run_ptb("results", "export", str(tmp_path), "--to", str(tmp_path / "results"))
+    assert exported.returncode == 0 and "1 added" in exported.stdout, exported.stdout + exported.stderr
+    (run,) = _exported(tmp_path / "results")
+    assert (run.agent, run.benchmark, run.base_model, run.status) == ("oracle", "bfcl", "smollm2-135m", "scored")
+    assert run.score == metrics.accuracy and run.flagged is False and len(run.verdicts) == 5
+    assert run.time.budget_hours == 0.5 and 0 < run.time.agent_hours < 0.5
+    assert (tmp_path / "results" / "runs" / run.id / "snapshot" / "MANIFEST.json").is_file()
+    collected = run_ptb("results", "collect", str(tmp_path / "results"))
+    assert collected.returncode == 0, collected.stderr
+    board = json.loads((tmp_path / "results" / "leaderboard" / "leaderboard.json").read_text())
+    (cell,) = board["cells"]
+    assert cell["source"] == "run" and cell["score"] == metrics.accuracy
+    assert cell["baseline"] == metrics.base_model.accuracy and "measured by the verifier" in cell["baseline_source"]
+    assert "0 of 1 runs flagged" in run_ptb("results", "flagged", str(tmp_path / "results")).stdout
 
 
 def test_harbor_cli_runs_a_generated_task_on_the_local_sandbox(tmp_path: Path) -> None:
@@ -104,3 +134,8 @@ def test_harbor_cli_runs_a_generated_task_on_the_local_sandbox(tmp_path: Path) -
     assert metrics.n == 2 and metrics.error is None, metrics
     # The verifier scored the model that the oracle trained, handed over by the collect hook.
     assert next((trial_result.parent / "artifacts").rglob("final_model/config.json"))
+    # A plain Harbor jobs dir exports too: the verifier left the task spec beside its results.
+    exported = run_ptb("results", "export", str(tmp_path / "jobs"), "--to", str(tmp_path / "results"))
+    assert exported.returncode == 0 and "1 added" in exported.stdout, exported.stdout + exported.stderr
+    (run,) = _exported(tmp_path / "results")
+    assert (run.benchmark, run.base_model, run.hours, run.score) == ("bfcl", "smollm2-135m", 0.05, metrics.accuracy)

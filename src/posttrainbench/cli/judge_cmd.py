@@ -66,6 +66,7 @@ def judge(
     from posttrainbench.integrity.judges.inputs import JudgeContext, JudgeInputError, JudgeInputs
     from posttrainbench.integrity.judges.precedence import load_overrides
     from posttrainbench.integrity.judges.runner import parse_judge_ids, run_judges
+    from posttrainbench.integrity.traces.trial_files import trial_artifacts_dir
     from posttrainbench.schemas import TaskSpec
 
     if not trial_dir.is_dir():
@@ -82,7 +83,7 @@ def judge(
         raise JudgeOptionError(str(exc)) from None
     task_dir = _task_dir(trial_dir, task)
     spec = TaskSpec.load(task_dir / "tests" / "task.json")
-    artifacts = trial_dir / "artifacts"
+    artifacts = trial_artifacts_dir(trial_dir)
 
     def existing(path: Path | None) -> Path | None:
         return path if path is not None and path.exists() else None

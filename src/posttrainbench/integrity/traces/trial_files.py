@@ -1,4 +1,4 @@
-"""Where a Harbor trial keeps its agent's traces.
+"""Where a Harbor trial keeps its agent's traces and the artifacts the collect hook handed over.
 
 Harbor's installed agents write under the trial's `agent/` directory: the agent's own
 stream (`claude-code.txt`, `codex.txt`, `gemini-cli.txt`, `opencode.txt`, tee'd from the
@@ -68,3 +68,14 @@ def find_trial_traces(trial_dir: Path) -> list[Path]:
             consider(path, 3, keep_unknown=False)
     ranked.sort(key=lambda item: (item[0], item[1]))
     return [path for _, _, path in ranked]
+
+
+def trial_artifacts_dir(trial_dir: Path) -> Path:
+    """The directory holding a trial's `final_model/`, `code_snapshot/` and `data_files/`.
+
+    Harbor mounts `/logs/artifacts` at `<trial>/artifacts/` where the environment can
+    (Docker); otherwise (the local sandbox) it copies the directory to
+    `<trial>/artifacts/logs/artifacts/`, as its `manifest.json` records.
+    """
+    copied = Path(trial_dir) / "artifacts" / "logs" / "artifacts"
+    return copied if copied.is_dir() else Path(trial_dir) / "artifacts"

@@ -1,0 +1,1 @@
+"""Results: Harbor job export, the results store, the leaderboard, flagged runs, the report."""

@@ -1,0 +1,221 @@
+"""`ptb results export`: Harbor job and trial directories into a results store.
+
+Incremental: a trial already in the store with the same fingerprint is skipped before it
+is even parsed; one whose result or verdicts changed since (say `ptb judge` ran again)
+is replaced. A trial still running is left for a later export, and a malformed one is
+reported and skipped. Worker processes read and stage trials; only the parent renames
+staged runs into place, one at a time.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Literal, Optional
+
+from pydantic import BaseModel, Field
+
+from posttrainbench.errors import PtbError
+from posttrainbench.results.harbor_trial import (
+    RESULT_FILE,
+    TrialInProgress,
+    TrialReadError,
+    TrialSource,
+    fingerprint,
+    is_trial_result,
+    read_trial,
+    trial_id,
+)
+from posttrainbench.results.store import ResultsStore
+
+# Trial subdirectories that never hold another trial: not worth walking into.
+_LEAF_DIRS = {"agent", "artifacts", "verifier", "judges", "environment", "solution", "tests", "tasks"}
+MAX_DEPTH = 6
+POOL_THRESHOLD = 64  # below this many trials, forking workers costs more than it saves
+
+
+class ExportSummary(BaseModel):
+    """What one export did."""
+
+    results_dir: str
+    added: list[str] = Field(default_factory=list, description="trial dirs exported for the first time")
+    updated: list[str] = Field(default_factory=list, description="trial dirs whose result or verdicts changed")
+    unchanged: int = 0
+    in_progress: list[str] = Field(default_factory=list, description="trials with no result.json yet (running, or their job was killed)")
+    skipped: list[str] = Field(default_factory=list, description="'<trial dir>: <why>' for unusable trials")
+
+
+@dataclass(frozen=True)
+class _Job:
+    trial: FoundTrial
+    known: Optional[str]  # the stored fingerprint of this trial id, if any
+    staging: Path
+    with_final_model: bool
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    kind: Literal["staged", "unchanged", "in_progress", "skipped"]
+    trial_dir: Path
+    run_id: str = ""
+    fingerprint: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class FoundTrial:
+    """A trial directory and its result.json text (None: Harbor has not written it yet)."""
+
+    path: Path
+    text: Optional[str]
+    readable: bool = True
+
+
+def _classify(directory: Path) -> Optional[FoundTrial]:
+    result = directory / RESULT_FILE
+    # Harbor writes trial.log only in trial directories (a job has job.log).
+    is_trial = (directory / "trial.log").is_file()
+    if not result.is_file():
+        return FoundTrial(directory, None) if is_trial else None
+    try:
+        text = result.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    if text and is_trial_result(text):
+        return FoundTrial(directory, text)
+    return FoundTrial(directory, text, readable=False) if is_trial else None
+
+
+def find_trials(root: Path) -> Iterator[FoundTrial]:
+    """The trials under a jobs dir, a job dir, a ptb run dir or a trial dir, in path order."""
+    stack = [(Path(root), 0)]
+    while stack:
+        directory, depth = stack.pop()
+        found = _classify(directory)
+        if found is not None:
+            yield found
+            continue
+        if depth >= MAX_DEPTH:
+            continue
+        try:
+            children = sorted((p for p in directory.iterdir() if p.is_dir() and not p.is_symlink()),
+                              reverse=True)
+        except OSError:
+            continue
+        stack.extend((child, depth + 1) for child in children if child.name not in _LEAF_DIRS)
+
+
+def _copy_into(staged: Path, source: TrialSource, with_final_model: bool) -> None:
+    record = source.record
+    traces: list[str] = []
+    for i, path in enumerate(source.traces):
+        name = f"trace/{i:02d}-{path.name}"
+        (staged / "trace").mkdir(exist_ok=True)
+        shutil.copy2(path, staged / name)
+        traces.append(name)
+    record.trace_files = traces
+    if source.snapshot is not None:
+        shutil.copytree(source.snapshot, staged / "snapshot", symlinks=True)
+        record.snapshot_dir = "snapshot"
+    if with_final_model and source.final_model is not None:
+        shutil.copytree(source.final_model, staged / "final_model", symlinks=True)
+        record.final_model_dir = "final_model"
+    record.write(staged)
+
+
+def _prepare(job: _Job) -> _Outcome:
+    """Read one trial and stage its run directory (runs in a worker process)."""
+    where = job.trial.path
+    if job.trial.text is None:
+        return _Outcome("in_progress", where)
+    if not job.trial.readable:
+        return _Outcome("skipped", where, message=f"{RESULT_FILE} is unreadable or not a trial result "
+                                                  "(half-written?)")
+    if job.known is not None and job.known == fingerprint(where):
+        return _Outcome("unchanged", where)
+    try:
+        source = read_trial(where, job.trial.text)
+    except TrialInProgress:
+        return _Outcome("in_progress", where)
+    except TrialReadError as exc:
+        return _Outcome("skipped", where, message=str(exc))
+    record = source.record
+    if job.known == record.fingerprint:
+        return _Outcome("unchanged", where)
+    staged = job.staging / record.id
+    shutil.rmtree(staged, ignore_errors=True)
+    try:
+        staged.mkdir(parents=True)
+        _copy_into(staged, source, job.with_final_model)
+    except OSError as exc:
+        shutil.rmtree(staged, ignore_errors=True)
+        return _Outcome("skipped", where, message=f"cannot copy its files ({exc.strerror or exc})")
+    return _Outcome("staged", where, record.id, record.fingerprint)
+
+
+def export(job_dirs: list[Path], results_dir: Path, *, with_final_model: bool = False,
+           workers: Optional[int] = None,
+           progress: Optional[Callable[[int, int], None]] = None) -> ExportSummary:
+    """Export every finished trial under *job_dirs* into the store at *results_dir*.
+
+    *progress* is called with (trials done, trials found) as the export goes.
+    """
+    missing = [str(d) for d in job_dirs if not Path(d).is_dir()]
+    if missing:
+        raise PtbError(f"not a directory: {', '.join(missing)}")
+    if workers is not None and workers < 1:
+        raise PtbError(f"invalid --workers {workers}: must be 1 or more")
+    store = ResultsStore.open(results_dir, create=True)
+    summary = ExportSummary(results_dir=str(store.root))
+    with store.locked():
+        known = store.fingerprints()
+        jobs: list[_Job] = []
+        seen: set[Path] = set()
+        first_of: dict[str, Path] = {}
+        for root in job_dirs:
+            for trial in find_trials(Path(root)):
+                if trial.path.resolve() in seen:
+                    continue
+                seen.add(trial.path.resolve())
+                run_id = trial_id(trial.text) if trial.text and trial.readable else None
+                if run_id is not None and run_id in first_of:
+                    # A copy of a trial (same Harbor id): one run in the store, never two.
+                    summary.skipped.append(f"{trial.path}: the same trial (id {run_id}) as {first_of[run_id]}")
+                    continue
+                if run_id is not None:
+                    first_of[run_id] = trial.path
+                jobs.append(_Job(trial, known.get(run_id) if run_id else None, store.staging, with_final_model))
+        store.staging.mkdir(exist_ok=True)
+        for done, outcome in enumerate(_outcomes(jobs, workers or os.cpu_count() or 1), start=1):
+            _record(store, outcome, known, summary)
+            if progress is not None:
+                progress(done, len(jobs))
+        store.recover()  # drops the (now empty) staging directory
+    return summary
+
+
+def _outcomes(jobs: list[_Job], workers: int) -> Iterator[_Outcome]:
+    if workers == 1 or len(jobs) < POOL_THRESHOLD:
+        yield from map(_prepare, jobs)
+        return
+    # fork: the workers need nothing but this module, and start instantly.
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        yield from pool.imap(_prepare, jobs, chunksize=16)
+
+
+def _record(store: ResultsStore, outcome: _Outcome, known: dict[str, str], summary: ExportSummary) -> None:
+    where = str(outcome.trial_dir)
+    if outcome.kind == "unchanged":
+        summary.unchanged += 1
+    elif outcome.kind == "in_progress":
+        summary.in_progress.append(where)
+    elif outcome.kind == "skipped":
+        summary.skipped.append(f"{where}: {outcome.message}")
+    else:
+        previous = known.get(outcome.run_id)
+        store.commit(store.staging / outcome.run_id, outcome.run_id)
+        known[outcome.run_id] = outcome.fingerprint
+        (summary.updated if previous is not None else summary.added).append(where)

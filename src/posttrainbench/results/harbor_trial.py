@@ -1,0 +1,244 @@
+"""Read one Harbor trial directory into a `ResultRecord` (and the files worth keeping).
+
+Harbor writes `result.json` (its `TrialResult`) when a trial starts and again when it
+ends; only a trial with `finished_at` is exported. The verifier writes `metrics.json`,
+`task.json` and the judges' `judgement_<id>.json` into `verifier/`; `ptb judge` run
+later on the host writes newer verdicts into `judges/`, which win per judge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+from harbor.models.trial.result import TrialResult
+from pydantic import ValidationError
+
+from posttrainbench.integrity.judges.verdict import JUDGE_IDS, Judgement
+from posttrainbench.integrity.traces.trial_files import find_trial_traces, trial_artifacts_dir
+from posttrainbench.results.record import ResultRecord, TimeUsed, Usage, combine_flags
+from posttrainbench.schemas import Metrics, TaskSpec
+
+RESULT_FILE = "result.json"
+JUDGE_DIRS = ("verifier", "judges")  # later wins
+
+
+class TrialReadError(Exception):
+    """A trial directory whose result cannot be used (malformed, half-written)."""
+
+
+class TrialInProgress(Exception):
+    """A trial that has not finished yet: exported by a later run."""
+
+
+@dataclass
+class TrialSource:
+    """A readable finished trial: its record and the files to copy with it."""
+
+    record: ResultRecord
+    traces: list[Path] = field(default_factory=list)
+    snapshot: Optional[Path] = None
+    final_model: Optional[Path] = None
+
+
+def is_trial_result(text: str) -> bool:
+    """Whether a `result.json` text is a trial's (a job's has no trial_name)."""
+    return '"trial_name"' in text
+
+
+def trial_id(text: str) -> Optional[str]:
+    """Harbor's trial id from a result.json text, without validating the rest."""
+    try:
+        value = json.loads(text).get("id")
+    except (ValueError, AttributeError):
+        return None
+    return str(value) if value else None
+
+
+def fingerprint(trial_dir: Path) -> str:
+    """Changes when result.json, metrics.json or any verdict file changes (size and mtime)."""
+    parts: list[str] = []
+    for sub, names in (("", (RESULT_FILE,)), ("verifier", None), ("judges", None)):
+        try:
+            entries = sorted(os.scandir(trial_dir / sub), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            wanted = entry.name in names if names else (
+                entry.name == "metrics.json" or entry.name.startswith("judgement_"))
+            if wanted:
+                try:
+                    stat = entry.stat()
+                except OSError:
+                    continue
+                parts.append(f"{sub}/{entry.name}:{stat.st_size}:{stat.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def read_trial(trial_dir: Path, text: str | None = None) -> TrialSource:
+    """Read a finished trial; TrialInProgress or TrialReadError otherwise."""
+    trial_dir = Path(trial_dir)
+    try:
+        text = text if text is not None else (trial_dir / RESULT_FILE).read_text(encoding="utf-8")
+        result = TrialResult.model_validate_json(text)
+    except OSError as exc:
+        raise TrialReadError(f"cannot read {RESULT_FILE}: {exc.strerror or exc}") from None
+    except ValidationError as exc:
+        lines = str(exc).splitlines()
+        raise TrialReadError(f"{RESULT_FILE} is not a Harbor trial result ({' '.join(lines[:3])})") from None
+    if result.finished_at is None:
+        raise TrialInProgress(result.trial_name)
+    spec = _task_spec(trial_dir, result)
+    metrics = _metrics(trial_dir)
+    benchmark, base_model = _benchmark_and_model(result.task_name, spec, metrics)
+    verdicts = _verdicts(trial_dir)
+    reward = None
+    if result.verifier_result and result.verifier_result.rewards:
+        value = result.verifier_result.rewards.get("reward")
+        reward = float(value) if value is not None else None
+    status, error, score = _outcome(result, metrics, reward)
+    traces = find_trial_traces(trial_dir)
+    artifacts = trial_artifacts_dir(trial_dir)
+    model_info = result.agent_info.model_info
+    record = ResultRecord(
+        id=str(result.id), job_name=trial_dir.parent.name, trial_name=result.trial_name,
+        task_name=result.task_name, agent=result.agent_info.name, agent_version=result.agent_info.version,
+        agent_model=_model_name(model_info) if model_info else result.config.agent.model_name,
+        benchmark=benchmark, base_model=base_model, hours=spec.hours if spec else None,
+        feedback=spec.feedback if spec else None, status=status, error=error, score=score, reward=reward,
+        metrics=metrics, verdicts=verdicts, flagged=combine_flags(verdicts, len(JUDGE_IDS)),
+        usage=_usage(result, traces, spec, trial_dir), time=_time(result, spec),
+        source_dir=str(trial_dir.resolve()), fingerprint=fingerprint(trial_dir),
+        exported_at=datetime.now(timezone.utc))
+    return TrialSource(
+        record=record, traces=traces,
+        snapshot=artifacts / "code_snapshot" if (artifacts / "code_snapshot").is_dir() else None,
+        final_model=artifacts / "final_model" if (artifacts / "final_model").is_dir() else None)
+
+
+def _model_name(info) -> str:
+    return f"{info.provider}/{info.name}" if info.provider and "/" not in info.name else info.name
+
+
+def _task_spec(trial_dir: Path, result: TrialResult) -> Optional[TaskSpec]:
+    """The verifier's copy of the task spec, else the task directory's, if either is there."""
+    candidates = [trial_dir / "verifier" / "task.json"]
+    task_path = getattr(result.config.task, "path", None)
+    if task_path is not None:
+        candidates.append(Path(task_path) / "tests" / "task.json")
+    for path in candidates:
+        if path.is_file():
+            try:
+                return TaskSpec.load(path)
+            except (OSError, ValueError):
+                continue
+    return None
+
+
+def _metrics(trial_dir: Path) -> Optional[Metrics]:
+    path = trial_dir / "verifier" / "metrics.json"
+    if not path.is_file():
+        return None
+    try:
+        return Metrics.load(path)
+    except (OSError, ValueError) as exc:
+        raise TrialReadError(f"verifier/metrics.json is not valid: {str(exc).splitlines()[0]}") from None
+
+
+def _benchmark_and_model(task_name: str, spec: Optional[TaskSpec], metrics: Optional[Metrics]) -> tuple[str, str]:
+    """From the task spec; else from the task name `posttrainbench/<benchmark>-<model>`
+    (benchmark ids have no dash, so the first dash splits it)."""
+    if spec is not None:
+        return spec.benchmark, spec.model
+    short = task_name.rsplit("/", 1)[-1]
+    benchmark, sep, model = short.partition("-")
+    if not sep or not model:
+        raise TrialReadError(f"task {task_name!r} is not a PostTrainBench task (no task.json, name not "
+                             "'<benchmark>-<model>')")
+    if metrics is not None and metrics.benchmark not in ("unknown", benchmark):
+        raise TrialReadError(f"task {task_name!r} disagrees with its metrics.json benchmark {metrics.benchmark!r}")
+    return benchmark, model
+
+
+def _verdicts(trial_dir: Path) -> list[Judgement]:
+    """One verdict per judge; an unreadable verdict file counts as no verdict."""
+    found: dict[str, Judgement] = {}
+    for sub in JUDGE_DIRS:
+        for path in sorted((trial_dir / sub).glob("judgement_*.json")):
+            try:
+                verdict = Judgement.read(path)
+            except (OSError, ValueError):
+                continue
+            found[verdict.judge] = verdict
+    return [found[j] for j in JUDGE_IDS if j in found]
+
+
+def _outcome(result: TrialResult, metrics: Optional[Metrics], reward: Optional[float]):
+    """(status, error, score). A trial is errored when Harbor recorded an exception, when
+    the verifier gave no reward, or when it found no usable final model (metrics.error)."""
+    exceptions = result.recorded_exceptions()
+    if exceptions:
+        first = exceptions[0]
+        message = first.exception_message.strip().splitlines()
+        return "errored", f"{first.exception_type}: {message[0] if message else ''}".strip(), None
+    if metrics is not None and metrics.error:
+        return "errored", f"verifier: {metrics.error}", None
+    if metrics is not None:
+        return "scored", None, metrics.accuracy
+    if reward is None:
+        return "errored", "the verifier wrote no reward", None
+    return "scored", None, reward
+
+
+def _hours(start: Optional[datetime], end: Optional[datetime]) -> Optional[float]:
+    if start is None or end is None:
+        return None
+    return max((end - start).total_seconds(), 0.0) / 3600
+
+
+def _time(result: TrialResult, spec: Optional[TaskSpec]) -> TimeUsed:
+    agent = result.agent_execution
+    return TimeUsed(
+        budget_hours=spec.hours if spec else None,
+        agent_hours=_hours(agent.started_at, agent.finished_at) if agent else None,
+        total_hours=_hours(result.started_at, result.finished_at),
+        started_at=result.started_at, finished_at=result.finished_at)
+
+
+def _usage(result: TrialResult, traces: list[Path], spec: Optional[TaskSpec], trial_dir: Path) -> Usage:
+    """Tokens and cost from Harbor's agent context, else summed from the best trace."""
+    gpus = spec.gpus if spec else _gpus_from_config(trial_dir)
+    agent = result.agent_execution
+    hours = _hours(agent.started_at, agent.finished_at) if agent else None
+    gpu_hours = gpus * hours if hours else 0.0
+    n_input, n_cache, n_output, cost = result.compute_token_cost_totals()
+    if any(v is not None for v in (n_input, n_output, cost)):
+        return Usage(input_tokens=n_input, cache_tokens=n_cache, output_tokens=n_output, cost_usd=cost,
+                     source="harbor", gpus=gpus, gpu_hours=gpu_hours)
+    if traces:
+        from posttrainbench.integrity.traces.load import parse_trace
+
+        try:
+            usage = parse_trace(traces[0]).usage
+        except Exception:  # noqa: BLE001 - an unparseable trace just has no usage
+            usage = None
+        if usage is not None and (usage.input_tokens or usage.output_tokens or usage.cost_usd):
+            cache = usage.cache_read_tokens + usage.cache_write_tokens
+            return Usage(input_tokens=usage.input_tokens + cache, cache_tokens=cache,
+                         output_tokens=usage.output_tokens, cost_usd=usage.cost_usd, source="trace",
+                         gpus=gpus, gpu_hours=gpu_hours)
+    return Usage(gpus=gpus, gpu_hours=gpu_hours)
+
+
+def _gpus_from_config(trial_dir: Path) -> int:
+    """The GPU count from the trial's environment config, when no task spec is left."""
+    try:
+        raw = json.loads((trial_dir / "config.json").read_text(encoding="utf-8"))
+        return int(raw.get("environment", {}).get("override_gpus") or 0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0

@@ -1,0 +1,117 @@
+"""The two reference points of every cell: the base model's score and the instruct model's.
+
+Base model (the fallback where a run is missing or flagged), first found wins:
+1. ``--baselines FILE`` entries of kind zero_shot/few_shot for this benchmark and model;
+2. the catalog's (``catalog/data/baselines.json``) for this exact model;
+3. measured in the store: the mean of the base-model scores the verifiers measured next
+   to the runs (``metrics.base_model``, on the same questions as those runs);
+4. the catalog's mean over the base models (model ``"*"``).
+
+Instruct model (the normalization target): the file's, else the catalog's, exact model
+before ``"*"``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterable, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from posttrainbench.catalog.baselines import BaselineEntry, list_baselines
+from posttrainbench.errors import PtbError
+from posttrainbench.results.record import ResultRecord
+from posttrainbench.results.table import BaselineUsed
+
+_ENTRIES = TypeAdapter(list[BaselineEntry])
+_WEIGHTS_FILE = Path(__file__).parent / "data" / "benchmark_weights.json"
+
+
+class WeightsFile(BaseModel):
+    """`benchmark_weights.json`: a weight per benchmark id."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    about: Optional[str] = Field(default=None, alias="_about")
+    weights: dict[str, float]
+
+
+def load_weights(path: Optional[Path] = None) -> dict[str, float]:
+    """Per-benchmark weights: the packaged equal weights, or the user's file."""
+    source = path or _WEIGHTS_FILE
+    try:
+        parsed = WeightsFile.model_validate_json(Path(source).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PtbError(f"cannot read weights file {source}: {exc.strerror or exc}") from None
+    except ValidationError as exc:
+        raise PtbError(f"weights file {source} is not valid: {str(exc).splitlines()[0]} "
+                       '(expected {"weights": {"<benchmark>": <number>}})') from None
+    negative = [b for b, w in parsed.weights.items() if w < 0]
+    if negative:
+        raise PtbError(f"weights file {source}: negative weight for {', '.join(negative)}")
+    return parsed.weights
+
+
+def load_baseline_file(path: Path) -> list[BaselineEntry]:
+    """A user's baselines: a JSON list of catalog-style entries."""
+    try:
+        return _ENTRIES.validate_python(json.loads(Path(path).read_text(encoding="utf-8")))
+    except OSError as exc:
+        raise PtbError(f"cannot read baselines file {path}: {exc.strerror or exc}") from None
+    except (ValueError, ValidationError) as exc:
+        raise PtbError(f"baselines file {path} is not valid: {str(exc).splitlines()[0]}") from None
+
+
+class ReferenceScores:
+    """Looks up base and instruct scores per (benchmark, base model), remembering what it used."""
+
+    def __init__(self, records: Iterable[ResultRecord], extra: Iterable[BaselineEntry] = ()):
+        self._extra = list(extra)
+        self._catalog = list(list_baselines())
+        sums: dict[tuple[str, str], list[float]] = {}
+        for record in records:
+            base = record.metrics.base_model if record.metrics else None
+            if base is not None and base.error is None and base.n > 0:
+                sums.setdefault((record.benchmark, record.base_model), []).append(base.accuracy)
+        self._measured = {key: sum(v) / len(v) for key, v in sums.items()}
+        self._measured_n = {key: len(v) for key, v in sums.items()}
+        self.used: dict[tuple[str, str, str], BaselineUsed] = {}
+
+    def base(self, benchmark: str, model: str) -> Optional[BaselineUsed]:
+        """The base model's score, or None when nothing is known."""
+        kinds = ("zero_shot", "few_shot")
+        found = (self._entry(self._extra, benchmark, model, kinds, "baselines file", exact=False)
+                 or self._entry(self._catalog, benchmark, model, kinds, "catalog", exact=True))
+        if found is None and (benchmark, model) in self._measured:
+            n = self._measured_n[(benchmark, model)]
+            found = BaselineUsed(benchmark=benchmark, base_model=model, kind="base",
+                                 score=self._measured[(benchmark, model)],
+                                 source=f"measured by the verifier next to {n} run(s)")
+        found = found or self._entry(self._catalog, benchmark, model, kinds, "catalog", exact=False)
+        return self._remember(found)
+
+    def instruct(self, benchmark: str, model: str) -> Optional[BaselineUsed]:
+        """The official instruct model's score, or None."""
+        kinds = ("instruct",)
+        found = (self._entry(self._extra, benchmark, model, kinds, "baselines file", exact=False)
+                 or self._entry(self._catalog, benchmark, model, kinds, "catalog", exact=False))
+        return self._remember(found)
+
+    def _remember(self, found: Optional[BaselineUsed]) -> Optional[BaselineUsed]:
+        if found is not None:
+            self.used[(found.benchmark, found.base_model, found.kind)] = found
+        return found
+
+    @staticmethod
+    def _entry(entries: list[BaselineEntry], benchmark: str, model: str, kinds: tuple[str, ...],
+               origin: str, *, exact: bool) -> Optional[BaselineUsed]:
+        allowed = (model,) if exact else (model, "*")
+        for wanted in allowed:
+            for entry in entries:
+                if entry.benchmark == benchmark and entry.model == wanted and entry.kind in kinds:
+                    label = "mean over the base models, " if wanted == "*" else ""
+                    return BaselineUsed(benchmark=benchmark, base_model=model,
+                                        kind="instruct" if entry.kind == "instruct" else "base",
+                                        score=entry.score, source=f"{origin} ({label}{entry.provenance})")
+        return None

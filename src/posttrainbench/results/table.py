@@ -1,0 +1,146 @@
+"""The leaderboard's file contract: `leaderboard.json`, and the rows of its CSV files."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Policy = Literal["latest", "best", "mean"]
+CellSource = Literal["run", "baseline", "none"]
+FallbackReason = Literal["missing", "errored", "flagged"]
+
+
+class Cell(BaseModel):
+    """One agent x benchmark x base model score, with what it cost."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: str
+    benchmark: str
+    base_model: str
+    score: Optional[float] = Field(description="the runs' score by the policy, or the baseline (see source)")
+    source: CellSource
+    fallback: Optional[FallbackReason] = Field(
+        default=None, description="why the baseline stands in: no run, only errored runs, or every run flagged")
+    selected: list[str] = Field(default_factory=list, description="ids of the runs the score comes from")
+    note: Optional[str] = Field(default=None, description="e.g. that the latest run is below the best one")
+    n_runs: int = Field(default=0, description="scored runs that no judge flagged")
+    n_errored: int = 0
+    n_flagged: int = 0
+    n_unjudged: int = Field(default=0, description="scored runs whose judges did not all decide")
+    mean: Optional[float] = Field(default=None, description="mean over the scored, unflagged runs")
+    stderr: Optional[float] = Field(default=None, description="standard error of that mean (2+ runs)")
+    best: Optional[float] = None
+    latest: Optional[float] = None
+    baseline: Optional[float] = None
+    baseline_source: Optional[str] = None
+    instruct: Optional[float] = None
+    normalized: Optional[float] = Field(
+        default=None, description="(score - baseline) / (instruct - baseline): the share of the gap closed")
+    cost_usd: Optional[float] = Field(default=None, description="summed over every run of the cell")
+    input_tokens: Optional[int] = None
+    output_tokens: Optional[int] = None
+    gpu_hours: float = 0.0
+    agent_hours: Optional[float] = Field(default=None, description="mean agent time per run")
+    budget_hours: Optional[float] = None
+    time_fraction: Optional[float] = Field(default=None, description="mean share of the time budget used")
+
+
+class AgentSummary(BaseModel):
+    """One leaderboard row: an agent (with its model) over the whole grid."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: str
+    rank: int
+    average: Optional[float] = Field(description="mean cell score over the grid")
+    weighted_average: Optional[float] = Field(description="cells weighted by their benchmark's weight")
+    normalized_average: Optional[float] = None
+    per_benchmark: dict[str, Optional[float]] = Field(
+        default_factory=dict, description="mean cell score per benchmark, over the base models")
+    n_cells: int
+    n_cells_scored: int = Field(description="cells with a score (run or baseline)")
+    n_fallback: int = Field(description="cells where the baseline stands in")
+    n_runs: int = 0
+    n_errored: int = 0
+    n_flagged: int = 0
+    cost_usd: Optional[float] = None
+    input_tokens: Optional[int] = None
+    output_tokens: Optional[int] = None
+    gpu_hours: float = 0.0
+    agent_hours: float = Field(default=0.0, description="summed agent time over all runs")
+    time_fraction: Optional[float] = Field(default=None, description="mean share of the budget used")
+
+
+class RunRow(BaseModel):
+    """One exported run, as listed in `runs.csv` and on the report's run pages."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    agent: str
+    benchmark: str
+    base_model: str
+    attempt: int = Field(description="1-based, by start time within its cell")
+    status: Literal["scored", "errored"]
+    score: Optional[float] = None
+    flagged: Optional[bool] = None
+    flagged_by: list[str] = Field(default_factory=list)
+    selected: bool = Field(default=False, description="whether the cell's score uses this run")
+    error: Optional[str] = None
+    cost_usd: Optional[float] = None
+    input_tokens: Optional[int] = None
+    output_tokens: Optional[int] = None
+    gpu_hours: float = 0.0
+    agent_hours: Optional[float] = None
+    budget_hours: Optional[float] = None
+    started_at: Optional[datetime] = None
+    job_name: str
+    trial_name: str
+
+
+class BaselineUsed(BaseModel):
+    """A base-model score the leaderboard fell back on or normalized with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    benchmark: str
+    base_model: str
+    kind: Literal["base", "instruct"]
+    score: float
+    source: str
+
+
+class Leaderboard(BaseModel):
+    """Everything `ptb results collect` computes; `leaderboard.json`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    generated_at: datetime
+    results_dir: str
+    policy: Policy
+    weights: dict[str, float]
+    benchmarks: list[str]
+    base_models: list[str]
+    agents: list[AgentSummary]
+    cells: list[Cell]
+    runs: list[RunRow]
+    baselines: list[BaselineUsed] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list, description="records that could not be read, with why")
+
+    def write(self, path: Path) -> Path:
+        """Write atomically (temp file + rename)."""
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+    def cell(self, agent: str, benchmark: str, base_model: str) -> Optional[Cell]:
+        """The cell for this agent, benchmark and base model, if the grid has it."""
+        for cell in self.cells:
+            if (cell.agent, cell.benchmark, cell.base_model) == (agent, benchmark, base_model):
+                return cell
+        return None

@@ -1,0 +1,211 @@
+"""`ptb results export`: Harbor trial dirs into the results store, incrementally and safely."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from posttrainbench.integrity.judges.verdict import Judgement
+from posttrainbench.results import export as export_mod
+from posttrainbench.results.export import export, find_trials
+from posttrainbench.results.store import ResultsStore, StoreError
+from tests.results_fixtures import T0, TrialSpec, write_job, write_trial
+
+
+def _records(results: Path):
+    records, skipped = ResultsStore.open(results, create=False).load()
+    return {r.trial_name: r for r in records}, skipped
+
+
+def test_export_writes_one_record_per_trial_with_everything(tmp_path: Path) -> None:
+    job = write_job(tmp_path / "jobs", "job-a", [
+        TrialSpec(trial_id="00000000-0000-0000-0000-000000000001", score=0.61, agent_hours=3.0, hours=10,
+                  gpus=2, flagged=("api_usage",), final_model=True),
+    ])
+    summary = export([tmp_path / "jobs"], tmp_path / "res")
+    assert len(summary.added) == 1 and not summary.skipped
+    (record,) = _records(tmp_path / "res")[0].values()
+    assert record.id == "00000000-0000-0000-0000-000000000001"
+    assert (record.job_name, record.agent, record.agent_model) == ("job-a", "claude-code", "anthropic/claude-opus-4-1")
+    assert (record.benchmark, record.base_model, record.hours) == ("gsm8k", "qwen3-1.7b", 10)
+    assert record.status == "scored" and record.score == 0.61 and record.metrics.base_model.accuracy == 0.2
+    assert record.flagged is True and [v.judge for v in record.flagging_judges] == ["api_usage"]
+    assert len(record.verdicts) == 5
+    assert record.usage.cost_usd == 3.5 and record.usage.input_tokens == 120_000 and record.usage.source == "harbor"
+    assert record.usage.gpu_hours == pytest.approx(6.0)
+    assert record.time.agent_hours == pytest.approx(3.0) and record.time.fraction == pytest.approx(0.3)
+    run_dir = tmp_path / "res" / "runs" / record.id
+    assert (run_dir / record.trace_files[0]).read_text() == (job / record.trial_name / "agent" / "claude-code.txt").read_text()
+    assert (run_dir / "snapshot" / "train.py").is_file()
+    assert record.final_model_dir is None and not (run_dir / "final_model").exists()
+
+
+def test_final_model_only_when_asked(tmp_path: Path) -> None:
+    write_job(tmp_path / "jobs", "j", [TrialSpec(final_model=True)])
+    export([tmp_path / "jobs"], tmp_path / "res", with_final_model=True)
+    (record,) = _records(tmp_path / "res")[0].values()
+    assert record.final_model_dir == "final_model"
+    assert (tmp_path / "res" / "runs" / record.id / "final_model" / "config.json").is_file()
+
+
+def test_errored_trials_are_kept_as_errors(tmp_path: Path) -> None:
+    write_job(tmp_path / "jobs", "j", [
+        TrialSpec(error="AgentTimeoutError", score=None),
+        TrialSpec(verifier_error="final model not found at /logs/artifacts/final_model"),
+    ])
+    export([tmp_path / "jobs"], tmp_path / "res")
+    records = list(_records(tmp_path / "res")[0].values())
+    errors = sorted(r.error for r in records)
+    assert [r.status for r in records] == ["errored", "errored"]
+    assert errors[0].startswith("AgentTimeoutError: AgentTimeoutError happened")
+    assert errors[1] == "verifier: final model not found at /logs/artifacts/final_model"
+    assert all(r.score is None for r in records)
+
+
+def test_export_again_adds_only_new_trials_and_refreshes_changed_verdicts(tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs"
+    job = write_job(jobs, "j", [TrialSpec(), TrialSpec()])
+    first = export([jobs], tmp_path / "res")
+    assert len(first.added) == 2
+    again = export([jobs], tmp_path / "res")
+    assert (again.added, again.updated, again.unchanged) == ([], [], 2)
+    new_trial = write_trial(job, TrialSpec(started=T0 + timedelta(hours=12)))
+    third = export([jobs], tmp_path / "res")
+    assert third.added == [str(new_trial)] and third.unchanged == 2
+    # `ptb judge` later writes a newer verdict into judges/: it wins, and the run is refreshed.
+    Judgement(judge="contamination", flagged=True, decided_by="override",
+              justification="manual override: copied test items").write(new_trial / "judges")
+    fourth = export([jobs], tmp_path / "res")
+    assert fourth.updated == [str(new_trial)]
+    record = _records(tmp_path / "res")[0][new_trial.name]
+    assert record.flagged is True and record.flagging_judges[0].decided_by == "override"
+
+
+def test_running_and_malformed_trials_are_reported_not_fatal(tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs"
+    job = write_job(jobs, "j", [TrialSpec(), TrialSpec(finished=False)])
+    broken = write_trial(job, TrialSpec())
+    text = (broken / "result.json").read_text()
+    (broken / "result.json").write_text(text[: len(text) // 2])  # half-written
+    stub = write_trial(job, TrialSpec())
+    (stub / "result.json").write_text('{"id": ')  # cut before it says it is a trial
+    bad_metrics = write_trial(job, TrialSpec())
+    (bad_metrics / "verifier" / "metrics.json").write_text('{"accuracy": "high"}')
+    summary = export([jobs], tmp_path / "res")
+    assert len(summary.added) == 1 and len(summary.in_progress) == 1
+    assert len(summary.skipped) == 3
+    assert any(str(broken) in line and "result.json" in line for line in summary.skipped)
+    assert any(str(stub) in line and "half-written" in line for line in summary.skipped)
+    assert any(str(bad_metrics) in line and "metrics.json" in line for line in summary.skipped)
+
+
+def test_finds_trials_in_ptb_run_dirs_job_dirs_and_trial_dirs(tmp_path: Path) -> None:
+    run = tmp_path / "ptb-runs" / "run-1"
+    job = write_job(run / "jobs", "run-1", [TrialSpec(), TrialSpec()])
+    (run / "tasks" / "t" / "tests").mkdir(parents=True)
+    (run / "run.json").write_text("{}")
+    assert len(list(find_trials(tmp_path / "ptb-runs"))) == 2
+    assert len(list(find_trials(job))) == 2
+    trial = next(p for p in job.iterdir() if p.is_dir())
+    assert [t.path for t in find_trials(trial)] == [trial]
+    # The same trial reached twice (a dir and its parent) is exported once, and so is a copy.
+    import shutil
+
+    shutil.copytree(trial, tmp_path / "copy" / trial.name)
+    summary = export([job, trial, tmp_path / "copy"], tmp_path / "res")
+    assert len(summary.added) == 2
+    assert summary.skipped == [f"{tmp_path / 'copy' / trial.name}: the same trial (id "
+                               f"{_records_id(trial)}) as {trial}"]
+
+
+def _records_id(trial: Path) -> str:
+    return json.loads((trial / "result.json").read_text())["id"]
+
+
+def test_many_trials_go_through_worker_processes(tmp_path: Path) -> None:
+    write_job(tmp_path / "jobs", "big", [TrialSpec(started=T0 + timedelta(minutes=i), score=i / 100)
+                                         for i in range(export_mod.POOL_THRESHOLD + 6)])
+    summary = export([tmp_path / "jobs"], tmp_path / "res", workers=2)
+    assert len(summary.added) == export_mod.POOL_THRESHOLD + 6 and not summary.skipped
+    records = _records(tmp_path / "res")[0]
+    assert sorted(r.score for r in records.values()) == [i / 100 for i in range(export_mod.POOL_THRESHOLD + 6)]
+    assert export([tmp_path / "jobs"], tmp_path / "res", workers=2).unchanged == export_mod.POOL_THRESHOLD + 6
+
+
+def test_interrupted_export_loses_nothing_and_leaves_nothing_half_written(tmp_path: Path, monkeypatch) -> None:
+    jobs = tmp_path / "jobs"
+    write_job(jobs, "j", [TrialSpec(started=T0 + timedelta(hours=i)) for i in range(5)])
+    original = export_mod._copy_into
+    calls = {"n": 0}
+
+    def crash_on_third(staged, source, with_final_model):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            original(staged, source, with_final_model)
+            raise KeyboardInterrupt  # killed after staging, before the rename
+        original(staged, source, with_final_model)
+
+    monkeypatch.setattr(export_mod, "_copy_into", crash_on_third)
+    with pytest.raises(KeyboardInterrupt):
+        export([jobs], tmp_path / "res")
+    records, skipped = _records(tmp_path / "res")
+    assert len(records) == 2 and not skipped
+    assert all((tmp_path / "res" / "runs" / r.id / "record.json").is_file() for r in records.values())
+    monkeypatch.setattr(export_mod, "_copy_into", original)
+    summary = export([jobs], tmp_path / "res")
+    assert len(summary.added) == 3 and summary.unchanged == 2
+    assert len(_records(tmp_path / "res")[0]) == 5
+    assert not (tmp_path / "res" / ".staging").exists()
+
+
+def test_a_replacement_interrupted_mid_swap_is_restored(tmp_path: Path) -> None:
+    write_job(tmp_path / "jobs", "j", [TrialSpec()])
+    export([tmp_path / "jobs"], tmp_path / "res")
+    store = ResultsStore(tmp_path / "res")
+    (run_dir,) = list(store.runs.iterdir())
+    # Killed between moving the old run aside and moving the new one in.
+    store.attic.mkdir()
+    os.replace(run_dir, store.attic / run_dir.name)
+    assert _records(tmp_path / "res")[0] == {}
+    with store.locked():
+        pass
+    assert len(_records(tmp_path / "res")[0]) == 1
+
+
+def test_store_refuses_foreign_directories_and_concurrent_writers(tmp_path: Path) -> None:
+    write_job(tmp_path / "jobs", "j", [TrialSpec()])
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "keep.txt").write_text("mine")
+    with pytest.raises(StoreError, match="not an empty directory"):
+        export([tmp_path / "jobs"], other)
+    assert (other / "keep.txt").read_text() == "mine" and len(list(other.iterdir())) == 1
+    store = ResultsStore.open(tmp_path / "res", create=True)
+    with store.locked():
+        with pytest.raises(StoreError, match="another export"):
+            export([tmp_path / "jobs"], tmp_path / "res")
+
+
+def test_trial_without_task_spec_uses_the_task_name(tmp_path: Path) -> None:
+    job = write_job(tmp_path / "jobs", "j", [TrialSpec(benchmark="humaneval", model="smollm3-3b")])
+    trial = next(p for p in job.iterdir() if p.is_dir())
+    (trial / "verifier" / "task.json").unlink()
+    export([tmp_path / "jobs"], tmp_path / "res")
+    (record,) = _records(tmp_path / "res")[0].values()
+    assert (record.benchmark, record.base_model, record.hours) == ("humaneval", "smollm3-3b", None)
+
+
+def test_usage_falls_back_to_the_trace(tmp_path: Path) -> None:
+    job = write_job(tmp_path / "jobs", "j", [TrialSpec(cost_usd=None, input_tokens=None, output_tokens=None)])
+    trial = next(p for p in job.iterdir() if p.is_dir())
+    lines = [json.dumps({"type": "result", "subtype": "success", "total_cost_usd": 1.25,
+                         "usage": {"input_tokens": 1000, "output_tokens": 50}})]
+    (trial / "agent" / "claude-code.txt").write_text("\n".join(lines) + "\n")
+    export([tmp_path / "jobs"], tmp_path / "res")
+    (record,) = _records(tmp_path / "res")[0].values()
+    assert record.usage.source == "trace"
+    assert (record.usage.cost_usd, record.usage.input_tokens, record.usage.output_tokens) == (1.25, 1000, 50)
