@@ -17,6 +17,8 @@ if [ "${PTB_SKIP_DOCKER:-0}" != 1 ]; then
 fi
 
 bash scripts/task_venv.sh || { echo "[test] could not build .venv-task" >&2; exit 1; }
+# The HTML report is checked in headless Chromium (a missing browser fails that test).
+bash scripts/setup_browser.sh || echo "[test] could not install chromium: the report's browser test will fail" >&2
 
 .venv/bin/python -m pytest -m "not gpu" -q --durations=10 --ignore=tests/task "$@"
 host=$?

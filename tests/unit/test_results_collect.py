@@ -153,3 +153,10 @@ def test_outputs_csv_and_json_round_trip(tmp_path: Path) -> None:
     with open(tmp_path / "out" / "runs.csv", newline="") as handle:
         runs = list(csv.DictReader(handle))
     assert sorted(r["flagged_by"] for r in runs) == ["", "anomaly"]
+
+
+def test_runs_with_different_time_budgets_are_separate_entries(tmp_path: Path) -> None:
+    board = _board(tmp_path, [TrialSpec(score=0.3, hours=1.0, agent_hours=0.9),
+                              TrialSpec(score=0.7, hours=10.0, agent_hours=9)])
+    assert [a.agent for a in board.agents] == [f"{CC}@10h", f"{CC}@1h"]
+    assert board.cell(f"{CC}@1h", "gsm8k", "qwen3-1.7b").score == 0.3

@@ -11,6 +11,8 @@ from posttrainbench.cli import data_cmd, demo_cmd, eval_cmd, list_cmd, run_cmd, 
 from posttrainbench.cli import traces_cmd
 from posttrainbench.cli import contamination_cmd
 from posttrainbench.cli import judge_cmd
+from posttrainbench.cli import results_cmd
+from posttrainbench.cli import report_cmd
 from posttrainbench.errors import PtbError
 
 app = typer.Typer(
@@ -25,11 +27,13 @@ app.add_typer(tasks_cmd.app, name="tasks")
 app.add_typer(data_cmd.app, name="data")
 app.add_typer(traces_cmd.app, name="traces")
 app.add_typer(contamination_cmd.app, name="contamination")
+app.add_typer(results_cmd.app, name="results")
 app.command("eval")(eval_cmd.eval_model)
 app.command("baseline")(eval_cmd.baseline)
 app.command("run")(run_cmd.run)
 app.command("demo")(demo_cmd.demo)
 app.command("judge")(judge_cmd.judge)
+app.command("report")(report_cmd.report)
 
 
 def main() -> None:

@@ -107,21 +107,30 @@ def _run_rows(by_cell: dict[tuple[str, str, str], list[ResultRecord]], cells: li
     return rows
 
 
+def agent_labeler(records: list[ResultRecord]):
+    """`agent:model`, plus `@<hours>h` when the store mixes time budgets: a 1-hour and a
+    10-hour run of the same agent are different entries, never averaged together."""
+    budgets = {r.hours for r in records}
+    if len(budgets) <= 1:
+        return lambda r: r.agent_label
+    return lambda r: f"{r.agent_label}@{'?' if r.hours is None else f'{r.hours:g}'}h"
+
+
 def collect(records: list[ResultRecord], *, results_dir: Path, policy: Policy, weights: dict[str, float],
             baselines: Iterable[BaselineEntry] = (), skipped: Iterable[str] = ()) -> Leaderboard:
     """Build the leaderboard of *records* (one store's runs)."""
     refs = ReferenceScores(records, baselines)
+    label = agent_labeler(records)
     by_cell: dict[tuple[str, str, str], list[ResultRecord]] = defaultdict(list)
-    for r in records:
-        by_cell[r.cell].append(r)
-    benchmarks = _catalog_order({r.benchmark for r in records}, [b.id for b in list_benchmarks()])
-    models = _catalog_order({r.base_model for r in records}, [m.id for m in list_models()])
-    agents = sorted({r.agent_label for r in records})
-    cells = [_cell(a, b, m, by_cell.get((a, b, m), []), policy, refs)
-             for a in agents for b in benchmarks for m in models]
     runs_by_agent: dict[str, list[ResultRecord]] = defaultdict(list)
     for r in records:
-        runs_by_agent[r.agent_label].append(r)
+        by_cell[(label(r), r.benchmark, r.base_model)].append(r)
+        runs_by_agent[label(r)].append(r)
+    benchmarks = _catalog_order({r.benchmark for r in records}, [b.id for b in list_benchmarks()])
+    models = _catalog_order({r.base_model for r in records}, [m.id for m in list_models()])
+    agents = sorted(runs_by_agent)
+    cells = [_cell(a, b, m, by_cell.get((a, b, m), []), policy, refs)
+             for a in agents for b in benchmarks for m in models]
     summaries = [_summary(a, [c for c in cells if c.agent == a], runs_by_agent[a], weights, benchmarks)
                  for a in agents]
     summaries.sort(key=lambda s: (s.weighted_average is None, -(s.weighted_average or 0.0), s.agent))

@@ -96,11 +96,6 @@ class ResultRecord(BaseModel):
     exported_at: datetime
 
     @property
-    def cell(self) -> tuple[str, str, str]:
-        """(agent label, benchmark, base model): one leaderboard cell."""
-        return (self.agent_label, self.benchmark, self.base_model)
-
-    @property
     def agent_label(self) -> str:
         """`agent` or `agent:model`: agents with different models rank separately."""
         return f"{self.agent}:{self.agent_model}" if self.agent_model else self.agent

@@ -1,0 +1,156 @@
+"""View models for the report's per-run pages: metadata, verdicts and a capped, readable trace.
+
+The template gets plain strings only; Jinja's autoescape makes them safe, so a trace or a
+justification that contains markup is shown as text.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from posttrainbench.errors import PtbError
+from posttrainbench.integrity.judges.verdict import Judgement
+from posttrainbench.integrity.traces.events import NormalizedTrace, TokenUsage, TraceEvent
+from posttrainbench.integrity.traces.load import parse_trace_text
+from posttrainbench.integrity.traces.render import format_usage, truncate
+from posttrainbench.results.record import ResultRecord
+from posttrainbench.results.table import Leaderboard, RunRow
+
+DEFAULT_MAX_EVENTS = 200
+DEFAULT_MAX_CHARS = 2_000
+# Why a byte cap too: a long agent run can leave a trace of hundreds of MB; the report
+# shows only the first events anyway, so reading (and parsing) more is wasted time.
+MAX_TRACE_BYTES = 4_000_000
+
+
+@dataclass(frozen=True)
+class EventView:
+    """One trace event as the template shows it."""
+
+    number: int
+    kind: str
+    label: str
+    body: str
+    cut: bool
+
+
+@dataclass
+class TraceView:
+    """A run's trace, prepared and capped; `error` says why there is none."""
+
+    source: Optional[str] = None
+    format: Optional[str] = None
+    events: list[EventView] = field(default_factory=list)
+    total_events: int = 0
+    usage: Optional[str] = None
+    warnings: list[str] = field(default_factory=list)
+    bytes_cut: bool = False
+    error: Optional[str] = None
+
+    @property
+    def events_cut(self) -> bool:
+        """Whether only the first events are shown."""
+        return self.total_events > len(self.events)
+
+
+@dataclass(frozen=True)
+class VerdictView:
+    """One judge's verdict, with its status spelled out."""
+
+    judge: Judgement
+
+    @property
+    def status(self) -> str:
+        """flagged, clean or undecided."""
+        return {True: "flagged", False: "clean", None: "undecided"}[self.judge.flagged]
+
+
+@dataclass
+class RunPage:
+    """Everything the page of one run shows."""
+
+    record: ResultRecord
+    row: Optional[RunRow]
+    verdicts: list[VerdictView]
+    trace: TraceView
+
+    @property
+    def anchor(self) -> str:
+        """The id of the run's section (the page's `#fragment`)."""
+        return run_anchor(self.record.id)
+
+
+def run_anchor(run_id: str) -> str:
+    """`run-<id>`: the element id, and fragment, of a run's page."""
+    return f"run-{run_id}"
+
+
+def _event_view(event: TraceEvent, max_chars: int) -> EventView:
+    """Label and body text of one event, the body cut to *max_chars*."""
+    kind = event.kind
+    if kind == "message":
+        label = (event.role or "message") + (f" · {event.model}" if event.model else "")
+        body = event.text or ""
+    elif kind == "tool_call":
+        label, body = f"tool call · {event.tool}", json.dumps(event.tool_input or {}, ensure_ascii=False, indent=1)
+    elif kind == "tool_result":
+        label, body = "tool result" + (f" · {event.tool}" if event.tool else ""), event.text or ""
+    elif kind == "shell":
+        label, body = "shell", f"$ {event.command or ''}"
+    elif kind in ("file_read", "file_write"):
+        label, body = kind.replace("_", " "), event.path or ""
+    elif kind == "url":
+        label, body = "url", event.url or ""
+    elif kind == "usage":
+        label, body = "usage", format_usage(event.usage or TokenUsage(), unknown_cost=False)
+    else:
+        label, body = "raw", event.text or ""
+    body = body.rstrip()
+    shown = truncate(body, max_chars)
+    return EventView(number=event.index + 1, kind=kind, label=label, body=shown, cut=shown != body)
+
+
+def _read_capped(path: Path) -> tuple[str, bool]:
+    with path.open("rb") as handle:
+        data = handle.read(MAX_TRACE_BYTES + 1)
+    return data[:MAX_TRACE_BYTES].decode("utf-8", errors="replace"), len(data) > MAX_TRACE_BYTES
+
+
+def trace_view(run_dir: Path, record: ResultRecord, *, max_events: int = DEFAULT_MAX_EVENTS,
+               max_chars: int = DEFAULT_MAX_CHARS) -> TraceView:
+    """The run's first trace file, parsed and capped; never raises for a missing or odd trace."""
+    if not record.trace_files:
+        return TraceView(error="this run has no trace file")
+    relative = record.trace_files[0]
+    path = (run_dir / relative).resolve()
+    # The record names the file; keep the report from reading anything outside the run.
+    if not path.is_relative_to(run_dir.resolve()):
+        return TraceView(source=relative, error=f"trace path {relative} points outside the run directory")
+    try:
+        text, bytes_cut = _read_capped(path)
+        trace: NormalizedTrace = parse_trace_text(text, source=relative)
+    except (OSError, PtbError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        return TraceView(source=relative, error=f"cannot read trace {relative}: {reason}")
+    events = [_event_view(e, max_chars) for e in trace.events[:max_events]]
+    return TraceView(source=relative, format=trace.format, events=events, total_events=len(trace.events),
+                     usage=format_usage(trace.usage), warnings=trace.warnings[:20], bytes_cut=bytes_cut)
+
+
+def build_run_pages(board: Leaderboard, records: list[ResultRecord], results_dir: Path, *,
+                    max_events: int = DEFAULT_MAX_EVENTS, max_chars: int = DEFAULT_MAX_CHARS) -> list[RunPage]:
+    """One page per record, in the leaderboard's run order (records it does not list come last)."""
+    rows = {row.id: row for row in board.runs}
+    order = {row.id: i for i, row in enumerate(board.runs)}
+    ordered = sorted(records, key=lambda r: (order.get(r.id, len(order)), r.id))
+    pages = []
+    for record in ordered:
+        run_dir = Path(results_dir) / "runs" / record.id
+        pages.append(RunPage(
+            record=record, row=rows.get(record.id),
+            verdicts=[VerdictView(v) for v in sorted(record.verdicts, key=lambda v: (v.flagged is not True, v.judge))],
+            trace=trace_view(run_dir, record, max_events=max_events, max_chars=max_chars)))
+    return pages

@@ -1,0 +1,237 @@
+"""`ptb report`: the static HTML report rendered from a real-shaped results store."""
+
+from __future__ import annotations
+
+import os
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from posttrainbench.cli.results_cmd import build_leaderboard
+from posttrainbench.results.report import charts
+from posttrainbench.results.report.render import ReportOutputError, render_report, write_report
+from tests.helpers import run_ptb
+from tests.report_fixtures import EVIL_AGENT, IDS, Built, build_results
+
+class Dom(HTMLParser):
+    """Every start tag with its attributes, in order, and the text under chosen ids."""
+
+    def __init__(self, html: str):
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str]]] = []
+        self.text: list[str] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, {k: v or "" for k, v in attrs}))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+    def with_class(self, cls: str) -> list[dict[str, str]]:
+        return [a for _, a in self.tags if cls in a.get("class", "").split()]
+
+    def ids(self) -> list[str]:
+        return [a["id"] for _, a in self.tags if "id" in a]
+
+
+def section(html: str, element_id: str) -> str:
+    """The HTML of the element with *element_id* (sections and run pages do not nest)."""
+    start = html.index(f'id="{element_id}"')
+    tag = html.rfind("<", 0, start)
+    name = re.match(r"<(\w+)", html[tag:]).group(1)
+    return html[tag:html.index(f"</{name}>", start)]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Built:
+    return build_results(tmp_path_factory.mktemp("report"))
+
+
+@pytest.fixture(scope="module")
+def html(built) -> str:
+    return render_report(built.board, built.records, built.results_dir, max_events=50, max_chars=300)
+
+
+def test_leaderboard_lists_agents_in_rank_order(built, html):
+    board_html = section(html, "leaderboard")
+    names = [a["data-agent"] for a in Dom(board_html).with_class("agent")]
+    assert names == ["claude-code:anthropic/claude-opus-4-1", EVIL_AGENT, "codex:openai/gpt-5"]
+    assert [a.agent for a in built.board.agents][0] == "claude-code:anthropic/claude-opus-4-1"
+    ranks = re.findall(r'<td class="num rank">(\d+)</td>', board_html)
+    assert ranks == ["1", "2", "3"]
+    top = built.board.agents[0]
+    assert f'<td class="num strong">{top.weighted_average:.3f}</td>' in board_html
+
+
+def test_leaderboard_shows_cost_tokens_and_time(built, html):
+    board_html = section(html, "leaderboard")
+    top = built.board.agents[0]
+    assert f"${top.cost_usd:,.2f}" in board_html
+    assert f"{top.gpu_hours:.1f}" in board_html and f"{top.time_fraction:.0%}" in board_html
+    for header in ("weighted avg", "normalized", "baseline cells", "flagged", "errored", "GPU\u2011h", "time used"):
+        assert header in board_html
+
+
+def test_fallback_cells_are_marked_with_their_reason(html):
+    cells = section(html, "cells")
+    dom = Dom(cells)
+    reasons = sorted(c["class"].split("fallback-")[1].split()[0] for c in dom.with_class("fallback"))
+    # codex: gsm8k flagged, humaneval errored; evil agent: gsm8k missing; smollm3-3b column absent.
+    assert reasons == ["errored", "flagged", "missing"]
+    assert "baseline · flagged" in cells and "baseline · errored" in cells and "baseline · missing" in cells
+    flagged_td = next(c for c in dom.with_class("fallback-flagged"))
+    assert "every run was flagged by a judge" in flagged_td["title"]
+
+
+def test_cell_with_several_runs_shows_mean_and_stderr(built, html):
+    cell = built.board.cell("claude-code:anthropic/claude-opus-4-1", "gsm8k", "qwen3-1.7b")
+    assert cell.n_runs == 2 and cell.stderr
+    assert f"{cell.score:.3f}</span><span class=\"pm\"> ± {cell.stderr:.3f}" in section(html, "cells")
+
+
+def test_reference_scores_are_listed(built, html):
+    refs = section(html, "references")
+    assert built.board.baselines
+    for b in built.board.baselines:
+        assert f"{b.score:.3f}" in refs
+    assert "instruct" in refs and "base model" in refs
+
+
+def test_each_run_has_a_linked_page_with_metadata(built, html):
+    dom = Dom(html)
+    ids = dom.ids()
+    runs_html = section(html, "runs")
+    for row in built.board.runs:
+        assert ids.count(f"run-{row.id}") == 1
+        assert f'href="#run-{row.id}"' in runs_html
+    # Leaderboard cells link to the run behind them, also fallback cells (the flagged run).
+    cells = section(html, "cells")
+    assert f'href="#run-{IDS["flagged"]}"' in cells and f'href="#run-{IDS["strong1"]}"' in cells
+    page = section(html, f"run-{IDS['strong2']}")
+    assert "attempt 2" in page and "selected" in page and "$9.00" in page and "4.0 h of 10.0 h (40%)" in page
+    assert 'href="#runs"' in page  # the way back
+
+
+def test_run_page_shows_verdicts_with_evidence(html):
+    page = section(html, f"run-{IDS['flagged']}")
+    assert page.count('class="verdict ') == 5
+    assert "contamination: planted finding" in page and "contamination_check" in page
+    assert "verdict-flagged" in page and "decided by detector" in page
+    assert page.index("contamination") < page.index("anomaly")  # the flagging judge comes first
+
+
+def test_errored_run_page_shows_the_error(html):
+    page = section(html, f"run-{IDS['errored']}")
+    assert "AgentTimeoutError" in page and "errored" in page
+    assert "No judge has looked at this run." in page
+
+
+def test_trace_is_readable_and_capped(html):
+    page = section(html, f"run-{IDS['strong1']}")
+    assert "$ python train.py --epochs 2" in page and "epoch 2 loss 0.41 &lt;done&gt;" in page
+    long_page = section(html, f"run-{IDS['long']}")
+    assert "showing the first 50 of" in long_page
+    assert long_page.count('<li class="event') == 50
+    assert "characters cut" in long_page and "x" * 301 not in long_page
+
+
+def test_markup_in_traces_and_names_is_escaped(html):
+    assert "<script" not in html.lower()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in section(html, f"run-{IDS['evil']}")
+    assert not any(tag == "img" for tag, _ in Dom(html).tags)
+
+
+def test_report_is_self_contained(html):
+    dom = Dom(html)
+    refs = [(tag, k, v) for tag, a in dom.tags for k, v in a.items() if k in ("src", "href", "xlink:href", "action")]
+    assert refs, "the report should contain links"
+    assert all(v.startswith("#") for _, _, v in refs), [r for r in refs if not r[2].startswith("#")]
+    assert not any(tag in ("link", "script", "iframe", "img") for tag, _ in dom.tags)
+    style = html[html.index("<style>"):html.index("</style>")]
+    assert "url(" not in style and "@import" not in style
+
+
+def test_charts_one_per_benchmark_plus_two_scatters(built, html):
+    assert html.count("<svg") == len(built.board.benchmarks) + 2
+    charts_html = section(html, "charts")
+    assert charts_html.count('class="bar fallback"') == 3  # the three baseline cells
+    scatter = section(html, "cost-time")
+    # Five scored runs (the flagged one among them) against time; four against cost.
+    assert scatter.count('class="point"') == 5 + 4
+    assert "agent time (hours)" in scatter and "LLM cost (USD)" in scatter
+    assert "1 scored run(s) not shown" in scatter  # the evil agent's run has no cost
+
+
+def test_missing_trace_file_does_not_stop_the_report(built, tmp_path):
+    import shutil
+
+    copy = tmp_path / "results"
+    shutil.copytree(built.results_dir, copy)
+    for f in (copy / "runs" / IDS["strong1"] / "trace").iterdir():
+        f.unlink()
+    board, records = build_leaderboard(copy, "mean", None, None)
+    page = section(render_report(board, records, copy), f"run-{IDS['strong1']}")
+    assert "cannot read trace" in page
+
+
+def test_write_report_is_atomic(tmp_path, monkeypatch):
+    out = tmp_path / "report.html"
+    out.write_text("old report")
+
+    def broken_replace(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(ReportOutputError, match="No space left"):
+        write_report("<html>new</html>", out)
+    assert out.read_text() == "old report"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]  # no temp file left
+    monkeypatch.undo()
+    write_report("<html>new</html>", out)
+    assert out.read_text() == "<html>new</html>"
+
+
+def test_nice_ticks_cover_the_range():
+    assert charts.nice_ticks(1.0) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    assert charts.nice_ticks(0.07)[-1] >= 0.07 and len(charts.nice_ticks(0.07)) <= 7
+    assert charts.nice_ticks(0) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    assert charts.nice_ticks(37)[-1] == 40
+
+
+def test_bar_chart_marks_fallback_and_escapes_labels():
+    colors = charts.series_colors(["<a>", "b"])
+    svg = charts.grouped_bar_chart("t<1>", ["m"], ["<a>", "b"], [
+        charts.Bar("m", "<a>", 0.5, err=0.1, href="#run-1"),
+        charts.Bar("m", "b", 0.2, fallback="missing")], [charts.RefLine("m", "base", 0.2)], colors)
+    assert "<a>" not in svg.replace('<a href="#run-1">', "") and "&lt;a&gt;" in svg and "t&lt;1&gt;" in svg
+    assert svg.count('class="bar"') == 1 and svg.count('class="bar fallback"') == 1
+    assert "baseline stands in" in svg and "base model (baseline)" in svg
+
+
+def test_scatter_draws_flagged_points_as_rings():
+    colors = charts.series_colors(["a"])
+    svg = charts.scatter_plot("s", [charts.Point(1, 0.5, "a"), charts.Point(2, 0.7, "a", flagged=True)],
+                              ["a"], colors, "hours")
+    assert svg.count('class="point"') == 2 and 'fill="#fff"' in svg and "flagged by a judge" in svg
+
+
+def test_cli_writes_the_report(built, tmp_path):
+    out = tmp_path / "report.html"
+    proc = run_ptb("report", str(built.results_dir), "-o", str(out), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert f"report written to {out}" in proc.stdout.replace("\n", "")
+    assert out.read_text().count('class="run-page"') == len(built.records)
+
+
+def test_cli_user_errors_exit_2_and_keep_the_old_report(tmp_path):
+    out = tmp_path / "report.html"
+    out.write_text("previous report")
+    proc = run_ptb("report", str(tmp_path / "not-a-store"), "-o", str(out), timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error:") and "not a results store" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert out.read_text() == "previous report"
+    proc = run_ptb("report", str(tmp_path), "-o", str(tmp_path), timeout=120)
+    assert proc.returncode == 2 and "is a directory" in proc.stderr
