@@ -10,6 +10,7 @@ benchmarks x 4 base models x attempts, then measures in one run:
   * the same export again (nothing new: the incremental path);
   * `ptb results collect` (load and validate every record, build the leaderboard, write
     the JSON and CSV files);
+  * `ptb report` (the same load, then one HTML file with a page per run);
 
 and prints seconds and each one's ratio to the floor.
 """
@@ -34,6 +35,7 @@ from posttrainbench.results.collect import collect  # noqa: E402
 from posttrainbench.results.export import export  # noqa: E402
 from posttrainbench.results.outputs import write_leaderboard  # noqa: E402
 from posttrainbench.results.reference_scores import load_weights  # noqa: E402
+from posttrainbench.results.report.render import render_report, write_report  # noqa: E402
 from posttrainbench.results.store import ResultsStore  # noqa: E402
 from tests.results_fixtures import T0, TrialSpec, write_trial  # noqa: E402
 
@@ -98,14 +100,23 @@ def main() -> int:
             return board
 
         board, t_collect = timed(collect_all)
+
+        def report_all():
+            records, skipped = ResultsStore.open(store_dir, create=False).load()
+            board = collect(records, results_dir=store_dir, policy="mean", weights=load_weights(), skipped=skipped)
+            return write_report(render_report(board, records, store_dir), work / "report.html")
+
+        report, t_report = timed(report_all)
         assert len(summary.added) == args.trials and not summary.skipped, summary.skipped[:3]
         assert again.unchanged == args.trials and not again.added
         assert len(board.runs) == args.trials
         print(f"\n{args.trials} trials, {len(board.agents)} agents, {len(board.cells)} cells\n")
         print(f"{'step':<34}{'seconds':>9}{'x floor':>9}")
         for name, seconds in (("floor: read + parse the inputs", t_floor), ("export (new store)", t_export),
-                              ("export again (nothing new)", t_again), ("collect (load, leaderboard, files)", t_collect)):
+                              ("export again (nothing new)", t_again), ("collect (load, leaderboard, files)", t_collect),
+                              ("report (load, leaderboard, HTML)", t_report)):
             print(f"{name:<34}{seconds:>9.2f}{seconds / t_floor:>9.1f}")
+        print(f"\nreport.html: {report.stat().st_size / 1e6:.1f} MB")
         return 0
     finally:
         if args.keep is None:
