@@ -34,7 +34,7 @@ from posttrainbench.results.store import ResultsStore
 # Trial subdirectories that never hold another trial: not worth walking into.
 _LEAF_DIRS = {"agent", "artifacts", "verifier", "judges", "environment", "solution", "tests", "tasks"}
 MAX_DEPTH = 6
-POOL_THRESHOLD = 64  # below this many trials, forking workers costs more than it saves
+POOL_THRESHOLD = 64  # below this many trials, starting workers costs more than it saves
 
 
 class ExportSummary(BaseModel):
@@ -134,8 +134,6 @@ def _prepare(job: _Job) -> _Outcome:
     if not job.trial.readable:
         return _Outcome("skipped", where, message=f"{RESULT_FILE} is unreadable or not a trial result "
                                                   "(half-written?)")
-    if job.known is not None and job.known == fingerprint(where):
-        return _Outcome("unchanged", where)
     try:
         source = read_trial(where, job.trial.text)
     except TrialInProgress:
@@ -187,7 +185,11 @@ def export(job_dirs: list[Path], results_dir: Path, *, with_final_model: bool = 
                     continue
                 if run_id is not None:
                     first_of[run_id] = trial.path
-                jobs.append(_Job(trial, known.get(run_id) if run_id else None, store.staging, with_final_model))
+                stored = known.get(run_id) if run_id else None
+                if stored is not None and stored == fingerprint(trial.path):
+                    summary.unchanged += 1  # cheap check here: unchanged trials never reach a worker
+                    continue
+                jobs.append(_Job(trial, stored, store.staging, with_final_model))
         store.staging.mkdir(exist_ok=True)
         for done, outcome in enumerate(_outcomes(jobs, workers or os.cpu_count() or 1), start=1):
             _record(store, outcome, known, summary)
@@ -201,8 +203,9 @@ def _outcomes(jobs: list[_Job], workers: int) -> Iterator[_Outcome]:
     if workers == 1 or len(jobs) < POOL_THRESHOLD:
         yield from map(_prepare, jobs)
         return
-    # fork: the workers need nothing but this module, and start instantly.
-    with multiprocessing.get_context("fork").Pool(workers) as pool:
+    # spawn, not fork: the CLI's progress bar (and libraries) run threads, and forking a
+    # threaded process can deadlock the child. The start-up costs about a second.
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
         yield from pool.imap(_prepare, jobs, chunksize=16)
 
 
