@@ -52,7 +52,8 @@ class RunRequest(BaseModel):
     )
 
 
-def _agent_config(agent: str, agent_model: str | None, env: dict[str, str] | None = None) -> AgentConfig:
+def agent_config(agent: str, agent_model: str | None, env: dict[str, str] | None = None) -> AgentConfig:
+    """Harbor's AgentConfig for an agent name or `module:Class`, with extra environment."""
     # `module:Class` selects a custom agent; anything else is a Harbor agent name.
     # `env` reaches the agent as its extra_env; Harbor writes sensitive values back to
     # config.json only as ${VAR} templates or masked.
@@ -97,7 +98,7 @@ def job_config(
         n_attempts=request.attempts,
         n_concurrent_trials=request.n_concurrent,
         quiet=request.quiet,
-        agents=[_agent_config(request.agent, request.agent_model, agent_env)],
+        agents=[agent_config(request.agent, request.agent_model, agent_env)],
         environment=harbor_environment(request.env, cpus=cpus, memory_mb=memory_mb),
         tasks=[TaskConfig(path=task_dir)],
     )

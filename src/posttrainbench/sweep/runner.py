@@ -1,0 +1,181 @@
+"""Run a sweep (or resume it): one Harbor job, a lock against a second runner, and a stated
+retry policy for errored trials.
+
+Harbor resumes a job whose directory already exists with the same config: finished
+trials are kept, a trial directory without `result.json` (a run that was killed) is
+started again. Two runners on one sweep would start duplicates of running trials, so a
+lock on the sweep directory refuses the second one. Errored trials are moved to
+`retired/` first when the policy retries them, so Harbor plans them again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from posttrainbench.integrity.secrets.credentials import AuthMode
+from posttrainbench.sweep.condor import (
+    CondorEnv, CondorSettings, check_condor_credentials, condor_submit_path, submit_all, write_condor_files,
+)
+from posttrainbench.sweep.plan import (
+    JOB_NAME, _ensure_known, compile_tasks, default_sweep_dir, job_config, open_sweep_dir, write_job_config,
+)
+from posttrainbench.sweep.spec import SweepError, SweepSpec
+from posttrainbench.sweep.trials import errored_trials
+
+
+class SweepRequest(BaseModel):
+    """What `ptb sweep` was asked to do."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    spec: SweepSpec
+    out: Optional[Path] = None
+    name: Optional[str] = None
+    dry_run: bool = False
+    auth: AuthMode = AuthMode.AUTO
+    secrets_dir: Optional[Path] = None
+    condor_requirements: Optional[str] = Field(default=None, description="--env condor: a ClassAd expression")
+    condor_env: CondorEnv = Field(default="docker", description="--env condor: Harbor's environment on the node")
+
+
+class SweepOutcome(BaseModel):
+    """What a sweep invocation did."""
+
+    sweep_dir: Path
+    job_file: Path
+    commands: list[str] = Field(default_factory=list, description="what --dry-run would run")
+    retired: list[str] = Field(default_factory=list, description="errored trials moved aside to run again")
+    ran: bool = False
+    submitted: list[str] = Field(default_factory=list, description="--env condor: trials given to condor_submit")
+    note: Optional[str] = Field(default=None, description="One line about the commands (why they were not run)")
+    skipped: list[str] = Field(default_factory=list, description="--env condor: trials not submitted again, and why")
+
+
+@contextmanager
+def sweep_lock(sweep_dir: Path) -> Iterator[None]:
+    """Hold the sweep's lock; a second runner stops with the first one's pid."""
+    path = sweep_dir / ".lock"
+    handle = open(path, "a+")
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            pid = handle.read().strip() or "?"
+            raise SweepError(f"a sweep is already running in {sweep_dir} (pid {pid}); wait for it or stop it "
+                             "first: a second runner would start duplicates of its trials") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        yield
+    finally:
+        handle.close()
+
+
+def retire(trials: list[Path], retired_dir: Path) -> list[str]:
+    """Move errored trials aside (kept for the record), so Harbor runs them again."""
+    moved = []
+    for trial in trials:
+        retired_dir.mkdir(parents=True, exist_ok=True)
+        target = retired_dir / trial.name
+        n = 1
+        while target.exists():
+            n += 1
+            target = retired_dir / f"{trial.name}.{n}"
+        shutil.move(str(trial), target)
+        moved.append(trial.name)
+    return moved
+
+
+def run_sweep(request: SweepRequest) -> SweepOutcome:
+    """Plan, compile and (unless a dry run) run or resume the sweep."""
+    from posttrainbench.runner.preflight import check_credentials
+
+    spec = request.spec
+    _ensure_known(spec)
+    sweep_dir = (request.out or default_sweep_dir(spec, request.name)).resolve()
+    credentials = {}
+    condor = None
+    if spec.env == "condor":  # a bad condor option stops before anything is written
+        condor = CondorSettings.for_sweep(spec, sweep_dir, requirements=request.condor_requirements,
+                                          environment=request.condor_env)
+        if not request.dry_run and condor_submit_path():
+            check_condor_credentials(spec, os.environ)  # getenv copies the keys at submit time
+    if not request.dry_run and spec.env != "condor":
+        # Before anything is compiled or built: a missing secret stops here.
+        for choice in spec.agents:
+            credentials[choice.label] = check_credentials(
+                choice.agent, choice.model, runs_dir=sweep_dir.parent, auth=request.auth,
+                secrets_dir=request.secrets_dir)
+    spec = open_sweep_dir(sweep_dir, spec)
+    with sweep_lock(sweep_dir):
+        tasks = compile_tasks(sweep_dir, spec)
+        config = job_config(sweep_dir, spec, tasks, {k: c.agent_env for k, c in credentials.items()})
+        job_file = write_job_config(sweep_dir, config)
+        outcome = SweepOutcome(sweep_dir=sweep_dir, job_file=job_file)
+        if condor is not None:
+            return _condor(request, condor, sweep_dir, spec, tasks, outcome)
+        if request.dry_run:
+            outcome.commands = [f"harbor run -c {job_file}"]
+            return outcome
+        job_dir = sweep_dir / "jobs" / JOB_NAME
+        if spec.retry == "errored":
+            outcome.retired = retire(errored_trials(job_dir), sweep_dir / "retired")
+        _run_job(config, sweep_dir, spec, credentials)
+        outcome.ran = True
+        return outcome
+
+
+def _condor(request: SweepRequest, settings: CondorSettings, sweep_dir: Path, spec: SweepSpec,
+            tasks: list[Path], outcome: SweepOutcome) -> SweepOutcome:
+    """Write one submit file per trial; submit them when condor_submit is here (not a dry run)."""
+    files = write_condor_files(sweep_dir, spec, tasks, settings)
+    condor_submit = condor_submit_path()
+    if request.dry_run or condor_submit is None:
+        outcome.commands = files.commands()
+        if not request.dry_run:
+            outcome.note = "condor_submit is not on PATH; submit the jobs where it is, with:"
+        return outcome
+    outcome.submitted, outcome.skipped = submit_all(files, condor_submit, settings, retry=spec.retry,
+                                                    retired_dir=sweep_dir / "retired")
+    return outcome
+
+
+def _run_job(config, sweep_dir: Path, spec: SweepSpec, credentials: dict) -> None:
+    from harbor.job import Job
+    from rich.console import Console
+
+    from posttrainbench.integrity.secrets.scrub import Scrubber
+
+    os.environ.setdefault("HARBOR_TELEMETRY", "0")
+    secrets = {k: v for c in credentials.values() for k, v in c.secret_values.items()}
+    scrubber = Scrubber.for_run(os.environ, secrets)
+    try:
+        if spec.env == "local":
+            from posttrainbench.runner.prebuild import prebuild_local_environment
+
+            for task in config.tasks:
+                prebuild_local_environment(Path(task.path), Console(stderr=True))
+
+        async def go() -> None:
+            job = await Job.create(config)
+            await job.run()
+
+        try:
+            asyncio.run(go())
+        except (FileExistsError, ValueError) as exc:
+            # Harbor refuses to resume a job whose trials no longer match the plan.
+            raise SweepError(f"Harbor cannot resume {sweep_dir / 'jobs' / JOB_NAME}: "
+                             f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    finally:
+        # Whatever stopped it, nothing the agents wrote keeps a secret (tasks are input).
+        scrubber.scrub_tree(sweep_dir / "jobs")

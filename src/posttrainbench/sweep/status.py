@@ -1,0 +1,107 @@
+"""`ptb sweep status`: progress, LLM cost and GPU-hours of a sweep so far."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from pydantic import BaseModel, Field
+
+from posttrainbench.results.harbor_trial import TrialInProgress, TrialReadError, read_trial
+from posttrainbench.sweep.spec import SWEEP_FILE, SweepError, SweepSpec
+
+
+class AgentProgress(BaseModel):
+    """One agent's share of the sweep."""
+
+    agent: str
+    planned: int
+    scored: int = 0
+    errored: int = 0
+    running: int = Field(default=0, description="trial dirs without a result yet (running, or killed)")
+    cost_usd: Optional[float] = None
+    input_tokens: Optional[int] = None
+    output_tokens: Optional[int] = None
+    gpu_hours: float = 0.0
+    agent_hours: float = 0.0
+
+    @property
+    def pending(self) -> int:
+        """Planned trials not started yet."""
+        return max(self.planned - self.scored - self.errored - self.running, 0)
+
+
+class SweepStatus(BaseModel):
+    """The whole sweep."""
+
+    sweep_dir: str
+    planned: int
+    retired: int = Field(default=0, description="errored trials moved aside and run again")
+    agents: list[AgentProgress]
+    unreadable: list[str] = Field(default_factory=list)
+
+    def total(self, field: str) -> float:
+        """Sum of one AgentProgress field over the agents (None counts as 0)."""
+        return sum(getattr(a, field) or 0 for a in self.agents)
+
+
+def _add(current, value):
+    return current if value is None else (current or 0) + value
+
+
+def sweep_status(sweep_dir: Path) -> SweepStatus:
+    """Read every trial of the sweep's Harbor job."""
+    path = sweep_dir / SWEEP_FILE
+    if not path.is_file():
+        raise SweepError(f"{sweep_dir} is not a sweep directory (no {SWEEP_FILE})")
+    spec = SweepSpec.model_validate_json(path.read_text(encoding="utf-8"))
+    per_agent = len(spec.benchmarks) * len(spec.models) * spec.attempts
+    progress = {a.label: AgentProgress(agent=a.label, planned=per_agent) for a in spec.agents}
+    unreadable: list[str] = []
+    # One Harbor job (jobs/sweep/) on the local, docker and cloud environments; one job per
+    # trial (jobs/<trial>/) on HTCondor.
+    jobs = sweep_dir / "jobs"
+    trials = sorted(t for job in (jobs.iterdir() if jobs.is_dir() else []) if job.is_dir()
+                    for t in job.iterdir() if t.is_dir() and (t / "config.json").is_file())
+    for trial in trials:
+        # By the trial's own config: Harbor names a custom agent by its name(), not its path.
+        entry = progress.get(_label_from_config(trial) or "")
+        if entry is None:
+            unreadable.append(f"{trial.name}: no readable config.json naming an agent of the sweep")
+            continue
+        try:
+            record = read_trial(trial).record
+        except TrialInProgress:
+            entry.running += 1
+            continue
+        except TrialReadError as exc:
+            if (trial / "result.json").is_file():
+                unreadable.append(f"{trial.name}: {exc}")
+            else:
+                entry.running += 1
+            continue
+        if record.status == "scored":
+            entry.scored += 1
+        else:
+            entry.errored += 1
+        entry.cost_usd = _add(entry.cost_usd, record.usage.cost_usd)
+        entry.input_tokens = _add(entry.input_tokens, record.usage.input_tokens)
+        entry.output_tokens = _add(entry.output_tokens, record.usage.output_tokens)
+        entry.gpu_hours += record.usage.gpu_hours
+        entry.agent_hours += record.time.agent_hours or 0.0
+    retired = sweep_dir / "retired"
+    return SweepStatus(sweep_dir=str(sweep_dir), planned=spec.n_trials, agents=list(progress.values()),
+                       retired=sum(1 for p in retired.iterdir() if p.is_dir()) if retired.is_dir() else 0,
+                       unreadable=unreadable)
+
+
+def _label_from_config(trial: Path) -> Optional[str]:
+    """The agent label of a trial that has no result yet, from Harbor's config.json."""
+    from harbor.models.trial.config import TrialConfig
+
+    try:
+        config = TrialConfig.model_validate_json((trial / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    agent = config.agent.import_path or config.agent.name or ""
+    return f"{agent}:{config.agent.model_name}" if config.agent.model_name else agent

@@ -1,0 +1,66 @@
+"""A real sweep on the local sandbox: run, resume (nothing twice), retry an errored trial,
+and refuse a second runner while the first one runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO, run_ptb
+
+pytestmark = pytest.mark.slow
+
+ARGS = ("sweep", "-b", "bfcl", "-m", "smollm2-135m", "-a", "nop", "--attempts", "2", "--concurrency", "2",
+        "--hours", "0.1", "--cpus", "2", "--memory-gb", "8", "--eval-limit", "2", "--name", "s")
+
+
+def _trials(sweep: Path) -> list[Path]:
+    return sorted(p for p in (sweep / "jobs" / "sweep").iterdir() if p.is_dir())
+
+
+def test_sweep_runs_resumes_and_retries_errored_trials(tmp_path: Path) -> None:
+    sweep = tmp_path / "ptb-sweeps" / "s"
+    env = {**os.environ, "HARBOR_TELEMETRY": "0", "PYTHONPATH": str(REPO / "src")}
+    first = subprocess.Popen([sys.executable, "-c", "from posttrainbench.cli.app import main; main()", *ARGS],
+                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # While it runs, a second runner is refused: it would start duplicates of running trials.
+    deadline = time.monotonic() + 300
+    while not (sweep / "jobs").exists() and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(1)
+    second = run_ptb(*ARGS, cwd=tmp_path)
+    out, err = first.communicate(timeout=1800)
+    assert first.returncode == 0, out[-3000:] + err[-3000:]
+    assert second.returncode == 2 and "already running" in second.stderr, second.stderr
+    trials = _trials(sweep)
+    assert len(trials) == 2 and all((t / "result.json").is_file() for t in trials)
+    status = json.loads(run_ptb("sweep", "status", str(sweep), "--json").stdout)
+    (nop,) = status["agents"]
+    # nop leaves no model: each trial is scored 0 by the verifier and counted as errored.
+    assert (nop["errored"], nop["pending"], nop["running"]) == (2, 0, 0)
+
+    # The same command again: Harbor resumes the job and runs nothing twice.
+    again = run_ptb(*ARGS, cwd=tmp_path, timeout=1800)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert _trials(sweep) == trials
+
+    # An infrastructure error on one trial: the retry policy moves it aside and runs it again.
+    victim = trials[0]
+    result = json.loads((victim / "result.json").read_text())
+    result["exception_info"] = {"exception_type": "EnvironmentStartTimeoutError", "exception_message": "slow",
+                                "exception_traceback": "", "occurred_at": result["finished_at"]}
+    (victim / "result.json").write_text(json.dumps(result))
+    retried = run_ptb(*ARGS, cwd=tmp_path, timeout=1800)
+    assert retried.returncode == 0, retried.stderr[-3000:]
+    assert "1 errored trial(s) run again" in retried.stdout
+    assert (sweep / "retired" / victim.name / "result.json").is_file()
+    now = _trials(sweep)
+    assert len(now) == 2 and trials[1] in now and victim not in now
+    # And the whole sweep exports into the results store like any Harbor job.
+    exported = run_ptb("results", "export", str(sweep / "jobs"), "--to", str(tmp_path / "results"))
+    assert exported.returncode == 0 and "2 added" in exported.stdout, exported.stdout + exported.stderr
