@@ -98,7 +98,8 @@ def write_job_config(sweep_dir: Path, config: JobConfig) -> Path:
     return path
 
 
-def _ensure_known(spec: SweepSpec) -> None:
+def check_catalog(spec: SweepSpec) -> None:
+    """Every benchmark and model of the matrix is in the catalog (one clear error otherwise)."""
     from posttrainbench.catalog import get_benchmark, get_model
 
     for benchmark in spec.benchmarks:

@@ -25,7 +25,7 @@ from posttrainbench.sweep.condor import (
     CondorEnv, CondorSettings, check_condor_credentials, condor_submit_path, submit_all, write_condor_files,
 )
 from posttrainbench.sweep.plan import (
-    JOB_NAME, _ensure_known, compile_tasks, default_sweep_dir, job_config, open_sweep_dir, write_job_config,
+    JOB_NAME, check_catalog, compile_tasks, default_sweep_dir, job_config, open_sweep_dir, write_job_config,
 )
 from posttrainbench.sweep.spec import SweepError, SweepSpec
 from posttrainbench.sweep.trials import errored_trials
@@ -98,10 +98,10 @@ def retire(trials: list[Path], retired_dir: Path) -> list[str]:
 
 def run_sweep(request: SweepRequest) -> SweepOutcome:
     """Plan, compile and (unless a dry run) run or resume the sweep."""
-    from posttrainbench.runner.preflight import check_credentials
+    from posttrainbench.runner.preflight import check_credentials, check_judge
 
     spec = request.spec
-    _ensure_known(spec)
+    check_catalog(spec)
     sweep_dir = (request.out or default_sweep_dir(spec, request.name)).resolve()
     credentials = {}
     condor = None
@@ -110,6 +110,9 @@ def run_sweep(request: SweepRequest) -> SweepOutcome:
                                           environment=request.condor_env)
         if not request.dry_run and condor_submit_path():
             check_condor_credentials(spec, os.environ)  # getenv copies the keys at submit time
+    if not request.dry_run:
+        for benchmark in spec.benchmarks:  # an LLM-judged benchmark needs its judge's key
+            check_judge(benchmark)
     if not request.dry_run and spec.env != "condor":
         # Before anything is compiled or built: a missing secret stops here.
         for choice in spec.agents:
