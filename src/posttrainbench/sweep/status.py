@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from posttrainbench.results.harbor_trial import TrialInProgress, TrialReadError, read_trial
 from posttrainbench.sweep.spec import SWEEP_FILE, SweepError, SweepSpec
@@ -25,6 +25,7 @@ class AgentProgress(BaseModel):
     gpu_hours: float = 0.0
     agent_hours: float = 0.0
 
+    @computed_field
     @property
     def pending(self) -> int:
         """Planned trials not started yet."""
