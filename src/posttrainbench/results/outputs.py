@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import tempfile
 from pathlib import Path
 from typing import Iterable
 
 from pydantic import BaseModel
 
+from posttrainbench.atomic_write import write_text_atomic
 from posttrainbench.errors import OutputDirError
 from posttrainbench.results.table import Leaderboard
 
@@ -36,13 +35,6 @@ def _csv_text(rows: Iterable[BaseModel], columns: list[str]) -> str:
     return buffer.getvalue()
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
-
-
 def write_leaderboard(board: Leaderboard, out_dir: Path) -> list[Path]:
     """Write the four files into *out_dir*; each appears whole or not at all."""
     from posttrainbench.results.table import AgentSummary, Cell, RunRow
@@ -62,7 +54,7 @@ def write_leaderboard(board: Leaderboard, out_dir: Path) -> list[Path]:
     written = []
     try:
         for name, text in files.items():
-            _write_atomic(out_dir / name, text)
+            write_text_atomic(out_dir / name, text)
             written.append(out_dir / name)
     except OSError as exc:
         raise OutputDirError(f"cannot write into {out_dir}: {exc.strerror or exc}") from None

@@ -30,13 +30,6 @@ class Usage(BaseModel):
     gpus: int = Field(default=0, ge=0)
     gpu_hours: float = Field(default=0.0, ge=0.0, description="GPUs x the agent's wall-clock hours")
 
-    @property
-    def total_tokens(self) -> Optional[int]:
-        """Input plus output tokens, when either is known."""
-        if self.input_tokens is None and self.output_tokens is None:
-            return None
-        return (self.input_tokens or 0) + (self.output_tokens or 0)
-
 
 class TimeUsed(BaseModel):
     """Wall-clock time of the trial's phases, against the agent's budget."""

@@ -17,6 +17,7 @@ from typing import Iterator
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from posttrainbench.atomic_write import write_text_atomic
 from posttrainbench.errors import PtbError
 from posttrainbench.results.record import RECORD_FILE, ResultRecord
 
@@ -66,9 +67,7 @@ class ResultsStore:
                              "choose another --to")
         try:
             store.runs.mkdir(parents=True, exist_ok=True)
-            tmp = manifest.with_name(STORE_FILE + ".tmp")
-            tmp.write_text(StoreManifest().model_dump_json(indent=2) + "\n", encoding="utf-8")
-            tmp.replace(manifest)
+            write_text_atomic(manifest, StoreManifest().model_dump_json(indent=2) + "\n")
         except OSError as exc:
             raise StoreError(f"cannot create results store {root}: {exc.strerror or exc}") from None
         return store

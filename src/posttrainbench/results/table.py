@@ -8,6 +8,8 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from posttrainbench.atomic_write import write_text_atomic
+
 Policy = Literal["latest", "best", "mean"]
 CellSource = Literal["run", "baseline", "none"]
 FallbackReason = Literal["missing", "errored", "flagged"]
@@ -133,10 +135,7 @@ class Leaderboard(BaseModel):
 
     def write(self, path: Path) -> Path:
         """Write atomically (temp file + rename)."""
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        tmp.replace(path)
-        return path
+        return write_text_atomic(path, self.model_dump_json(indent=2) + "\n")
 
     def cell(self, agent: str, benchmark: str, base_model: str) -> Optional[Cell]:
         """The cell for this agent, benchmark and base model, if the grid has it."""

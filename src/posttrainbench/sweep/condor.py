@@ -27,6 +27,7 @@ from typing import Literal, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from posttrainbench.atomic_write import write_text_atomic as _write
 from posttrainbench.sweep.spec import AgentChoice, SweepError, SweepSpec
 
 CondorEnv = Literal["docker", "singularity"]
@@ -217,13 +218,6 @@ def _templates():
                       keep_trailing_newline=True, autoescape=False)
     env.filters["shquote"] = shlex.quote
     return env
-
-
-def _write(path: Path, text: str, mode: int = 0o644) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.chmod(mode)
-    tmp.replace(path)
 
 
 def _check_path(path: Path) -> None:

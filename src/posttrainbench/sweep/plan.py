@@ -17,6 +17,7 @@ from pathlib import Path
 from harbor.models.job.config import JobConfig
 from harbor.models.trial.config import TaskConfig
 
+from posttrainbench.atomic_write import write_text_atomic
 from posttrainbench.runner.environments import harbor_environment, local_resources
 from posttrainbench.runner.job_runner import LOCAL_ENVS, agent_config
 from posttrainbench.sweep.spec import SWEEP_FILE, SweepError, SweepSpec
@@ -91,11 +92,7 @@ def job_config(sweep_dir: Path, spec: SweepSpec, task_dirs: list[Path],
 
 def write_job_config(sweep_dir: Path, config: JobConfig) -> Path:
     """`harbor-job.json`, for `harbor run -c` and for a person to read."""
-    path = sweep_dir / JOB_FILE
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(config.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_text_atomic(sweep_dir / JOB_FILE, config.model_dump_json(indent=2) + "\n")
 
 
 def check_catalog(spec: SweepSpec) -> None:

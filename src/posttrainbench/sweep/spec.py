@@ -9,6 +9,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from posttrainbench.atomic_write import write_text_atomic
 from posttrainbench.errors import PtbError
 from posttrainbench.tasks.options import CompileOptions
 
@@ -91,6 +92,4 @@ class SweepSpec(BaseModel):
 
     def dump(self, path: Path) -> None:
         """Write atomically."""
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        tmp.replace(path)
+        write_text_atomic(path, self.model_dump_json(indent=2) + "\n")
