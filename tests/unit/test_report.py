@@ -9,6 +9,7 @@ from html.parser import HTMLParser
 import pytest
 
 from posttrainbench.cli.results_cmd import build_leaderboard
+from posttrainbench.results.export import export
 from posttrainbench.results.report import charts
 from posttrainbench.results.report.render import ReportOutputError, render_report, write_report
 from tests.helpers import run_ptb
@@ -235,3 +236,15 @@ def test_cli_user_errors_exit_2_and_keep_the_old_report(tmp_path):
     assert out.read_text() == "previous report"
     proc = run_ptb("report", str(tmp_path), "-o", str(tmp_path), timeout=120)
     assert proc.returncode == 2 and "is a directory" in proc.stderr
+
+
+def test_agent_names_split_from_labels_with_mixed_budgets(tmp_path):
+    from posttrainbench.results.report.render import agent_parts
+    from tests.results_fixtures import TrialSpec, write_job
+
+    write_job(tmp_path / "jobs", "j", [TrialSpec(hours=1.0, agent_hours=0.5), TrialSpec(hours=10.0)])
+    export([tmp_path / "jobs"], tmp_path / "res")
+    board, records = build_leaderboard(tmp_path / "res", "mean", None, None)
+    assert agent_parts(board, records) == {
+        "claude-code:anthropic/claude-opus-4-1@1h": ("claude-code", "anthropic/claude-opus-4-1@1h"),
+        "claude-code:anthropic/claude-opus-4-1@10h": ("claude-code", "anthropic/claude-opus-4-1@10h")}

@@ -144,6 +144,18 @@ def scatter_charts(board: Leaderboard, colors: dict[str, str]) -> list[tuple[Mar
 
 # ---- the report -------------------------------------------------------------------------
 
+def agent_parts(board: Leaderboard, records: list[ResultRecord]) -> dict[str, tuple[str, Optional[str]]]:
+    """Leaderboard label -> (agent, the rest: its model, and `@<h>h` when budgets are mixed),
+    taken from the runs, since a label alone cannot be split (an import path has a colon)."""
+    by_id = {r.id: r for r in records}
+    parts: dict[str, tuple[str, Optional[str]]] = {}
+    for row in board.runs:
+        record = by_id.get(row.id)
+        if record is not None and row.agent.startswith(record.agent):
+            parts.setdefault(row.agent, (record.agent, row.agent[len(record.agent):].lstrip(":") or None))
+    return parts
+
+
 def render_report(board: Leaderboard, records: list[ResultRecord], results_dir: Path, *,
                   max_events: int = DEFAULT_MAX_EVENTS, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     """The whole report as one HTML string (CSS and SVG inline, no script, no external URL)."""
@@ -156,7 +168,7 @@ def render_report(board: Leaderboard, records: list[ResultRecord], results_dir: 
         links=cell_links(board),
         # label -> (agent, agent model): shown on two lines; the label alone cannot be split
         # safely (an agent may be an import path with a colon).
-        agent_parts={r.agent_label: (r.agent, r.agent_model) for r in records},
+        agent_parts=agent_parts(board, records),
         bar_charts=benchmark_charts(board, colors),
         scatters=scatter_charts(board, colors),
         pages=build_run_pages(board, records, Path(results_dir), max_events=max_events, max_chars=max_chars),
