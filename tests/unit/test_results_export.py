@@ -142,12 +142,12 @@ def test_interrupted_export_loses_nothing_and_leaves_nothing_half_written(tmp_pa
     original = export_mod._copy_into
     calls = {"n": 0}
 
-    def crash_on_third(staged, source, with_final_model):
+    def crash_on_third(staged, source, with_final_model, trial_dir):
         calls["n"] += 1
         if calls["n"] == 3:
-            original(staged, source, with_final_model)
+            original(staged, source, with_final_model, trial_dir)
             raise KeyboardInterrupt  # killed after staging, before the rename
-        original(staged, source, with_final_model)
+        return original(staged, source, with_final_model, trial_dir)
 
     monkeypatch.setattr(export_mod, "_copy_into", crash_on_third)
     with pytest.raises(KeyboardInterrupt):

@@ -74,7 +74,7 @@ def test_errored_trials_are_retired_not_deleted(tmp_path: Path) -> None:
     running = write_trial(job, TrialSpec(finished=False))
     found = errored_trials(job)
     assert found == sorted([crashed, unscored])
-    assert retire(found, tmp_path / "retired") == [p.name for p in found]
+    assert retire(found, tmp_path / "retired") == ([p.name for p in found], [])
     assert sorted(p.name for p in (tmp_path / "retired").iterdir()) == sorted(p.name for p in found)
     assert ok.is_dir() and running.is_dir() and not crashed.exists()
 

@@ -39,6 +39,8 @@ def export_cmd(
     to: Path = typer.Option(..., "--to", help="The results store (created if new)."),
     with_final_model: bool = typer.Option(False, "--with-final-model", help="Also copy each run's final_model/."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Processes reading trials (default: one per CPU)."),
+    keep_volumes: bool = typer.Option(False, "--keep-volumes", help="Keep cloud trials' final_model volumes "
+                                      "(by default each is removed once its run is stored)."),
     as_json: bool = typer.Option(False, "--json", help="Print the export summary as JSON."),
 ) -> None:
     """Export finished trials (one run record each); again later adds only what is new or changed."""
@@ -49,12 +51,16 @@ def export_cmd(
     err = Console(stderr=True)
     with Progress(console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
         task = bar.add_task("exporting trials", total=None)
-        summary = export(jobs, to, with_final_model=with_final_model, workers=workers,
+        summary = export(jobs, to, with_final_model=with_final_model, workers=workers, keep_volumes=keep_volumes,
                          progress=lambda done, total: bar.update(task, completed=done, total=total))
     if as_json:
         typer.echo(summary.model_dump_json(indent=2))
         return
     _warn(err, summary.skipped, "skipped")
+    _warn(err, summary.warnings, "stored")
+    if summary.volumes_removed:
+        err.print(f"removed {len(summary.volumes_removed)} cloud final_model volume(s) of stored runs",
+                  highlight=False)
     Console().print(
         f"exported to {escape(summary.results_dir)}: {len(summary.added)} added, {len(summary.updated)} updated, "
         f"{summary.unchanged} unchanged, {len(summary.in_progress)} still running, {len(summary.skipped)} skipped",

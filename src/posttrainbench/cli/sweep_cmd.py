@@ -55,6 +55,9 @@ def sweep(
     condor_requirements: Optional[str] = typer.Option(
         None, "--condor-requirements", help="--env condor: a ClassAd requirements expression, e.g. "
         "'(CUDACapability >= 8.0)' or a GPU name pin."),
+    cache_volume: Optional[str] = typer.Option(
+        None, "--cache-volume", help="--env modal|daytona: a volume with base models and data, mounted "
+        "read-only at /ptb-cache in every sandbox."),
     condor_env: Optional[str] = typer.Option(
         None, "--condor-env", help="--env condor: Harbor's environment on the execute node: docker (default) "
         "or singularity (needs a prebuilt image in task.toml)."),
@@ -75,6 +78,8 @@ def sweep(
     if env not in SWEEP_ENVS:
         raise PtbError(f"unknown --env {env!r}; choose one of: {', '.join(SWEEP_ENVS)}")
     _check_condor_flags(env, condor_requirements, condor_env)
+    if cache_volume is not None and env not in ("modal", "daytona"):
+        raise PtbError(f"--cache-volume: only with --env modal or daytona, not {env}")
     if auth not in {mode.value for mode in AuthMode}:
         raise PtbError(f"unknown --auth {auth!r}; choose one of: {', '.join(mode.value for mode in AuthMode)}")
     options = compile_options(hours=hours, gpus=gpus, cpus=cpus, memory_gb=memory_gb, base_image=base_image,
@@ -82,7 +87,7 @@ def sweep(
     try:
         spec = SweepSpec(benchmarks=_ids(benchmarks, "benchmarks"), models=_ids(models, "models"),
                          agents=parse_agents(agents), env=env, attempts=attempts, concurrency=concurrency,
-                         retry=retry, options=options)
+                         retry=retry, cache_volume=cache_volume, options=options)
     except ValidationError as exc:
         first = exc.errors()[0]
         raise PtbError(f"invalid --{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
@@ -101,6 +106,8 @@ def sweep(
         console.print(f"submitted {len(outcome.submitted)} condor job(s), {len(outcome.skipped)} not again "
                       f"(finished, or submitted before); logs in "
                       f"{escape(str(outcome.sweep_dir / 'condor' / 'logs'))}", highlight=False, soft_wrap=True)
+    for line in outcome.warnings:
+        Console(stderr=True).print(f"warning: {escape(line)}", highlight=False, soft_wrap=True)
     if outcome.retired:
         console.print(f"{len(outcome.retired)} errored trial(s) run again (old ones in retired/)", highlight=False)
     if outcome.ran:

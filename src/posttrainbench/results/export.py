@@ -30,6 +30,7 @@ from posttrainbench.results.harbor_trial import (
     trial_id,
 )
 from posttrainbench.results.store import ResultsStore
+from posttrainbench.results.trial_volumes import fetch_into, release_volumes
 
 # Trial subdirectories that never hold another trial: not worth walking into.
 _LEAF_DIRS = {"agent", "artifacts", "verifier", "judges", "environment", "solution", "tests", "tasks"}
@@ -46,6 +47,8 @@ class ExportSummary(BaseModel):
     unchanged: int = 0
     in_progress: list[str] = Field(default_factory=list, description="trials with no result.json yet (running, or their job was killed)")
     skipped: list[str] = Field(default_factory=list, description="'<trial dir>: <why>' for unusable trials")
+    volumes_removed: list[str] = Field(default_factory=list, description="cloud trials' final_model volumes removed")
+    warnings: list[str] = Field(default_factory=list, description="'<trial dir>: <what>' for stored runs")
 
 
 @dataclass(frozen=True)
@@ -108,8 +111,10 @@ def find_trials(root: Path) -> Iterator[FoundTrial]:
         stack.extend((child, depth + 1) for child in children if child.name not in _LEAF_DIRS)
 
 
-def _copy_into(staged: Path, source: TrialSource, with_final_model: bool) -> None:
+def _copy_into(staged: Path, source: TrialSource, with_final_model: bool, trial_dir: Path) -> str:
+    """Stage the run's files; returns a warning line ('' if none)."""
     record = source.record
+    warning = ""
     traces: list[str] = []
     for i, path in enumerate(source.traces):
         name = f"trace/{i:02d}-{path.name}"
@@ -122,8 +127,12 @@ def _copy_into(staged: Path, source: TrialSource, with_final_model: bool) -> Non
         record.snapshot_dir = "snapshot"
     if with_final_model and source.final_model is not None:
         shutil.copytree(source.final_model, staged / "final_model", symlinks=True)
+    elif with_final_model:
+        warning = fetch_into(trial_dir, staged) or ""  # a cloud trial's model is on its volume
+    if (staged / "final_model").is_dir():
         record.final_model_dir = "final_model"
     record.write(staged)
+    return warning
 
 
 def _prepare(job: _Job) -> _Outcome:
@@ -142,23 +151,25 @@ def _prepare(job: _Job) -> _Outcome:
         return _Outcome("skipped", where, message=str(exc))
     record = source.record
     if job.known == record.fingerprint:
-        return _Outcome("unchanged", where)
+        return _Outcome("unchanged", where, record.id)
     staged = job.staging / record.id
     shutil.rmtree(staged, ignore_errors=True)
     try:
         staged.mkdir(parents=True)
-        _copy_into(staged, source, job.with_final_model)
+        warning = _copy_into(staged, source, job.with_final_model, where)
     except OSError as exc:
         shutil.rmtree(staged, ignore_errors=True)
         return _Outcome("skipped", where, message=f"cannot copy its files ({exc.strerror or exc})")
-    return _Outcome("staged", where, record.id, record.fingerprint)
+    return _Outcome("staged", where, record.id, record.fingerprint, message=warning)
 
 
 def export(job_dirs: list[Path], results_dir: Path, *, with_final_model: bool = False,
-           workers: Optional[int] = None,
+           workers: Optional[int] = None, keep_volumes: bool = False,
            progress: Optional[Callable[[int, int], None]] = None) -> ExportSummary:
     """Export every finished trial under *job_dirs* into the store at *results_dir*.
 
+    A cloud trial's final_model volume is removed once its run is stored, unless
+    *keep_volumes* (with *with_final_model*, only after its model was copied).
     *progress* is called with (trials done, trials found) as the export goes.
     """
     missing = [str(d) for d in job_dirs if not Path(d).is_dir()]
@@ -170,6 +181,7 @@ def export(job_dirs: list[Path], results_dir: Path, *, with_final_model: bool = 
     summary = ExportSummary(results_dir=str(store.root))
     with store.locked():
         known = store.fingerprints()
+        stored: list[tuple[Path, str]] = []  # (trial dir, run id) of every trial now in the store
         jobs: list[_Job] = []
         seen: set[Path] = set()
         first_of: dict[str, Path] = {}
@@ -185,17 +197,24 @@ def export(job_dirs: list[Path], results_dir: Path, *, with_final_model: bool = 
                     continue
                 if run_id is not None:
                     first_of[run_id] = trial.path
-                stored = known.get(run_id) if run_id else None
-                if stored is not None and stored == fingerprint(trial.path):
+                stored_print = known.get(run_id) if run_id else None
+                if stored_print is not None and stored_print == fingerprint(trial.path):
                     summary.unchanged += 1  # cheap check here: unchanged trials never reach a worker
+                    stored.append((trial.path, run_id))
                     continue
-                jobs.append(_Job(trial, stored, store.staging, with_final_model))
+                jobs.append(_Job(trial, stored_print, store.staging, with_final_model))
         store.staging.mkdir(exist_ok=True)
         for done, outcome in enumerate(_outcomes(jobs, workers or os.cpu_count() or 1), start=1):
             _record(store, outcome, known, summary)
+            if outcome.kind in ("staged", "unchanged") and outcome.run_id:
+                stored.append((outcome.trial_dir, outcome.run_id))
             if progress is not None:
                 progress(done, len(jobs))
         store.recover()  # drops the (now empty) staging directory
+        removed, warnings = release_volumes([(trial, store.runs / run_id) for trial, run_id in stored],
+                                            keep=keep_volumes, with_final_model=with_final_model)
+        summary.volumes_removed.extend(removed)
+        summary.warnings.extend(warnings)
     return summary
 
 
@@ -218,6 +237,8 @@ def _record(store: ResultsStore, outcome: _Outcome, known: dict[str, str], summa
     elif outcome.kind == "skipped":
         summary.skipped.append(f"{where}: {outcome.message}")
     else:
+        if outcome.message:
+            summary.warnings.append(outcome.message)
         previous = known.get(outcome.run_id)
         store.commit(store.staging / outcome.run_id, outcome.run_id)
         known[outcome.run_id] = outcome.fingerprint

@@ -9,20 +9,32 @@ from harbor.models.trial.config import EnvironmentConfig
 from posttrainbench.errors import RunError
 
 LOCAL_SANDBOX = "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
+# Harbor's cloud environments with the trial contract (final_model volume, exact GPU).
+CLOUD_ENVS = {
+    "modal": "posttrainbench.envs.modal_trial:ModalTrialEnvironment",
+    "daytona": "posttrainbench.envs.daytona_trial:DaytonaTrialEnvironment",
+}
 ENV_NAMES = ("local", "docker", "modal", "daytona")
 
 
-def harbor_environment(name: str, *, cpus: int | None = None, memory_mb: int | None = None) -> EnvironmentConfig:
+def harbor_environment(name: str, *, cpus: int | None = None, memory_mb: int | None = None,
+                       cache_volume: str | None = None) -> EnvironmentConfig:
     """The Harbor environment config for `name`, with optional resource overrides.
 
     Overrides let a task compiled for a 16-core, 128 GB cloud machine run on a smaller
-    local machine without recompiling it.
+    local machine without recompiling it. *cache_volume* (Modal, Daytona) is mounted
+    read-only at /ptb-cache.
     """
     if name not in ENV_NAMES:
         raise RunError(f"unknown environment {name!r}; choose one of: {', '.join(ENV_NAMES)}")
+    if cache_volume is not None and name not in CLOUD_ENVS:
+        raise RunError(f"a cache volume needs --env {' or '.join(CLOUD_ENVS)}, not {name}")
     overrides = {"override_cpus": cpus, "override_memory_mb": memory_mb}
     if name == "local":
         return EnvironmentConfig(import_path=LOCAL_SANDBOX, **overrides)
+    if name in CLOUD_ENVS:
+        kwargs = {"cache_volume": cache_volume} if cache_volume else {}
+        return EnvironmentConfig(import_path=CLOUD_ENVS[name], kwargs=kwargs, **overrides)
     return EnvironmentConfig(type=name, **overrides)
 
 

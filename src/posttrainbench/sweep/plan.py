@@ -85,7 +85,7 @@ def job_config(sweep_dir: Path, spec: SweepSpec, task_dirs: list[Path],
         n_concurrent_trials=spec.concurrency,
         agents=[agent_config(a.agent, a.model, envs.get(a.label)) for a in spec.agents],
         environment=harbor_environment("docker" if spec.env == "condor" else spec.env, cpus=cpus,
-                                       memory_mb=memory_mb),
+                                       memory_mb=memory_mb, cache_volume=spec.cache_volume),
         tasks=[TaskConfig(path=path) for path in task_dirs],
     )
 

@@ -57,6 +57,7 @@ class SweepOutcome(BaseModel):
     submitted: list[str] = Field(default_factory=list, description="--env condor: trials given to condor_submit")
     note: Optional[str] = Field(default=None, description="One line about the commands (why they were not run)")
     skipped: list[str] = Field(default_factory=list, description="--env condor: trials not submitted again, and why")
+    warnings: list[str] = Field(default_factory=list, description="volumes of retired trials that could not be removed")
 
 
 @contextmanager
@@ -81,9 +82,12 @@ def sweep_lock(sweep_dir: Path) -> Iterator[None]:
         handle.close()
 
 
-def retire(trials: list[Path], retired_dir: Path) -> list[str]:
-    """Move errored trials aside (kept for the record), so Harbor runs them again."""
-    moved = []
+def retire(trials: list[Path], retired_dir: Path) -> tuple[list[str], list[str]]:
+    """Move errored trials aside (kept for the record), so Harbor runs them again, and
+    remove their cloud final_model volumes: (trials moved, warning lines)."""
+    from posttrainbench.results.trial_volumes import release_volumes
+
+    moved, targets = [], []
     for trial in trials:
         retired_dir.mkdir(parents=True, exist_ok=True)
         target = retired_dir / trial.name
@@ -93,7 +97,9 @@ def retire(trials: list[Path], retired_dir: Path) -> list[str]:
             target = retired_dir / f"{trial.name}.{n}"
         shutil.move(str(trial), target)
         moved.append(trial.name)
-    return moved
+        targets.append((target, target))
+    _, warnings = release_volumes(targets, keep=False, with_final_model=False)
+    return moved, warnings
 
 
 def run_sweep(request: SweepRequest) -> SweepOutcome:
@@ -132,7 +138,7 @@ def run_sweep(request: SweepRequest) -> SweepOutcome:
             return outcome
         job_dir = sweep_dir / "jobs" / JOB_NAME
         if spec.retry == "errored":
-            outcome.retired = retire(errored_trials(job_dir), sweep_dir / "retired")
+            outcome.retired, outcome.warnings = retire(errored_trials(job_dir), sweep_dir / "retired")
         _run_job(config, sweep_dir, spec, credentials)
         outcome.ran = True
         return outcome

@@ -72,12 +72,15 @@ class SweepSpec(BaseModel):
     attempts: int = Field(default=1, ge=1)
     concurrency: int = Field(default=1, ge=1)
     retry: RetryPolicy = Field(default="errored", description="on resume: re-run errored trials, or keep them")
+    cache_volume: Optional[str] = Field(default=None, description="modal/daytona: shared read-only cache volume")
     options: CompileOptions = Field(default_factory=CompileOptions)
 
     def key(self) -> str:
         """A short digest of what is run and how (all but the retry policy). The
-        concurrency counts: Harbor resumes a job only with the config it started with."""
-        fixed = self.model_dump(mode="json", exclude={"retry"})
+        concurrency counts: Harbor resumes a job only with the config it started with.
+        Settings left at their defaults are left out, so a field added later keeps the
+        keys of older sweeps."""
+        fixed = self.model_dump(mode="json", exclude={"retry"}, exclude_defaults=True)
         return hashlib.sha256(repr(sorted(fixed.items())).encode()).hexdigest()[:10]
 
     def differences(self, other: "SweepSpec") -> list[str]:

@@ -1,0 +1,89 @@
+"""The collect hook and the verifier's test.sh hand final_model/ over on the trial's
+volume when one is mounted (cloud runs), run for real in the local sandbox with a
+directory standing in for the volume."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from harbor.models.task.config import EnvironmentConfig
+from harbor.models.trial.paths import TrialPaths
+
+from posttrainbench.envs.cloud_trial import HANDOFF_ENV
+from posttrainbench.envs.local_sandbox import LocalSandboxEnvironment
+from posttrainbench.tasks.compiler import compile_task
+from posttrainbench.tasks.options import CompileOptions
+from tests.unit.conftest_sandbox import run, sandbox_cache, write_task_env  # noqa: F401
+
+VOLUME = "/tmp/volume"  # stands in for /ptb-handoff: the sandbox's root is not writable
+
+
+def _env(root: Path, compiled: Path, trial: TrialPaths, session: str) -> LocalSandboxEnvironment:
+    env_dir = root / "environment"
+    if not env_dir.exists():
+        write_task_env(root)
+        shutil.copyfile(compiled / "environment" / "ptb" / "collect.sh", env_dir / "ptb" / "collect.sh")
+        (root / "tests").mkdir(exist_ok=True)
+        shutil.copyfile(compiled / "tests" / "test.sh", root / "tests" / "test.sh")
+        shutil.copyfile(compiled / "tests" / "task.json", root / "tests" / "task.json")
+    return LocalSandboxEnvironment(environment_dir=env_dir, environment_name="handoff", session_id=session,
+                                   trial_paths=trial, task_env_config=EnvironmentConfig())
+
+
+def test_collect_moves_final_model_onto_the_volume_and_the_verifier_reads_it_there(
+        tmp_path: Path, sandbox_cache: Path) -> None:  # noqa: F811
+    compiled = compile_task("bfcl", "smollm2-135m", tmp_path / "tasks", CompileOptions(hours=0.5))
+    trial = TrialPaths(tmp_path / "trial")
+    trial.mkdir()
+    agent = _env(tmp_path / "light", compiled, trial, "t__env")
+    handoff = {HANDOFF_ENV: VOLUME}
+
+    async def collect() -> tuple[str, str]:
+        await agent.start(force_build=False)
+        try:
+            # The agent planted a file on the volume and saved its model.
+            await agent.exec(f"mkdir -p {VOLUME}/final_model /app/final_model && echo planted > {VOLUME}/x "
+                             f"&& echo fake > {VOLUME}/final_model/config.json "
+                             "&& echo real > /app/final_model/config.json")
+            result = await agent.exec("bash /opt/ptb/collect.sh", env=handoff)
+            assert result.return_code == 0, result.stderr
+            listing = await agent.exec(f"ls -A {VOLUME}; cat {VOLUME}/final_model/config.json; "
+                                       "ls /app; cat /logs/artifacts/final_model_on_volume")
+            without = await agent.exec("mkdir -p /app/final_model && echo again > /app/final_model/config.json "
+                                       "&& bash /opt/ptb/collect.sh && cat /logs/artifacts/final_model/config.json")
+            return listing.stdout or "", without.stdout or ""
+        finally:
+            await agent.stop(delete=True)
+
+    listing, without_volume = run(collect())
+    lines = listing.split()
+    assert lines[:2] == ["final_model", "real"], listing  # the planted file is gone, the real model is there
+    assert "final_model" not in lines[2:-1] and lines[-1] == f"{VOLUME}/final_model"
+    assert without_volume.strip() == "again"  # no volume: final_model goes to /logs/artifacts as before
+
+
+def test_verifier_links_the_volume_only_when_the_collect_hook_said_so(tmp_path: Path,
+                                                                     sandbox_cache: Path) -> None:  # noqa: F811
+    compiled = compile_task("bfcl", "smollm2-135m", tmp_path / "tasks", CompileOptions(hours=0.5))
+    trial = TrialPaths(tmp_path / "trial")
+    trial.mkdir()
+    verifier = _env(tmp_path / "light", compiled, trial, "t__verifier__main")
+
+    async def verify(marker: bool) -> str:
+        await verifier.start(force_build=False)
+        try:
+            setup = f"mkdir -p {VOLUME}/final_model /logs/artifacts && rm -rf /logs/artifacts/final_model*"
+            if marker:
+                setup += f" && echo {VOLUME}/final_model > /logs/artifacts/final_model_on_volume"
+            await verifier.exec(setup)
+            await verifier.upload_dir(tmp_path / "light" / "tests", "/tests")
+            # The evaluation itself fails in this light environment; the link comes first.
+            await verifier.exec("bash /tests/test.sh", env={HANDOFF_ENV: VOLUME}, timeout_sec=120)
+            link = await verifier.exec("readlink /logs/artifacts/final_model || echo none")
+            return (link.stdout or "").strip()
+        finally:
+            await verifier.stop(delete=True)
+
+    assert run(verify(marker=True)) == f"{VOLUME}/final_model"
+    assert run(verify(marker=False)) == "none"
