@@ -30,6 +30,7 @@ def test_round_trip_through_harbor(task_dir: Path) -> None:
     assert config.verifier.environment_mode == VerifierEnvironmentMode.SEPARATE
     assert [hook.command for hook in config.verifier.collect] == ["bash /opt/ptb/collect.sh"]
     assert config.environment.gpus == 1
+    assert config.environment.gpu_types == ["H100"]  # PostTrainBench's hardware, exactly
     assert config.environment.cpus == 16
     assert config.environment.memory_mb == 128 * 1024
     assert config.environment.healthcheck is not None

@@ -118,9 +118,42 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
         (("sweep", "-b", "nope", "-m", "smollm2-135m", "-a", "nop", "--dry-run"), "unknown benchmark 'nope'"),
         (("sweep", "-b", "bfcl", "-m", "smollm2-135m", "-a", "nop", "--attempts", "0", "--dry-run"), "attempts"),
         (("sweep", "status", str(tmp_path)), "not a sweep directory"),
+        (("sweep", "-b", "bfcl", "-m", "smollm2-135m", "-a", "nop", "--cache-volume", "c", "--dry-run"),
+         "--cache-volume: only with --env modal or daytona"),
+        (("sweep", "-b", "bfcl", "-m", "smollm2-135m", "-a", "nop", "--reprompt-min-minutes", "0", "--dry-run"),
+         "reprompt_min_minutes"),
     ]
     for args, message in cases:
         result = run_ptb(*args, cwd=tmp_path)
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         lines = [line for line in result.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], (args, result.stderr)
+
+
+def test_cloud_sweep_config_reprompts_pins_and_mounts_the_cache(tmp_path: Path) -> None:
+    result = run_ptb("sweep", "-b", "bfcl", "-m", "qwen3-1.7b", "-a", "claude-code:anthropic/claude-opus-4-1",
+                     "--env", "modal", "--cache-volume", "ptb-cache", "--reprompt-min-minutes", "45",
+                     "--dry-run", "--name", "cloud", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    sweep = tmp_path / "ptb-sweeps" / "cloud"
+    config = json.loads((sweep / "harbor-job.json").read_text())
+    environment, (agent,) = config["environment"], config["agents"]
+    assert environment["import_path"] == "posttrainbench.envs.modal_trial:ModalTrialEnvironment"
+    assert environment["kwargs"] == {"cache_volume": "ptb-cache"}
+    assert agent["import_path"] == "posttrainbench.agents.reprompt:RepromptingAgent"
+    assert agent["kwargs"]["inner"] == "claude-code" and agent["kwargs"]["min_remaining_minutes"] == 45
+    from posttrainbench.tasks.gpu_image import agent_cli_version
+
+    assert agent["kwargs"]["version"] == agent_cli_version("claude-code")  # what the GPU image preinstalls
+    task_toml = (sweep / "tasks" / "bfcl-qwen3-1.7b" / "task.toml").read_text()
+    assert 'gpu_types = ["H100"]' in task_toml
+    # A wrapped agent's trial is counted under the agent the sweep names.
+    from posttrainbench.sweep.status import _label_from_config
+    from harbor.models.trial.config import AgentConfig, TaskConfig, TrialConfig
+
+    trial = sweep / "jobs" / "sweep" / "t__1"
+    trial.mkdir(parents=True)
+    trial_config = TrialConfig(task=TaskConfig(path=sweep / "tasks" / "bfcl-qwen3-1.7b"),
+                               agent=AgentConfig(**agent))
+    (trial / "config.json").write_text(trial_config.model_dump_json())
+    assert _label_from_config(trial) == "claude-code:anthropic/claude-opus-4-1"

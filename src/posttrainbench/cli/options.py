@@ -9,9 +9,11 @@ Gpus = typer.Option(None, "--gpus", help="GPUs per task (default 1; 0 for the of
 Cpus = typer.Option(16, "--cpus", help="CPU cores the task asks for.")
 MemoryGb = typer.Option(128, "--memory-gb", help="Memory the task asks for, in GB.")
 BaseImage = typer.Option(
-    None, "--base-image", help="Docker base image (default: a CUDA PyTorch image with GPUs, "
-    "else posttrainbench/cpu-base:bookworm from scripts/docker/build_base_image.sh)."
+    None, "--base-image", help="Docker base image (default: the pinned CUDA image of docs/gpu-image.md with "
+    "GPUs, else posttrainbench/cpu-base:bookworm from scripts/docker/build_base_image.sh)."
 )
+GpuType = typer.Option(None, "--gpu-type", help="The one GPU type GPU tasks ask for (default H100; "
+                       "task.toml gpu_types).")
 EvalLimit = typer.Option(
     None, "--eval-limit", help="Score only the first N test questions (smoke tests; default: all)."
 )

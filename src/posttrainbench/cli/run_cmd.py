@@ -8,7 +8,8 @@ import typer
 from rich.console import Console
 
 from posttrainbench.cli.options import (
-    BaseImage, Benchmark, Cpus, EvalBudget, EvalLimit, Feedback, Gpus, Hours, MemoryGb, Model, compile_options,
+    BaseImage, Benchmark, Cpus, EvalBudget, EvalLimit, Feedback, Gpus, GpuType, Hours, MemoryGb, Model,
+    compile_options,
 )
 from posttrainbench.errors import PtbError
 
@@ -27,6 +28,7 @@ def run(
     cpus: int = Cpus,
     memory_gb: int = MemoryGb,
     base_image: str | None = BaseImage,
+    gpu_type: str | None = GpuType,
     eval_limit: int | None = EvalLimit,
     feedback: str = Feedback,
     eval_budget: int | None = EvalBudget,
@@ -43,6 +45,9 @@ def run(
         help="Directory of subscription credential files, outside the repository "
         "(default $PTB_SECRETS_DIR, else ~/.config/posttrainbench/secrets).",
     ),
+    reprompt_min_minutes: float | None = typer.Option(
+        None, "--reprompt-min-minutes", help="Start an agent that stops early again (with a continuation "
+        "prompt) while at least this many minutes of its time are left."),
     credentials: str | None = typer.Option(
         None, "--credentials",
         help="Credential profile for a custom module:Class agent: claude-code, codex, gemini-cli or opencode.",
@@ -59,6 +64,8 @@ def run(
         raise PtbError("-n and --attempts must be at least 1")
     if auth not in {mode.value for mode in AuthMode}:
         raise PtbError(f"unknown --auth {auth!r}; choose one of: {', '.join(mode.value for mode in AuthMode)}")
+    if reprompt_min_minutes is not None and reprompt_min_minutes <= 0:
+        raise PtbError(f"invalid --reprompt-min-minutes {reprompt_min_minutes:g}: must be more than 0")
     request = RunRequest(
         benchmark=benchmark,
         model=model,
@@ -71,8 +78,9 @@ def run(
         auth=AuthMode(auth),
         secrets_dir=secrets_dir,
         credential_profile=credentials,
+        reprompt_min_minutes=reprompt_min_minutes,
         options=compile_options(
-            hours=hours, gpus=gpus, cpus=cpus, memory_gb=memory_gb, base_image=base_image,
+            hours=hours, gpus=gpus, cpus=cpus, memory_gb=memory_gb, base_image=base_image, gpu_type=gpu_type,
             final_eval_limit=eval_limit, feedback=feedback, agent_eval_budget=eval_budget,
         ),
     )

@@ -11,7 +11,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from posttrainbench.cli.options import BaseImage, Cpus, EvalLimit, Gpus, Hours, MemoryGb, compile_options
+from posttrainbench.cli.options import (
+    BaseImage, Cpus, EvalLimit, Gpus, GpuType, Hours, MemoryGb, compile_options,
+)
 from posttrainbench.errors import PtbError
 
 app = typer.Typer(help="Run the benchmark x model x agent matrix as one resumable Harbor job.",
@@ -42,6 +44,7 @@ def sweep(
     cpus: int = Cpus,
     memory_gb: int = MemoryGb,
     base_image: Optional[str] = BaseImage,
+    gpu_type: Optional[str] = GpuType,
     eval_limit: Optional[int] = EvalLimit,
     retry: str = typer.Option("errored", "--retry", help="On a resume: errored (run errored trials again; "
                               "the old ones move to retired/) or none."),
@@ -55,6 +58,9 @@ def sweep(
     condor_requirements: Optional[str] = typer.Option(
         None, "--condor-requirements", help="--env condor: a ClassAd requirements expression, e.g. "
         "'(CUDACapability >= 8.0)' or a GPU name pin."),
+    reprompt_min_minutes: Optional[float] = typer.Option(
+        None, "--reprompt-min-minutes", help="Start an agent that stops early again (with a continuation "
+        "prompt) while at least this many minutes of its time are left."),
     cache_volume: Optional[str] = typer.Option(
         None, "--cache-volume", help="--env modal|daytona: a volume with base models and data, mounted "
         "read-only at /ptb-cache in every sandbox."),
@@ -83,11 +89,12 @@ def sweep(
     if auth not in {mode.value for mode in AuthMode}:
         raise PtbError(f"unknown --auth {auth!r}; choose one of: {', '.join(mode.value for mode in AuthMode)}")
     options = compile_options(hours=hours, gpus=gpus, cpus=cpus, memory_gb=memory_gb, base_image=base_image,
-                              final_eval_limit=eval_limit)
+                              gpu_type=gpu_type, final_eval_limit=eval_limit)
     try:
         spec = SweepSpec(benchmarks=_ids(benchmarks, "benchmarks"), models=_ids(models, "models"),
                          agents=parse_agents(agents), env=env, attempts=attempts, concurrency=concurrency,
-                         retry=retry, cache_volume=cache_volume, options=options)
+                         retry=retry, cache_volume=cache_volume, reprompt_min_minutes=reprompt_min_minutes,
+                         options=options)
     except ValidationError as exc:
         first = exc.errors()[0]
         raise PtbError(f"invalid --{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None

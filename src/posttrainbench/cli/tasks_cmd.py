@@ -9,7 +9,7 @@ from rich.console import Console
 
 from posttrainbench.catalog import get_model, list_models
 from posttrainbench.cli.options import (
-    BaseImage, Cpus, EvalBudget, EvalLimit, Feedback, Gpus, Hours, MemoryGb, Offline, compile_options,
+    BaseImage, Cpus, EvalBudget, EvalLimit, Feedback, Gpus, GpuType, Hours, MemoryGb, Offline, compile_options,
 )
 from posttrainbench.errors import PtbError
 
@@ -27,6 +27,7 @@ def generate(
     cpus: int = Cpus,
     memory_gb: int = MemoryGb,
     base_image: str | None = BaseImage,
+    gpu_type: str | None = GpuType,
     eval_limit: int | None = EvalLimit,
     feedback: str = Feedback,
     eval_budget: int | None = EvalBudget,
@@ -40,7 +41,7 @@ def generate(
     if not all_pairs and not (benchmark and model):
         raise PtbError("--benchmark and --model are both required without --all")
     options = compile_options(
-        hours=hours, gpus=gpus, cpus=cpus, memory_gb=memory_gb, base_image=base_image,
+        hours=hours, gpus=gpus, cpus=cpus, memory_gb=memory_gb, base_image=base_image, gpu_type=gpu_type,
         final_eval_limit=eval_limit, feedback=feedback, agent_eval_budget=eval_budget,
     )
     if all_pairs:

@@ -47,19 +47,31 @@ class RunRequest(BaseModel):
     command: str = "run"
     auth: AuthMode = AuthMode.AUTO
     secrets_dir: Path | None = None
+    reprompt_min_minutes: float | None = Field(default=None, gt=0, description="Re-prompt an agent that stops "
+                                               "with at least this many minutes left (None: never)")
     credential_profile: str | None = Field(
         default=None, description="Whose credentials a custom module:Class agent gets (e.g. codex)"
     )
 
 
-def agent_config(agent: str, agent_model: str | None, env: dict[str, str] | None = None) -> AgentConfig:
-    """Harbor's AgentConfig for an agent name or `module:Class`, with extra environment."""
-    # `module:Class` selects a custom agent; anything else is a Harbor agent name.
+def agent_config(agent: str, agent_model: str | None, env: dict[str, str] | None = None, *,
+                 key_vars: list[str] | None = None, reprompt_min_minutes: float | None = None) -> AgentConfig:
+    """Harbor's AgentConfig for an agent name or `module:Class`, with extra environment,
+    the agent CLI's pinned version, and optionally the re-prompting wrapper around it."""
     # `env` reaches the agent as its extra_env; Harbor writes sensitive values back to
     # config.json only as ${VAR} templates or masked.
-    if ":" in agent:
-        return AgentConfig(import_path=agent, model_name=agent_model, env=env or {})
-    return AgentConfig(name=agent, model_name=agent_model, env=env or {})
+    from posttrainbench.agents.agent_config import build_agent_config
+    from posttrainbench.integrity.secrets.credentials import spec_for
+    from posttrainbench.tasks.gpu_image import agent_cli_version
+
+    if key_vars is None:  # the variables the credential overlay gives, else the agent's usual ones
+        key_vars = list(env or {}) or (list(spec_for(agent, agent_model).api_key_vars) if ":" not in agent else [])
+    config = build_agent_config(agent, agent_model, env, key_vars=key_vars,
+                                reprompt_min_minutes=reprompt_min_minutes)
+    version = agent_cli_version(agent)
+    if version is not None:  # the version the GPU image preinstalls: Harbor then skips the install
+        config.kwargs.setdefault("version", version)
+    return config
 
 
 def _trial_record(result: TrialResult) -> TrialRecord:
@@ -98,7 +110,8 @@ def job_config(
         n_attempts=request.attempts,
         n_concurrent_trials=request.n_concurrent,
         quiet=request.quiet,
-        agents=[agent_config(request.agent, request.agent_model, agent_env)],
+        agents=[agent_config(request.agent, request.agent_model, agent_env,
+                             reprompt_min_minutes=request.reprompt_min_minutes)],
         environment=harbor_environment(request.env, cpus=cpus, memory_mb=memory_mb),
         tasks=[TaskConfig(path=task_dir)],
     )

@@ -67,6 +67,7 @@ class CondorSettings(BaseModel):
     harbor: str = Field(default_factory=default_harbor, description="The harbor command on the execute node")
     singularity_cache_dir: Optional[Path] = Field(
         default=None, description="Shared .sif cache for the singularity environment")
+    reprompt_min_minutes: Optional[float] = Field(default=None, description="The sweep's re-prompt minimum")
 
     @field_validator("requirements")
     @classmethod
@@ -99,7 +100,8 @@ class CondorSettings(BaseModel):
             return cls(request_gpus=options.gpus, request_cpus=options.cpus, request_memory_gb=options.memory_gb,
                        request_disk_gb=options.storage_gb, requirements=requirements, environment=environment,
                        results_dir=(results_dir or sweep_dir / "jobs").resolve(),
-                       singularity_cache_dir=sweep_dir / CONDOR_DIR / "sif-cache")
+                       singularity_cache_dir=sweep_dir / CONDOR_DIR / "sif-cache",
+                       reprompt_min_minutes=spec.reprompt_min_minutes)
         except ValidationError as exc:
             first = exc.errors()[0]
             field = {"requirements": "condor-requirements", "environment": "condor-env"}.get(
@@ -199,7 +201,7 @@ def trial_job_config(settings: CondorSettings, task_dir: Path, choice: AgentChoi
         n_attempts=1,
         n_concurrent_trials=1,
         quiet=True,
-        agents=[agent_config(choice.agent, choice.model)],
+        agents=[agent_config(choice.agent, choice.model, reprompt_min_minutes=settings.reprompt_min_minutes)],
         environment=EnvironmentConfig(type=settings.environment, kwargs=kwargs),
         tasks=[TaskConfig(path=task_dir)],
     )

@@ -73,6 +73,8 @@ class SweepSpec(BaseModel):
     concurrency: int = Field(default=1, ge=1)
     retry: RetryPolicy = Field(default="errored", description="on resume: re-run errored trials, or keep them")
     cache_volume: Optional[str] = Field(default=None, description="modal/daytona: shared read-only cache volume")
+    reprompt_min_minutes: Optional[float] = Field(default=None, gt=0, description="re-prompt agents that stop "
+                                                  "with at least this many minutes left (None: never)")
     options: CompileOptions = Field(default_factory=CompileOptions)
 
     def key(self) -> str:

@@ -104,5 +104,6 @@ def _label_from_config(trial: Path) -> Optional[str]:
         config = TrialConfig.model_validate_json((trial / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    agent = config.agent.import_path or config.agent.name or ""
+    # A re-prompted agent's config names the wrapper; the sweep knows it by its inner agent.
+    agent = config.agent.kwargs.get("inner") or config.agent.import_path or config.agent.name or ""
     return f"{agent}:{config.agent.model_name}" if config.agent.model_name else agent

@@ -28,9 +28,10 @@ from posttrainbench.errors import OutputDirError, PtbError
 from posttrainbench.integrity.contamination.reference import reference_from_split, write_reference
 from posttrainbench.integrity.contamination.tokens import cl100k_file
 from posttrainbench.schemas import TaskSpec
+from posttrainbench.tasks.gpu_image import gpu_requirements, load_gpu_image_pins
 from posttrainbench.tasks.options import (
     DEFAULT_CPU_BASE_IMAGE,
-    DEFAULT_GPU_BASE_IMAGE,
+    DEFAULT_GPU_TYPE,
     CompileOptions,
 )
 
@@ -119,6 +120,7 @@ def _context(benchmark: BenchmarkSpec, model: BaseModelSpec, spec: TaskSpec, opt
         else f"no GPU, {options.cpus} CPU cores, {options.memory_gb} GB RAM"
     )
     agent_timeout = int(options.hours * 3600)
+    gpu_image = load_gpu_image_pins() if spec.gpus else None
     return {
         "spec": spec,
         "benchmark": benchmark,
@@ -133,12 +135,14 @@ def _context(benchmark: BenchmarkSpec, model: BaseModelSpec, spec: TaskSpec, opt
         "agent_timeout_sec": agent_timeout,
         "verifier_timeout_sec": int(options.verifier_timeout_min * 60),
         "collect_timeout_sec": 1800,
-        "build_timeout_sec": 3600,
+        "build_timeout_sec": 7200 if spec.gpus else 3600,  # a cold GPU image pulls ~10 GB of wheels
         "cpus": options.cpus,
         "memory_mb": options.memory_gb * 1024,
         "storage_mb": options.storage_gb * 1024,
+        "gpu_image": gpu_image,
         "default_base_image": options.base_image
-        or (DEFAULT_GPU_BASE_IMAGE if spec.gpus else DEFAULT_CPU_BASE_IMAGE),
+        or (gpu_image.base_image if gpu_image else DEFAULT_CPU_BASE_IMAGE),
+        "gpu_types": [options.gpu_type or DEFAULT_GPU_TYPE] if spec.gpus else [],
         "solution_module": SOLUTION_MODULES.get(benchmark.id),
         "attempt_timeout_sec": int(options.verifier_timeout_min * 60 * ATTEMPT_SHARE),
         "judge_env": tuple(dict.fromkeys((*JUDGE_ENV, *INTEGRITY_ENV))) if benchmark.llm_judge else (),
@@ -149,10 +153,13 @@ def _context(benchmark: BenchmarkSpec, model: BaseModelSpec, spec: TaskSpec, opt
 
 
 def _render_tree(env: Environment, context: dict, out: Path) -> None:
-    """Render every template (`*.j2`) and copy every static file into `out`."""
+    """Render every template (`*.j2`) and copy every static file into `out`.
+
+    Files named `_*` are partials that other templates include; they are not copied.
+    """
     template_root = package_root() / "tasks" / "templates"
     for source in sorted(template_root.rglob("*")):
-        if source.is_dir():
+        if source.is_dir() or source.name.startswith("_"):
             continue
         rel = source.relative_to(template_root)
         target = out / rel
@@ -212,6 +219,8 @@ def _write_environment_files(out: Path, spec: TaskSpec, llm_judge: bool) -> None
     requirements = (evaluation / "requirements.txt").read_text()
     if llm_judge:
         requirements += (evaluation / "requirements-judge.txt").read_text()
+    if spec.gpus:  # the GPU image's pins replace the CPU-tested versions of the same packages
+        requirements = gpu_requirements(requirements)
     (out / "environment" / "requirements.txt").write_text(requirements)
     nodeps = evaluation / "requirements-nodeps.txt"
     if nodeps.exists():

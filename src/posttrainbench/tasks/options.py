@@ -6,10 +6,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# Default Docker base images: a CUDA PyTorch image for GPU tasks, and the offline CPU
-# image that scripts/docker/build_base_image.sh builds for tasks without a GPU.
-DEFAULT_GPU_BASE_IMAGE = "pytorch/pytorch:2.9.1-cuda12.8-cudnn9-runtime"
+# Default Docker base image of tasks without a GPU: the offline CPU image that
+# scripts/docker/build_base_image.sh builds. GPU tasks default to the pinned CUDA image
+# of tasks/data/gpu_image.json (posttrainbench.tasks.gpu_image).
 DEFAULT_CPU_BASE_IMAGE = "posttrainbench/cpu-base:bookworm"
+# PostTrainBench's hardware: one H100 per task.
+DEFAULT_GPU_TYPE = "H100"
 
 
 class CompileOptions(BaseModel):
@@ -33,5 +35,10 @@ class CompileOptions(BaseModel):
     solution_minutes: float | None = Field(
         default=None, gt=0, description="Reference solution's training time; None: half the hours, at most 60 min"
     )
-    base_image: str | None = Field(default=None, description="None: by the task's GPU count")
+    base_image: str | None = Field(
+        default=None, description="None: the pinned CUDA image for GPU tasks, else the offline CPU image")
+    gpu_type: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+!-]*$",
+        description="The GPU model a GPU task asks for (task.toml's environment.gpu_types); None: "
+        f"{DEFAULT_GPU_TYPE}. Tasks without a GPU ask for none and ignore it")
     seed: int = 0

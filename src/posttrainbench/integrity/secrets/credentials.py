@@ -76,6 +76,12 @@ PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
     "deepseek": ("DEEPSEEK_API_KEY",),
     "mistral": ("MISTRAL_API_KEY",),
     "groq": ("GROQ_API_KEY",),
+    # Zhipu's GLM models through OpenCode (models.dev providers; OpenCode reads
+    # ZHIPU_API_KEY, LiteLLM and Harbor know Z.AI's key as ZAI_API_KEY). See
+    # posttrainbench.agents.opencode_glm for the provider block.
+    "zai": ("ZHIPU_API_KEY", "ZAI_API_KEY"),
+    "zai-coding-plan": ("ZHIPU_API_KEY", "ZAI_API_KEY"),
+    "zhipuai": ("ZHIPU_API_KEY",),
 }
 
 # Variables and files as Harbor 0.26's installed agents read them

@@ -59,6 +59,9 @@ def find_trial_traces(trial_dir: Path) -> list[Path]:
 
     for name in AGENT_STREAMS:
         consider(agent_dir / name, 0, keep_unknown=True)
+    # The re-prompting wrapper keeps each earlier round's transcript (the CLIs overwrite theirs).
+    for path in sorted(agent_dir.glob("reprompt/round-*/*.txt")):
+        consider(path, 0, keep_unknown=True)
     for name in CONVERTED:
         consider(agent_dir / name, 1, keep_unknown=False)
     for name in ("gemini-cli.trajectory.json", "gemini-cli.trajectory.jsonl"):
