@@ -126,3 +126,54 @@ def test_export_keeps_a_volume_it_cannot_remove(tmp_path: Path) -> None:
     assert len(summary.added) == 1 and summary.volumes_removed == []
     assert any("cannot remove modal volume" in w for w in summary.warnings)
     assert not read_record(trials[0]).handoff_removed
+
+
+def test_cache_push_uploads_prepared_models_up_to_network_call(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from posttrainbench.cli.app import app
+
+    prepared = tmp_path / "cache" / "models" / "qwen3-1.7b"
+    prepared.mkdir(parents=True)
+    (prepared / "config.json").write_text("{}")  # prepared before: nothing is downloaded
+    uploads: list[tuple[str, str]] = []
+    asked: list[tuple[str, dict]] = []
+
+    class Batch:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc) -> None:
+            return None
+
+        def put_directory(self, local: str, remote: str) -> None:
+            uploads.append((local, remote))
+
+    def from_name(name: str, **kwargs):
+        asked.append((name, kwargs))
+        volume = mock.MagicMock()
+        volume.batch_upload.return_value = Batch()
+        return volume
+
+    with mock.patch.object(modal.Volume, "from_name", from_name):
+        result = CliRunner().invoke(app, ["cache", "push", "ptb-cache", "--models", "qwen3-1.7b",
+                                          "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 0, result.output
+    assert asked == [("ptb-cache", {"create_if_missing": True})]
+    assert uploads == [(str(prepared), "/models/qwen3-1.7b")]  # what --model-from cache reads
+
+
+def test_cache_flags_are_checked_before_anything_runs(tmp_path: Path) -> None:
+    from tests.helpers import run_ptb
+
+    cases = [
+        (("sweep", "-b", "bfcl", "-m", "qwen3-1.7b", "-a", "nop", "--env", "modal", "--model-from", "cache",
+          "--dry-run"), "--model-from cache needs --cache-volume"),
+        (("run", "-b", "bfcl", "-m", "qwen3-1.7b", "-a", "nop", "--cache-volume", "c"),
+         "--cache-volume: only with --env modal or daytona"),
+        (("cache", "push", "v", "--models", "no-such-model"), "unknown"),
+    ]
+    for args, message in cases:
+        result = run_ptb(*args, cwd=tmp_path)
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert result.returncode == 2 and len(lines) == 1 and message in lines[0], (args, result.stderr)

@@ -13,6 +13,7 @@ from posttrainbench.cli import contamination_cmd
 from posttrainbench.cli import judge_cmd
 from posttrainbench.cli import results_cmd
 from posttrainbench.cli import report_cmd
+from posttrainbench.cli import cache_cmd
 from posttrainbench.cli import sweep_cmd
 from posttrainbench.errors import PtbError
 
@@ -30,6 +31,7 @@ app.add_typer(traces_cmd.app, name="traces")
 app.add_typer(contamination_cmd.app, name="contamination")
 app.add_typer(results_cmd.app, name="results")
 app.add_typer(sweep_cmd.app, name="sweep")
+app.add_typer(cache_cmd.app, name="cache")
 app.command("eval")(eval_cmd.eval_model)
 app.command("baseline")(eval_cmd.baseline)
 app.command("run")(run_cmd.run)

@@ -35,19 +35,9 @@ def prepare(
         sizes = ", ".join(f"{k} {v.n}" for k, v in sorted(manifest.splits.items()))
         console.print(f"{b}: {sizes} ({manifest.dev_source} dev) from {manifest.provenance}")
     if specs:
-        from posttrainbench.runner.eval_env import evaluation_python, run_module
+        from posttrainbench.data.models import prepare_models
 
-        python = evaluation_python(console.print)
-        for spec in specs:
-            out = cache / "models" / spec.id
-            if (out / "config.json").is_file() and not force:
-                console.print(f"{spec.id}: already at {out}")
-                continue
-            code = run_module(python, "posttrainbench.evaluation.prepare_model",
-                              ["--source", spec.source, "--out", str(out)], {})
-            if code != 0:
-                raise PtbError(f"preparing model {spec.id} from {spec.source} failed (exit {code})")
-            console.print(f"{spec.id}: {out}")
+        prepare_models(specs, cache, force=force, say=console.print)
     console.print(f"data: {data_root(cache)}" + (f"; models: {cache / 'models'} (set PTB_MODELS_DIR to it for task builds)" if specs else ""))
 
 

@@ -12,6 +12,10 @@ BaseImage = typer.Option(
     None, "--base-image", help="Docker base image (default: the pinned CUDA image of docs/gpu-image.md with "
     "GPUs, else posttrainbench/cpu-base:bookworm from scripts/docker/build_base_image.sh)."
 )
+ModelFrom = typer.Option("image", "--model-from", help="Where the base model comes from: image (downloaded "
+                         "into the task image at build) or cache (the shared cache volume; `ptb cache push`).")
+CacheVolume = typer.Option(None, "--cache-volume", help="--env modal|daytona: a volume with base models and "
+                           "data (`ptb cache push`), mounted read-only at /ptb-cache in every sandbox.")
 GpuType = typer.Option(None, "--gpu-type", help="The one GPU type GPU tasks ask for (default H100; "
                        "task.toml gpu_types).")
 EvalLimit = typer.Option(
@@ -25,6 +29,16 @@ EvalBudget = typer.Option(None, "--eval-budget", help="Max evaluate.py runs for 
 Offline = typer.Option(False, "--offline", help="Use only the prepared-data cache (`ptb data prepare`); never download.")
 Benchmark = typer.Option(..., "--benchmark", "-b", help="Benchmark id (see `ptb list benchmarks`).")
 Model = typer.Option(..., "--model", "-m", help="Base model id (see `ptb list models`).")
+
+
+def check_cache_flags(env: str, model_from: str, cache_volume: "str | None") -> None:
+    """`--cache-volume` only where volumes exist, and `--model-from cache` only with one."""
+    from posttrainbench.errors import PtbError
+
+    if cache_volume is not None and env not in ("modal", "daytona"):
+        raise PtbError(f"--cache-volume: only with --env modal or daytona, not {env}")
+    if model_from == "cache" and cache_volume is None:
+        raise PtbError("--model-from cache needs --cache-volume VOLUME (and --env modal or daytona)")
 
 
 def compile_options(**values: object) -> "CompileOptions":

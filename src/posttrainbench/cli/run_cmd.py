@@ -8,8 +8,8 @@ import typer
 from rich.console import Console
 
 from posttrainbench.cli.options import (
-    BaseImage, Benchmark, Cpus, EvalBudget, EvalLimit, Feedback, Gpus, GpuType, Hours, MemoryGb, Model,
-    compile_options,
+    BaseImage, Benchmark, CacheVolume, Cpus, EvalBudget, EvalLimit, Feedback, Gpus, GpuType, Hours, MemoryGb,
+    Model, ModelFrom, check_cache_flags, compile_options,
 )
 from posttrainbench.errors import PtbError
 
@@ -29,6 +29,8 @@ def run(
     memory_gb: int = MemoryGb,
     base_image: str | None = BaseImage,
     gpu_type: str | None = GpuType,
+    model_from: str = ModelFrom,
+    cache_volume: str | None = CacheVolume,
     eval_limit: int | None = EvalLimit,
     feedback: str = Feedback,
     eval_budget: int | None = EvalBudget,
@@ -64,6 +66,7 @@ def run(
         raise PtbError("-n and --attempts must be at least 1")
     if auth not in {mode.value for mode in AuthMode}:
         raise PtbError(f"unknown --auth {auth!r}; choose one of: {', '.join(mode.value for mode in AuthMode)}")
+    check_cache_flags(env, model_from, cache_volume)
     if reprompt_min_minutes is not None and reprompt_min_minutes <= 0:
         raise PtbError(f"invalid --reprompt-min-minutes {reprompt_min_minutes:g}: must be more than 0")
     request = RunRequest(
@@ -79,8 +82,9 @@ def run(
         secrets_dir=secrets_dir,
         credential_profile=credentials,
         reprompt_min_minutes=reprompt_min_minutes,
+        cache_volume=cache_volume,
         options=compile_options(
-            hours=hours, gpus=gpus, cpus=cpus, memory_gb=memory_gb, base_image=base_image, gpu_type=gpu_type,
+            hours=hours, gpus=gpus, cpus=cpus, memory_gb=memory_gb, base_image=base_image, gpu_type=gpu_type, model_from=model_from,
             final_eval_limit=eval_limit, feedback=feedback, agent_eval_budget=eval_budget,
         ),
     )

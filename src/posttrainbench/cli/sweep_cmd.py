@@ -12,7 +12,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from posttrainbench.cli.options import (
-    BaseImage, Cpus, EvalLimit, Gpus, GpuType, Hours, MemoryGb, compile_options,
+    BaseImage, CacheVolume, Cpus, EvalLimit, Gpus, GpuType, Hours, MemoryGb, ModelFrom, check_cache_flags,
+    compile_options,
 )
 from posttrainbench.errors import PtbError
 
@@ -61,9 +62,8 @@ def sweep(
     reprompt_min_minutes: Optional[float] = typer.Option(
         None, "--reprompt-min-minutes", help="Start an agent that stops early again (with a continuation "
         "prompt) while at least this many minutes of its time are left."),
-    cache_volume: Optional[str] = typer.Option(
-        None, "--cache-volume", help="--env modal|daytona: a volume with base models and data, mounted "
-        "read-only at /ptb-cache in every sandbox."),
+    cache_volume: Optional[str] = CacheVolume,
+    model_from: str = ModelFrom,
     condor_env: Optional[str] = typer.Option(
         None, "--condor-env", help="--env condor: Harbor's environment on the execute node: docker (default) "
         "or singularity (needs a prebuilt image in task.toml)."),
@@ -84,12 +84,11 @@ def sweep(
     if env not in SWEEP_ENVS:
         raise PtbError(f"unknown --env {env!r}; choose one of: {', '.join(SWEEP_ENVS)}")
     _check_condor_flags(env, condor_requirements, condor_env)
-    if cache_volume is not None and env not in ("modal", "daytona"):
-        raise PtbError(f"--cache-volume: only with --env modal or daytona, not {env}")
+    check_cache_flags(env, model_from, cache_volume)
     if auth not in {mode.value for mode in AuthMode}:
         raise PtbError(f"unknown --auth {auth!r}; choose one of: {', '.join(mode.value for mode in AuthMode)}")
     options = compile_options(hours=hours, gpus=gpus, cpus=cpus, memory_gb=memory_gb, base_image=base_image,
-                              gpu_type=gpu_type, final_eval_limit=eval_limit)
+                              gpu_type=gpu_type, model_from=model_from, final_eval_limit=eval_limit)
     try:
         spec = SweepSpec(benchmarks=_ids(benchmarks, "benchmarks"), models=_ids(models, "models"),
                          agents=parse_agents(agents), env=env, attempts=attempts, concurrency=concurrency,

@@ -9,7 +9,8 @@ from rich.console import Console
 
 from posttrainbench.catalog import get_model, list_models
 from posttrainbench.cli.options import (
-    BaseImage, Cpus, EvalBudget, EvalLimit, Feedback, Gpus, GpuType, Hours, MemoryGb, Offline, compile_options,
+    BaseImage, Cpus, EvalBudget, EvalLimit, Feedback, Gpus, GpuType, Hours, MemoryGb, ModelFrom, Offline,
+    compile_options,
 )
 from posttrainbench.errors import PtbError
 
@@ -28,6 +29,7 @@ def generate(
     memory_gb: int = MemoryGb,
     base_image: str | None = BaseImage,
     gpu_type: str | None = GpuType,
+    model_from: str = ModelFrom,
     eval_limit: int | None = EvalLimit,
     feedback: str = Feedback,
     eval_budget: int | None = EvalBudget,
@@ -41,7 +43,7 @@ def generate(
     if not all_pairs and not (benchmark and model):
         raise PtbError("--benchmark and --model are both required without --all")
     options = compile_options(
-        hours=hours, gpus=gpus, cpus=cpus, memory_gb=memory_gb, base_image=base_image, gpu_type=gpu_type,
+        hours=hours, gpus=gpus, cpus=cpus, memory_gb=memory_gb, base_image=base_image, gpu_type=gpu_type, model_from=model_from,
         final_eval_limit=eval_limit, feedback=feedback, agent_eval_budget=eval_budget,
     )
     if all_pairs:

@@ -70,3 +70,17 @@ def delete_volume(record: CloudTrialRecord) -> None:
                 pass
     except Exception as exc:  # the SDKs' errors have no common base worth naming
         raise VolumeError(f"cannot remove {record.provider} volume {record.handoff_volume}: {exc}") from exc
+
+
+def upload_models(volume_name: str, models: dict[str, Path]) -> None:
+    """Put each prepared model dir at `models/<id>/` of a Modal volume (created if new):
+    the layout `--model-from cache` reads at /ptb-cache/models/<id>."""
+    import modal
+
+    try:
+        volume = modal.Volume.from_name(volume_name, create_if_missing=True)
+        with volume.batch_upload(force=True) as batch:
+            for model_id, local in models.items():
+                batch.put_directory(str(local), f"/models/{model_id}")
+    except Exception as exc:  # the SDK's errors have no common base worth naming
+        raise VolumeError(f"cannot upload to Modal volume {volume_name}: {exc}") from exc

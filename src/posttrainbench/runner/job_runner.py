@@ -47,6 +47,7 @@ class RunRequest(BaseModel):
     command: str = "run"
     auth: AuthMode = AuthMode.AUTO
     secrets_dir: Path | None = None
+    cache_volume: str | None = Field(default=None, description="modal/daytona: shared read-only cache volume")
     reprompt_min_minutes: float | None = Field(default=None, gt=0, description="Re-prompt an agent that stops "
                                                "with at least this many minutes left (None: never)")
     credential_profile: str | None = Field(
@@ -112,7 +113,8 @@ def job_config(
         quiet=request.quiet,
         agents=[agent_config(request.agent, request.agent_model, agent_env,
                              reprompt_min_minutes=request.reprompt_min_minutes)],
-        environment=harbor_environment(request.env, cpus=cpus, memory_mb=memory_mb),
+        environment=harbor_environment(request.env, cpus=cpus, memory_mb=memory_mb,
+                                       cache_volume=request.cache_volume),
         tasks=[TaskConfig(path=task_dir)],
     )
 

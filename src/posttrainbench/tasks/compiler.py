@@ -140,6 +140,7 @@ def _context(benchmark: BenchmarkSpec, model: BaseModelSpec, spec: TaskSpec, opt
         "memory_mb": options.memory_gb * 1024,
         "storage_mb": options.storage_gb * 1024,
         "gpu_image": gpu_image,
+        "model_from": options.model_from,
         "default_base_image": options.base_image
         or (gpu_image.base_image if gpu_image else DEFAULT_CPU_BASE_IMAGE),
         "gpu_types": [options.gpu_type or DEFAULT_GPU_TYPE] if spec.gpus else [],

@@ -41,4 +41,8 @@ class CompileOptions(BaseModel):
         default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+!-]*$",
         description="The GPU model a GPU task asks for (task.toml's environment.gpu_types); None: "
         f"{DEFAULT_GPU_TYPE}. Tasks without a GPU ask for none and ignore it")
+    model_from: Literal["image", "cache"] = Field(
+        default="image", description="image: the base model is downloaded into the task image when it is built; "
+        "cache: it is read from the shared cache volume (/ptb-cache/models/<id>, `ptb cache push`) when the "
+        "sandbox starts, never downloaded")
     seed: int = 0

@@ -2,6 +2,11 @@
 # Healthcheck hook: runs right before the agent is set up. Records when the agent's
 # clock starts (once) and starts the system monitor in its own session.
 set -u
+# The base model must be in place before the clock starts (a task reading it from the
+# shared cache volume links it here; a missing one fails the start, not the agent).
+if [ -f /opt/ptb/base_model.sh ]; then
+    bash /opt/ptb/base_model.sh || exit 1
+fi
 mkdir -p /logs/agent
 stamp=/logs/agent/ptb_start_time
 if [ ! -s "$stamp" ]; then

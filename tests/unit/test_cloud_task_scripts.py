@@ -1,6 +1,7 @@
-"""The collect hook and the verifier's test.sh hand final_model/ over on the trial's
-volume when one is mounted (cloud runs), run for real in the local sandbox with a
-directory standing in for the volume."""
+"""The task scripts of cloud runs, run for real in the local sandbox with directories
+standing in for the volumes: the collect hook and the verifier's test.sh hand
+final_model/ over on the trial's volume, and a task compiled with `--model-from cache`
+links its base model from the shared cache volume before the agent's clock starts."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from harbor.models.task.config import EnvironmentConfig
 from harbor.models.trial.paths import TrialPaths
 
-from posttrainbench.envs.cloud_trial import HANDOFF_ENV
+from posttrainbench.envs.cloud_trial import CACHE_ENV, HANDOFF_ENV
 from posttrainbench.envs.local_sandbox import LocalSandboxEnvironment
 from posttrainbench.tasks.compiler import compile_task
 from posttrainbench.tasks.options import CompileOptions
@@ -23,7 +24,8 @@ def _env(root: Path, compiled: Path, trial: TrialPaths, session: str) -> LocalSa
     env_dir = root / "environment"
     if not env_dir.exists():
         write_task_env(root)
-        shutil.copyfile(compiled / "environment" / "ptb" / "collect.sh", env_dir / "ptb" / "collect.sh")
+        for name in ("collect.sh", "start.sh", "monitor.sh", "base_model.sh"):
+            shutil.copyfile(compiled / "environment" / "ptb" / name, env_dir / "ptb" / name)
         (root / "tests").mkdir(exist_ok=True)
         shutil.copyfile(compiled / "tests" / "test.sh", root / "tests" / "test.sh")
         shutil.copyfile(compiled / "tests" / "task.json", root / "tests" / "task.json")
@@ -87,3 +89,31 @@ def test_verifier_links_the_volume_only_when_the_collect_hook_said_so(tmp_path: 
 
     assert run(verify(marker=True)) == f"{VOLUME}/final_model"
     assert run(verify(marker=False)) == "none"
+
+
+def test_a_task_reading_its_model_from_the_cache_links_it_before_the_clock_starts(
+        tmp_path: Path, sandbox_cache: Path) -> None:  # noqa: F811
+    compiled = compile_task("bfcl", "qwen3-1.7b", tmp_path / "tasks", CompileOptions(hours=0.5, model_from="cache"))
+    assert "prepare_model" not in (compiled / "environment" / "ptb" / "build.sh").read_text()  # nothing downloaded
+    assert "bash /opt/ptb/base_model.sh" in (compiled / "tests" / "test.sh").read_text()
+    trial = TrialPaths(tmp_path / "trial")
+    trial.mkdir()
+    agent = _env(tmp_path / "light", compiled, trial, "t__env")
+    cache = "/tmp/cache"  # stands in for /ptb-cache
+
+    async def start(with_model: bool) -> tuple[int, str, str]:
+        await agent.start(force_build=False)
+        try:
+            await agent.exec(f"rm -rf {cache} /opt/ptb/models/base /logs/agent/ptb_start_time")
+            if with_model:
+                await agent.exec(f"mkdir -p {cache}/models/qwen3-1.7b && echo {{}} > {cache}/models/qwen3-1.7b/config.json")
+            result = await agent.exec("PTB_MONITOR_INTERVAL=600 bash /opt/ptb/start.sh", env={CACHE_ENV: cache})
+            link = await agent.exec("readlink /opt/ptb/models/base; test -s /logs/agent/ptb_start_time && echo clock")
+            return result.return_code, (result.stderr or "").strip(), (link.stdout or "").split()
+        finally:
+            await agent.stop(delete=True)
+
+    code, _, seen = run(start(with_model=True))
+    assert code == 0 and seen == [f"{cache}/models/qwen3-1.7b", "clock"]
+    code, err, seen = run(start(with_model=False))
+    assert code == 1 and "ptb cache push" in err and seen == []  # the start fails, and the clock never starts

@@ -1,0 +1,31 @@
+"""Base models prepared on this machine, once, into the cache (`models/<id>/`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from posttrainbench.catalog.registry import BaseModelSpec
+from posttrainbench.errors import PtbError
+
+
+def prepare_models(specs: list[BaseModelSpec], cache: Path, *, force: bool,
+                   say: Callable[[str], None]) -> dict[str, Path]:
+    """Download (or reuse) each base model into `cache/models/<id>`; returns id -> dir."""
+    from posttrainbench.runner.eval_env import evaluation_python, run_module
+
+    prepared: dict[str, Path] = {}
+    python = None
+    for spec in specs:
+        out = cache / "models" / spec.id
+        prepared[spec.id] = out
+        if (out / "config.json").is_file() and not force:
+            say(f"{spec.id}: already at {out}")
+            continue
+        python = python or evaluation_python(say)
+        code = run_module(python, "posttrainbench.evaluation.prepare_model",
+                          ["--source", spec.source, "--out", str(out)], {})
+        if code != 0:
+            raise PtbError(f"preparing model {spec.id} from {spec.source} failed (exit {code})")
+        say(f"{spec.id}: {out}")
+    return prepared
