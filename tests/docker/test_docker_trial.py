@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -24,41 +23,12 @@ from pathlib import Path
 import pytest
 
 from posttrainbench.schemas import Metrics
+from tests.docker.engine import (  # noqa: F401 (docker_ready is a fixture)
+    BENCHMARK, CPU_BASE_IMAGE, MODEL, TRIAL_CPUS, TRIAL_MEMORY_GB, docker_ready,
+)
 from tests.helpers import run_ptb
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-
-CPU_BASE_IMAGE = os.environ.get("PTB_BASE_IMAGE", "posttrainbench/cpu-base:bookworm")
-BENCHMARK, MODEL = "bfcl", "smollm2-135m"
-TRIAL_CPUS = 2
-TRIAL_MEMORY_GB = 8
-
-
-def _docker(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
-
-
-def _skip_reason() -> str | None:
-    """Why this machine cannot run the trial, or None when it can."""
-    if shutil.which("docker") is None:
-        return "docker CLI not installed (run scripts/docker/setup_engine.sh)"
-    try:
-        if _docker("info").returncode != 0:
-            return "`docker info` failed: no Docker engine (run scripts/docker/setup_engine.sh)"
-        if _docker("compose", "version").returncode != 0:
-            return "no Docker Compose v2 plugin (run scripts/docker/setup_engine.sh)"
-        if _docker("image", "inspect", CPU_BASE_IMAGE).returncode != 0:
-            return f"base image {CPU_BASE_IMAGE} missing (run scripts/docker/build_base_image.sh)"
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"docker unusable: {exc}"
-    return None
-
-
-@pytest.fixture(scope="module")
-def docker_ready() -> None:
-    reason = _skip_reason()
-    if reason:
-        pytest.skip(reason)
 
 
 def test_oracle_trial_with_harbor_run_on_docker(docker_ready: None, tmp_path: Path) -> None:

@@ -1,0 +1,47 @@
+"""The Docker engine the docker tier needs, and the small task its tests run.
+
+Needs a running Docker engine with the Compose v2 plugin and the offline CPU base image:
+
+    scripts/docker/setup_engine.sh
+    scripts/docker/build_base_image.sh
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+CPU_BASE_IMAGE = os.environ.get("PTB_BASE_IMAGE", "posttrainbench/cpu-base:bookworm")
+BENCHMARK, MODEL = "bfcl", "smollm2-135m"
+TRIAL_CPUS = 2
+TRIAL_MEMORY_GB = 8
+
+
+def _docker(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def _skip_reason() -> str | None:
+    """Why this machine cannot run the trial, or None when it can."""
+    if shutil.which("docker") is None:
+        return "docker CLI not installed (run scripts/docker/setup_engine.sh)"
+    try:
+        if _docker("info").returncode != 0:
+            return "`docker info` failed: no Docker engine (run scripts/docker/setup_engine.sh)"
+        if _docker("compose", "version").returncode != 0:
+            return "no Docker Compose v2 plugin (run scripts/docker/setup_engine.sh)"
+        if _docker("image", "inspect", CPU_BASE_IMAGE).returncode != 0:
+            return f"base image {CPU_BASE_IMAGE} missing (run scripts/docker/build_base_image.sh)"
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"docker unusable: {exc}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def docker_ready() -> None:
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)

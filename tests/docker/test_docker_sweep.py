@@ -1,0 +1,38 @@
+"""`ptb sweep --env docker`: a real sweep on the Docker engine, run twice; the second
+run resumes it and runs nothing again."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.docker.engine import (  # noqa: F401 (docker_ready is a fixture)
+    BENCHMARK, CPU_BASE_IMAGE, MODEL, TRIAL_CPUS, TRIAL_MEMORY_GB, docker_ready,
+)
+from tests.helpers import run_ptb
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+def test_sweep_on_docker_runs_once_and_resumes(docker_ready: None, tmp_path: Path) -> None:
+    args = ("sweep", "-b", BENCHMARK, "-m", MODEL, "-a", "nop", "--env", "docker", "--hours", "0.05",
+            "--cpus", str(min(TRIAL_CPUS, os.cpu_count() or 1)), "--memory-gb", str(TRIAL_MEMORY_GB),
+            "--eval-limit", "2", "--base-image", CPU_BASE_IMAGE, "-o", str(tmp_path / "sweep"))
+    first = run_ptb(*args, timeout=1800)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    (result,) = (tmp_path / "sweep" / "jobs" / "sweep").glob("*/result.json")
+    trial = json.loads(result.read_text())
+    assert trial.get("exception_info") is None, trial["exception_info"]
+    assert trial["verifier_result"]["rewards"]["reward"] == 0.0  # nop saves no model: a score of 0
+    second = run_ptb(*args, timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert list((tmp_path / "sweep" / "jobs" / "sweep").glob("*/result.json")) == [result]
+    assert json.loads(result.read_text()) == trial  # the finished trial is kept as it was
+    status = json.loads(run_ptb("sweep", "status", str(tmp_path / "sweep"), "--json").stdout)
+    (nop,) = status["agents"]
+    # Done, not pending; its result counts as errored (no usable final_model), yet it is a
+    # result: the retry policy re-runs only trials Harbor recorded an exception for.
+    assert (nop["scored"], nop["errored"], nop["running"], nop["pending"]) == (0, 1, 0, 0)
