@@ -108,6 +108,14 @@ def gpu_mismatch(requested: str, seen: list[str]) -> str | None:
 GPU_QUERY = "nvidia-smi --query-gpu=name --format=csv,noheader"
 
 
+class TrialContractOptions(BaseModel):
+    """The trial contract's environment kwargs (mixed into a provider's options model)."""
+
+    cache_volume: Optional[str] = Field(default=None, description="The provider's volume with base models and "
+                                        "data, mounted read-only at /ptb-cache")
+    handoff: bool = Field(default=True, description="Hand final_model/ over on a per-trial volume")
+
+
 class CloudTrialMixin:
     """The trial contract for a Harbor cloud environment class (put it first in the bases).
 

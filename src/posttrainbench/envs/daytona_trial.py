@@ -12,22 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Optional
+from typing import Any
 
 from harbor.environments.daytona.environment import DaytonaEnvironment, DaytonaOptions
-from pydantic import Field
 
-from posttrainbench.envs.cloud_trial import CACHE_MOUNT, HANDOFF_MOUNT, CloudTrialMixin
+from posttrainbench.envs.cloud_trial import CACHE_MOUNT, HANDOFF_MOUNT, CloudTrialMixin, TrialContractOptions
 
 VOLUME_READY_TIMEOUT_S = 120.0
 
 
-class DaytonaTrialOptions(DaytonaOptions):
+class DaytonaTrialOptions(TrialContractOptions, DaytonaOptions):
     """Harbor's Daytona options plus the trial contract's."""
-
-    cache_volume: Optional[str] = Field(default=None, description="Daytona volume with base models and data, "
-                                        "mounted at /ptb-cache")
-    handoff: bool = Field(default=True, description="Hand final_model/ over on a per-trial volume")
 
 
 async def ready_volume(client: Any, name: str, *, create: bool, timeout_s: float = VOLUME_READY_TIMEOUT_S) -> Any:

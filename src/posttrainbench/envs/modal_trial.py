@@ -14,23 +14,18 @@ Use it as `--env posttrainbench.envs.modal_trial:ModalTrialEnvironment` (`ptb ru
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from harbor.environments.modal import ModalEnvironment, ModalOptions
-from pydantic import Field
 
-from posttrainbench.envs.cloud_trial import CACHE_MOUNT, HANDOFF_MOUNT, CloudTrialMixin
+from posttrainbench.envs.cloud_trial import CACHE_MOUNT, HANDOFF_MOUNT, CloudTrialMixin, TrialContractOptions
 
 # Modal types it may upgrade silently, and the spelling that forbids that.
 EXACT_GPU = {"H100": "H100!"}
 
 
-class ModalTrialOptions(ModalOptions):
+class ModalTrialOptions(TrialContractOptions, ModalOptions):
     """Harbor's Modal options plus the trial contract's."""
-
-    cache_volume: Optional[str] = Field(default=None, description="Modal volume with base models and data, "
-                                        "mounted read-only at /ptb-cache")
-    handoff: bool = Field(default=True, description="Hand final_model/ over on a per-trial volume")
 
 
 class ModalTrialEnvironment(CloudTrialMixin, ModalEnvironment):
