@@ -170,3 +170,19 @@ def test_env_names_map_to_the_trial_contract_classes() -> None:
     assert harbor_environment("daytona").import_path.endswith("daytona_trial:DaytonaTrialEnvironment")
     with pytest.raises(RunError, match="cache volume"):
         harbor_environment("docker", cache_volume="ptb-cache")
+
+
+@pytest.mark.parametrize("env", ["modal", "daytona"])
+def test_a_cloud_run_without_the_providers_login_stops_before_anything(tmp_path: Path, env: str) -> None:
+    from tests.helpers import run_ptb
+
+    no_login = {"HOME": str(tmp_path / "home"), "MODAL_TOKEN_ID": "", "MODAL_TOKEN_SECRET": "",
+                "DAYTONA_API_KEY": "", "DAYTONA_JWT_TOKEN": ""}
+    for args in (("sweep", "-b", "bfcl", "-m", "qwen3-1.7b", "-a", "nop", "--env", env, "-o", str(tmp_path / "s")),
+                 ("run", "-b", "bfcl", "-m", "qwen3-1.7b", "-a", "nop", "--env", env,
+                  "--runs-dir", str(tmp_path / "r"))):
+        result = run_ptb(*args, env=no_login, cwd=tmp_path)
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert result.returncode == 2 and len(lines) == 1, result.stderr
+        assert lines[0].startswith(f"error: --env {env}: ") and "requires" in lines[0]
+        assert not (tmp_path / "s").exists() and not (tmp_path / "r").exists()  # nothing compiled or written

@@ -21,7 +21,7 @@ from posttrainbench.integrity.secrets.credentials import AuthMode
 from posttrainbench.integrity.secrets.scrub import Scrubber
 from posttrainbench.runner.environments import harbor_environment, local_resources
 from posttrainbench.runner.record import RunRecord, TrialRecord
-from posttrainbench.runner.preflight import check_credentials, check_judge
+from posttrainbench.runner.preflight import check_cloud_login, check_credentials, check_judge
 from posttrainbench.tasks.compiler import compile_task
 from posttrainbench.tasks.options import CompileOptions
 
@@ -134,6 +134,7 @@ async def execute(request: RunRequest) -> RunRecord:
         profile=request.credential_profile, auth=request.auth, secrets_dir=request.secrets_dir,
     )
     check_judge(request.benchmark)
+    check_cloud_login(request.env)
     if credentials.message:
         Console(stderr=True).print(credentials.message, highlight=False, markup=False, soft_wrap=True)
     scrubber = Scrubber.for_run(os.environ, credentials.secret_values)

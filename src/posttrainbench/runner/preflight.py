@@ -50,3 +50,23 @@ def check_credentials(
     return resolve_credentials(
         spec, os.environ, mode=auth, secrets_dir=secrets_dir, forbidden=forbidden_roots(runs_dir)
     )
+
+
+def check_cloud_login(env: str) -> None:
+    """Modal and Daytona need the provider's login before anything is compiled or built
+    (without it every trial would error at sandbox creation)."""
+    from posttrainbench.runner.environments import CLOUD_ENVS
+
+    if env not in CLOUD_ENVS:
+        return
+    from harbor.environments.factory import EnvironmentFactory
+
+    try:
+        cls = EnvironmentFactory.get_environment_class(import_path=CLOUD_ENVS[env])
+    except ImportError as exc:
+        raise RunError(f"--env {env} needs the {env} SDK ({exc}); install posttrainbench with the {env} extra") from None
+    try:
+        cls.preflight({})
+    except (SystemExit, Exception) as exc:  # Harbor's preflight exits with its message
+        message = " ".join(str(exc.code if isinstance(exc, SystemExit) else exc).split())
+        raise RunError(f"--env {env}: {message}") from None

@@ -104,7 +104,7 @@ def retire(trials: list[Path], retired_dir: Path) -> tuple[list[str], list[str]]
 
 def run_sweep(request: SweepRequest) -> SweepOutcome:
     """Plan, compile and (unless a dry run) run or resume the sweep."""
-    from posttrainbench.runner.preflight import check_credentials, check_judge
+    from posttrainbench.runner.preflight import check_cloud_login, check_credentials, check_judge
 
     spec = request.spec
     check_catalog(spec)
@@ -117,6 +117,7 @@ def run_sweep(request: SweepRequest) -> SweepOutcome:
         if not request.dry_run and condor_submit_path():
             check_condor_credentials(spec, os.environ)  # getenv copies the keys at submit time
     if not request.dry_run:
+        check_cloud_login(spec.env)
         for benchmark in spec.benchmarks:  # an LLM-judged benchmark needs its judge's key
             check_judge(benchmark)
     if not request.dry_run and spec.env != "condor":
