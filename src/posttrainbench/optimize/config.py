@@ -1,0 +1,217 @@
+"""The typed agent-task config (YAML on disk, pydantic in memory).
+
+Paths in the YAML are relative to the YAML file. Secrets are listed by *name* only: the
+config never holds a secret value.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from enum import StrEnum
+from pathlib import Path
+from typing import Literal, Optional
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from posttrainbench.optimize import dataset
+from posttrainbench.optimize.errors import AgentTaskConfigError
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SPLIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+DEFAULT_CANDIDATE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Tier(StrEnum):
+    """What the agent may learn from evaluating a split."""
+
+    VIEWABLE = "viewable"  # per-sample results returned
+    AGGREGATE = "aggregate"  # only the mean over at least min_samples samples
+    HIDDEN = "hidden"  # the agent cannot evaluate it at all
+
+
+class SplitPolicy(_Strict):
+    """Access tier and budget of one split."""
+
+    tier: Tier
+    max_runs: Optional[int] = Field(default=None, ge=0, description="evaluations allowed on this split")
+    max_samples: Optional[int] = Field(default=None, ge=0, description="samples scored in total on this split")
+    min_samples: int = Field(default=10, ge=1, description="aggregate tier: fewest samples one evaluation may score")
+
+    @model_validator(mode="after")
+    def _budgeted(self) -> "SplitPolicy":
+        # An evaluable split without any budget would let the agent evaluate forever.
+        if self.tier != Tier.HIDDEN and self.max_runs is None and self.max_samples is None:
+            raise ValueError(f"a {self.tier} split needs max_runs and/or max_samples")
+        if self.tier == Tier.AGGREGATE and self.max_samples is not None and self.max_samples < self.min_samples:
+            raise ValueError("max_samples is below min_samples: no aggregate evaluation could ever run")
+        return self
+
+
+class RewardMode(StrEnum):
+    """How the final candidate is chosen."""
+
+    SUBMIT = "submit"  # the agent submits one commit (the baseline when none)
+    AUTO_BEST = "auto_best"  # the best recorded candidates are re-scored on the selection split
+
+
+class RewardTarget(_Strict):
+    """One key of ``reward.json``: the chosen candidate's mean on one split."""
+
+    split: str
+    key: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+
+
+class RewardConfig(_Strict):
+    """Reward mode, selection split and the splits written into ``reward.json``."""
+
+    mode: RewardMode
+    selection_split: Optional[str] = None
+    top_k: int = Field(default=3, ge=1, description="auto_best: how many recorded candidates are re-scored")
+    targets: list[RewardTarget] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _selection(self) -> "RewardConfig":
+        if self.mode == RewardMode.AUTO_BEST and not self.selection_split:
+            raise ValueError("reward mode auto_best needs a selection_split")
+        keys = [t.key for t in self.targets]
+        if len(set(keys)) != len(keys):
+            raise ValueError("reward target keys must be unique")
+        return self
+
+
+class Timeouts(_Strict):
+    """Wall-clock limits of one candidate run (the tighter of the two applies)."""
+
+    per_sample_s: float = Field(default=30, gt=0)
+    per_eval_s: float = Field(default=600, gt=0)
+
+    def for_samples(self, n: int) -> float:
+        """The limit of one run over *n* samples."""
+        return min(self.per_eval_s, self.per_sample_s * max(n, 1))
+
+
+class ScoringModeA(_Strict):
+    """Mode A: the service's dataset and its trusted scorer; the candidate is only a command.
+
+    The command reads JSONL ``{"id","question"}`` on stdin and writes JSONL
+    ``{"id","answer"}`` on stdout, in a clean copy of the candidate commit.
+    """
+
+    mode: Literal["A"] = "A"
+    entry_command: str = Field(description="e.g. 'python3 solve.py', run without a shell")
+    run_as: str = Field(default="nobody", description="user the candidate runs as when the service is root")
+    path: str = Field(default=DEFAULT_CANDIDATE_PATH, description="PATH given to the candidate")
+    pass_env: list[str] = Field(default_factory=list, description="non-secret variables passed to the candidate")
+
+    @field_validator("entry_command")
+    @classmethod
+    def _command(cls, value: str) -> str:
+        try:
+            argv = shlex.split(value)
+        except ValueError as exc:
+            raise ValueError(f"entry_command cannot be parsed: {exc}") from None
+        if not argv:
+            raise ValueError("entry_command is empty")
+        return value
+
+    def argv(self) -> list[str]:
+        """The entry command as an argument list."""
+        return shlex.split(self.entry_command)
+
+
+class AgentTaskConfig(_Strict):
+    """One agent-optimization task."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    baseline: Path = Field(description="baseline agent repository (a git repo: its HEAD; or a plain directory)")
+    dataset: Path = Field(description="directory of <split>.jsonl files, lines {id, question, answer}")
+    splits: dict[str, SplitPolicy] = Field(description="tier and budget per split; an unlisted split is hidden")
+    reward: RewardConfig
+    secrets: list[str] = Field(default_factory=list, description="names of host variables; never values")
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    concurrency: int = Field(default=1, ge=1, le=64, description="evaluations the service runs at once")
+    scoring: ScoringModeA
+
+    @field_validator("secrets", mode="before")
+    @classmethod
+    def _secret_names(cls, value: object) -> object:
+        if isinstance(value, dict):
+            raise ValueError("secrets lists variable names only, never values")
+        return value
+
+    @field_validator("secrets")
+    @classmethod
+    def _secret_syntax(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not _ENV_NAME.match(name):
+                raise ValueError(f"secret name {name!r} is not an environment variable name")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "AgentTaskConfig":
+        for split in self.splits:
+            if not _SPLIT_NAME.match(split):
+                raise ValueError(f"split name {split!r} is not a plain file stem")
+        selection = self.reward.selection_split
+        if selection is not None and self.tier(selection) == Tier.HIDDEN:
+            raise ValueError(f"selection split {selection!r} must be viewable or aggregate (candidates are recorded on it)")
+        leaked = set(self.scoring.pass_env) & set(self.secrets)
+        if leaked:
+            raise ValueError(f"scoring.pass_env would give secrets to the candidate: {sorted(leaked)}")
+        return self
+
+    def tier(self, split: str) -> Tier:
+        """The split's tier; an unlisted split is hidden."""
+        policy = self.splits.get(split)
+        return policy.tier if policy else Tier.HIDDEN
+
+    def evaluable_splits(self) -> list[str]:
+        """Splits the agent may evaluate (viewable or aggregate)."""
+        return [name for name, policy in self.splits.items() if policy.tier != Tier.HIDDEN]
+
+
+def _one_line(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"]) or "config"
+        parts.append(f"{where}: {item['msg'].removeprefix('Value error, ')}")
+    return "; ".join(parts)
+
+
+def parse_config(data: object, base_dir: Path, source: str = "config") -> AgentTaskConfig:
+    """Validate *data* (a parsed YAML mapping) and resolve its paths against *base_dir*."""
+    if not isinstance(data, dict):
+        raise AgentTaskConfigError(f"{source}: expected a mapping at the top level")
+    try:
+        config = AgentTaskConfig.model_validate(data)
+    except ValidationError as exc:
+        raise AgentTaskConfigError(f"{source}: {_one_line(exc)}") from None
+    return config.model_copy(update={
+        "baseline": (base_dir / config.baseline).resolve(),
+        "dataset": (base_dir / config.dataset).resolve(),
+    })
+
+
+def load_config(path: Path, check_dataset: bool = True) -> AgentTaskConfig:
+    """Read, validate and resolve an agent-task YAML config; errors are one line.
+
+    With *check_dataset*, the baseline and every split the config names must exist and
+    parse (see ``posttrainbench.optimize.dataset``).
+    """
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise AgentTaskConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise AgentTaskConfigError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+    config = parse_config(data, path.parent, str(path))
+    if check_dataset:
+        dataset.check_dataset(config)
+    return config

@@ -1,0 +1,205 @@
+"""Trusted final scoring: choose the final candidate and write ``reward.json`` (always) and
+``final.json`` (why this choice).
+
+``auto_best`` re-scores the top-K candidates (ranked by their recorded selection-split
+means) on the FULL selection split; the best replaces the baseline only if it STRICTLY
+beats the baseline's score there. ``submit`` takes the submitted commit (the baseline when
+none). The chosen code is then scored on every reward target split; all runs use the
+trusted Mode A scorer on the config's own dataset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict
+
+from posttrainbench.atomic_write import write_text_atomic
+from posttrainbench.errors import PtbError
+from posttrainbench.optimize.candidates import export_baseline, export_git_tree
+from posttrainbench.optimize.config import AgentTaskConfig, RewardMode, load_config
+from posttrainbench.optimize.dataset import load_split
+from posttrainbench.optimize.registry import CandidateRecord, EvaluationRecord
+from posttrainbench.optimize.runas import CandidateUser, candidate_user
+from posttrainbench.optimize.scorer import ScoreReport, score_copy
+from posttrainbench.optimize.summary import ServiceSummary, StatePaths, read_state
+
+Exporter = Callable[[Path], object]
+
+
+class Considered(BaseModel):
+    """One candidate re-scored on the selection split."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    candidate: int
+    sha: str
+    recorded_mean: float
+    recorded_n: int
+    rescored_mean: float
+    status: str
+
+
+class TargetScore(BaseModel):
+    """The chosen code on one reward target split."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    split: str
+    key: str
+    n: int
+    mean: float
+    status: str
+
+
+class FinalReport(BaseModel):
+    """``final.json``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str
+    mode: str
+    chosen: str
+    chosen_sha: Optional[str] = None
+    reason: str
+    baseline_selection_mean: Optional[float] = None
+    considered: list[Considered] = []
+    targets: list[TargetScore] = []
+    rewards: dict[str, float]
+    error: Optional[str] = None
+
+
+def rank_candidates(summary: ServiceSummary, split: str) -> list[tuple[CandidateRecord, EvaluationRecord]]:
+    """Candidates with their best recorded evaluation on *split*: mean, then samples, then age."""
+    best: dict[int, EvaluationRecord] = {}
+    for record in summary.registry.evaluations:
+        if record.split != split:
+            continue
+        held = best.get(record.candidate)
+        if held is None or (record.mean, record.n) > (held.mean, held.n):
+            best[record.candidate] = record
+    ranked = sorted(best.values(), key=lambda e: (-e.mean, -e.n, e.candidate))
+    return [(summary.registry.candidate(e.candidate), e) for e in ranked]
+
+
+class _Scoring:
+    """Scores exported code on full splits of the config's dataset, as the candidate user."""
+
+    def __init__(self, config: AgentTaskConfig, user: CandidateUser, work_dir: Optional[Path]):
+        self.config, self.user, self.work_dir = config, user, work_dir
+
+    def run(self, export: Exporter, split: str) -> ScoreReport:
+        return score_copy(export, load_split(self.config.dataset, split), self.config.scoring,
+                          self.config.timeouts, self.user, self.work_dir)
+
+
+def _choose_auto_best(config: AgentTaskConfig, summary: ServiceSummary, repo: Path, scoring: _Scoring,
+                      baseline: Exporter) -> tuple[str, Optional[str], Exporter, str, Optional[float], list[Considered]]:
+    split = config.reward.selection_split
+    assert split is not None  # the config guarantees it in auto_best
+    top = rank_candidates(summary, split)[: config.reward.top_k]
+    if not top:
+        return "baseline", None, baseline, f"no candidate was evaluated on the selection split {split!r}", None, []
+    baseline_mean = scoring.run(baseline, split).mean
+    considered: list[Considered] = []
+    for record, evaluation in top:
+        report = scoring.run(lambda dest, sha=record.sha: export_git_tree(repo, sha, dest), split)
+        considered.append(Considered(candidate=record.id, sha=record.sha, recorded_mean=evaluation.mean,
+                                     recorded_n=evaluation.n, rescored_mean=report.mean, status=report.status))
+    winner = max(considered, key=lambda c: c.rescored_mean)  # max keeps the first (best-ranked) on ties
+    if winner.rescored_mean > baseline_mean:
+        reason = (f"candidate-{winner.candidate} scored {winner.rescored_mean:.4f} on the full {split!r} split, "
+                  f"strictly above the baseline's {baseline_mean:.4f}")
+        return (f"candidate-{winner.candidate}", winner.sha,
+                lambda dest: export_git_tree(repo, winner.sha, dest), reason, baseline_mean, considered)
+    reason = (f"no re-scored candidate strictly beat the baseline's {baseline_mean:.4f} on the full {split!r} split "
+              f"(best {winner.rescored_mean:.4f}): the baseline is kept")
+    return "baseline", None, baseline, reason, baseline_mean, considered
+
+
+def final_score(config: AgentTaskConfig, summary: ServiceSummary, candidates_repo: Path, out_dir: Path,
+                work_dir: Optional[Path] = None) -> FinalReport:
+    """Choose the final code, score it on the reward targets, write ``reward.json`` and ``final.json``.
+
+    ``reward.json`` is written even when scoring fails (every key 0.0; the error is in
+    ``final.json``), and the failure is then raised.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        scoring = _Scoring(config, candidate_user(config.scoring.run_as), work_dir)
+        baseline: Exporter = lambda dest: export_baseline(config.baseline, dest)  # noqa: E731
+        baseline_mean, considered = None, []
+        if config.reward.mode == RewardMode.AUTO_BEST:
+            chosen, sha, export, reason, baseline_mean, considered = _choose_auto_best(
+                config, summary, candidates_repo, scoring, baseline)
+        elif summary.registry.submission is not None:
+            sub = summary.registry.submission
+            chosen, sha, reason = f"candidate-{sub.candidate}", sub.sha, "the agent's submission"
+            export = lambda dest: export_git_tree(candidates_repo, sub.sha, dest)  # noqa: E731
+        else:
+            chosen, sha, export, reason = "baseline", None, baseline, "nothing was submitted: the baseline is scored"
+        targets = []
+        for target in config.reward.targets:
+            report = scoring.run(export, target.split)
+            targets.append(TargetScore(split=target.split, key=target.key, n=report.n, mean=report.mean,
+                                       status=report.status))
+        result = FinalReport(task=config.name, mode=config.reward.mode.value, chosen=chosen, chosen_sha=sha,
+                             reason=reason, baseline_selection_mean=baseline_mean, considered=considered,
+                             targets=targets, rewards={t.key: t.mean for t in targets})
+    except Exception as exc:
+        write_failure(config, out_dir, exc)
+        raise
+    _write(out_dir, result)
+    return result
+
+
+def write_failure(config: AgentTaskConfig, out_dir: Path, exc: BaseException) -> None:
+    """Write a zero ``reward.json`` and a ``final.json`` naming *exc* (the reward file always exists)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _write(out_dir, FinalReport(task=config.name, mode=config.reward.mode.value, chosen="none",
+                                reason="final scoring failed", rewards={t.key: 0.0 for t in config.reward.targets},
+                                error=f"{type(exc).__name__}: {exc}"))
+
+
+def _write(out_dir: Path, report: FinalReport) -> None:
+    write_text_atomic(out_dir / "final.json", report.model_dump_json(indent=2) + "\n")
+    write_text_atomic(out_dir / "reward.json", json.dumps(report.rewards, indent=2) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m posttrainbench.optimize.final_score --config C --state-dir S --out-dir D``."""
+    parser = argparse.ArgumentParser(prog="python -m posttrainbench.optimize.final_score", description=__doc__)
+    parser.add_argument("--config", type=Path, required=True)
+    parser.add_argument("--state-dir", type=Path, required=True, help="the service's state directory")
+    parser.add_argument("--summary", type=Path, default=None, help="a /finalize response (default: read the state)")
+    parser.add_argument("--out-dir", type=Path, required=True, help="where reward.json and final.json go")
+    parser.add_argument("--work-dir", type=Path, default=None)
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(args.config)
+    except PtbError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    try:
+        try:
+            summary = (ServiceSummary.model_validate_json(args.summary.read_text(encoding="utf-8")) if args.summary
+                       else read_state(config, args.state_dir))
+        except (OSError, ValueError) as exc:
+            write_failure(config, args.out_dir, exc)
+            raise PtbError(f"cannot read the service's record: {exc}") from None
+        report = final_score(config, summary, StatePaths(args.state_dir).repo, args.out_dir, args.work_dir)
+    except PtbError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    print(json.dumps(report.rewards))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
