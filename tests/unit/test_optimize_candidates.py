@@ -104,3 +104,37 @@ def test_fetch_from_a_repo_owned_by_another_user(tmp_path, agent):
             os.lchown(name, 65534, 65534)
     store = CandidateRepo(tmp_path / "svc.git")
     assert store.fetch(owned, "main", "refs/ptb/candidates/1") == second
+
+
+def test_export_without_tarfiles_data_filter_still_refuses_escapes(tmp_path, monkeypatch) -> None:
+    """Debian bookworm's Python 3.11.2 (the sandbox's) has no tarfile 'data' filter."""
+    import io
+    import tarfile
+
+    from posttrainbench.optimize.candidates import _extract_safely
+
+    monkeypatch.delattr(tarfile, "data_filter", raising=False)
+
+    def archive(*members: tarfile.TarInfo) -> tarfile.TarFile:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for member in members:
+                tar.addfile(member, io.BytesIO(b"x") if member.isfile() else None)
+        buf.seek(0)
+        return tarfile.open(fileobj=buf)
+
+    script = tarfile.TarInfo("pkg/run.sh")
+    script.size, script.mode = 1, 0o4755
+    inside = tarfile.TarInfo("pkg/link")
+    inside.type, inside.linkname = tarfile.SYMTYPE, "run.sh"
+    _extract_safely(archive(script, inside), tmp_path / "ok")
+    assert (tmp_path / "ok" / "pkg" / "run.sh").stat().st_mode & 0o7777 == 0o755  # setuid dropped
+    assert (tmp_path / "ok" / "pkg" / "link").resolve() == (tmp_path / "ok" / "pkg" / "run.sh").resolve()
+    escape = tarfile.TarInfo("pkg/evil")
+    escape.type, escape.linkname = tarfile.SYMTYPE, "../../../etc/passwd"
+    dotdot = tarfile.TarInfo("../outside.txt")
+    dotdot.size = 1
+    for bad in (escape, dotdot):
+        with pytest.raises(tarfile.TarError):
+            _extract_safely(archive(bad), tmp_path / "bad")
+    assert not (tmp_path / "outside.txt").exists()

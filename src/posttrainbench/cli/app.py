@@ -15,6 +15,7 @@ from posttrainbench.cli import results_cmd
 from posttrainbench.cli import report_cmd
 from posttrainbench.cli import cache_cmd
 from posttrainbench.cli import sweep_cmd
+from posttrainbench.cli import agent_task_cmd
 from posttrainbench.errors import PtbError
 
 app = typer.Typer(
@@ -32,6 +33,7 @@ app.add_typer(contamination_cmd.app, name="contamination")
 app.add_typer(results_cmd.app, name="results")
 app.add_typer(sweep_cmd.app, name="sweep")
 app.add_typer(cache_cmd.app, name="cache")
+app.add_typer(agent_task_cmd.app, name="agent-task")
 app.command("eval")(eval_cmd.eval_model)
 app.command("baseline")(eval_cmd.baseline)
 app.command("run")(run_cmd.run)

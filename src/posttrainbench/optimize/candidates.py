@@ -104,11 +104,34 @@ def export_git_tree(git_dir: Path, rev: str, dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     try:
         with tarfile.open(fileobj=io.BytesIO(result.stdout), mode="r:") as archive:
-            # The 'data' filter refuses absolute paths and links leaving dest, drops setuid bits.
-            archive.extractall(dest, filter="data")
+            _extract_safely(archive, dest)
     except (tarfile.TarError, OSError) as exc:
         raise CandidateError(f"cannot export {rev}: {exc}") from None
     return dest
+
+
+def _extract_safely(archive: tarfile.TarFile, dest: Path) -> None:
+    """Extract refusing absolute paths, `..` and links that leave *dest*, without setuid
+    bits: tarfile's 'data' filter where this Python has it (3.11.4+; the sandbox's
+    Debian 3.11.2 does not), else the same checks by hand."""
+    if hasattr(tarfile, "data_filter"):
+        archive.extractall(dest, filter="data")
+        return
+    root = dest.resolve()
+    members = []
+    for member in archive.getmembers():
+        target = (root / member.name).resolve()
+        if member.name.startswith("/") or not target.is_relative_to(root):
+            raise tarfile.TarError(f"{member.name!r} would be written outside the copy")
+        if member.issym() or member.islnk():
+            base = target.parent if member.issym() else root
+            if member.linkname.startswith("/") or not (base / member.linkname).resolve().is_relative_to(root):
+                raise tarfile.TarError(f"link {member.name!r} points outside the copy")
+        elif not (member.isfile() or member.isdir()):
+            raise tarfile.TarError(f"{member.name!r} is not a file, directory or link")
+        member.mode &= 0o777  # no setuid, setgid or sticky bits
+        members.append(member)
+    archive.extractall(dest, members=members)
 
 
 def export_baseline(baseline: Path, dest: Path) -> Path:

@@ -10,17 +10,18 @@ import re
 import shlex
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Annotated, Any, Literal, Optional, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from posttrainbench.optimize import dataset
 from posttrainbench.optimize.errors import AgentTaskConfigError
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SPLIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 DEFAULT_CANDIDATE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+LOCAL_SANDBOX_ENV = "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
+_IMPORT_PATH = r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$"
 
 
 class _Strict(BaseModel):
@@ -125,18 +126,70 @@ class ScoringModeA(_Strict):
         return shlex.split(self.entry_command)
 
 
+class HarborRetry(_Strict):
+    """Harbor's retry policy for the nested run (``harbor.models.job.config.RetryConfig``)."""
+
+    max_retries: int = Field(default=0, ge=0, description="retries of a failed trial within one nested run")
+    include_exceptions: Optional[list[str]] = Field(default=None, description="only retry these exception types")
+    exclude_exceptions: Optional[list[str]] = Field(default=None, description="never retry these (None: Harbor's)")
+    wait_multiplier: float = Field(default=1.0, ge=0)
+    min_wait_sec: float = Field(default=1.0, ge=0)
+    max_wait_sec: float = Field(default=60.0, ge=0)
+
+
+class ScoringModeB(_Strict):
+    """Mode B: a nested Harbor run of the candidate's agent class over Harbor tasks.
+
+    The dataset is a directory with ``tasks/<dir>/task.toml`` (each with ``[task] name =
+    "org/name"``) and split files (``<split>.txt``, one task name a line, or
+    ``<split>.jsonl``, lines ``{"id": "org/name"}``). One task is one sample.
+    """
+
+    mode: Literal["B"]
+    agent_import_path: str = Field(pattern=_IMPORT_PATH,
+                                   description="module:Class of a Harbor agent in the candidate repo")
+    agent_model: Optional[str] = Field(default=None, description="model_name given to the agent")
+    agent_kwargs: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the agent")
+    environment: str = Field(default=LOCAL_SANDBOX_ENV, pattern=_IMPORT_PATH,
+                             description="import path of the Harbor environment the tasks run on")
+    n_attempts: int = Field(default=1, ge=1, le=100, description="trials per task (Harbor's n_attempts)")
+    retry: HarborRetry = Field(default_factory=HarborRetry)
+    n_concurrent: int = Field(default=1, ge=1, le=64, description="trials the nested run runs at once")
+    aggregation: Literal["best", "mean"] = Field(
+        default="best", description="best: the best trial per task; mean: the mean over its attempts")
+    reward_key: str = Field(default="reward", description="the verifier's reward key that scores a trial")
+    nested_timeout_s: Optional[float] = Field(
+        default=None, gt=0, description="wall-clock limit of one nested run (None: timeouts.for_samples(n))")
+    run_as: str = Field(default="nobody", description="user the nested run runs as when the service is root")
+    path: str = Field(default=DEFAULT_CANDIDATE_PATH, description="PATH given to the nested run")
+    pass_env: list[str] = Field(default_factory=list, description="non-secret variables passed to the nested run")
+
+
+ScoringMode = Annotated[Union[ScoringModeA, ScoringModeB], Field(discriminator="mode")]
+
+
 class AgentTaskConfig(_Strict):
     """One agent-optimization task."""
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
-    baseline: Path = Field(description="baseline agent repository (a git repo: its HEAD; or a plain directory)")
-    dataset: Path = Field(description="directory of <split>.jsonl files, lines {id, question, answer}")
+    baseline: Path = Field(description="baseline agent repository: `ptb agent-task build` takes its committed "
+                           "HEAD (git archive); the service alone also accepts a plain directory")
+    dataset: Path = Field(description="Mode A: <split>.jsonl files, lines {id, question, answer}; "
+                         "Mode B: tasks/ (Harbor task dirs) and split files of task names")
     splits: dict[str, SplitPolicy] = Field(description="tier and budget per split; an unlisted split is hidden")
     reward: RewardConfig
     secrets: list[str] = Field(default_factory=list, description="names of host variables; never values")
     timeouts: Timeouts = Field(default_factory=Timeouts)
     concurrency: int = Field(default=1, ge=1, le=64, description="evaluations the service runs at once")
-    scoring: ScoringModeA
+    scoring: ScoringMode
+
+    @field_validator("scoring", mode="before")
+    @classmethod
+    def _default_mode(cls, value: object) -> object:
+        # Configs written before Mode B existed have no ``mode``: they are Mode A.
+        if isinstance(value, dict) and "mode" not in value:
+            return {**value, "mode": "A"}
+        return value
 
     @field_validator("secrets", mode="before")
     @classmethod
@@ -213,5 +266,7 @@ def load_config(path: Path, check_dataset: bool = True) -> AgentTaskConfig:
         raise AgentTaskConfigError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
     config = parse_config(data, path.parent, str(path))
     if check_dataset:
-        dataset.check_dataset(config)
+        from posttrainbench.optimize.scoring import check_scoring_dataset  # it imports this module
+
+        check_scoring_dataset(config)
     return config

@@ -5,7 +5,8 @@
 means) on the FULL selection split; the best replaces the baseline only if it STRICTLY
 beats the baseline's score there. ``submit`` takes the submitted commit (the baseline when
 none). The chosen code is then scored on every reward target split; all runs use the
-trusted Mode A scorer on the config's own dataset.
+trusted scorer of the config's mode (A: the service's scorer; B: a nested Harbor run) on
+the config's own dataset.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from posttrainbench.atomic_write import write_text_atomic
 from posttrainbench.errors import PtbError
 from posttrainbench.optimize.candidates import export_baseline, export_git_tree
 from posttrainbench.optimize.config import AgentTaskConfig, RewardMode, load_config
-from posttrainbench.optimize.dataset import load_split
 from posttrainbench.optimize.registry import CandidateRecord, EvaluationRecord
 from posttrainbench.optimize.runas import CandidateUser, candidate_user
-from posttrainbench.optimize.scorer import ScoreReport, score_copy
+from posttrainbench.optimize.scorer import ScoreReport
+from posttrainbench.optimize.scoring import load_samples, nested_root, score_candidate
 from posttrainbench.optimize.summary import ServiceSummary, StatePaths, read_state
 
 Exporter = Callable[[Path], object]
@@ -90,12 +91,14 @@ def rank_candidates(summary: ServiceSummary, split: str) -> list[tuple[Candidate
 class _Scoring:
     """Scores exported code on full splits of the config's dataset, as the candidate user."""
 
-    def __init__(self, config: AgentTaskConfig, user: CandidateUser, work_dir: Optional[Path]):
-        self.config, self.user, self.work_dir = config, user, work_dir
+    def __init__(self, config: AgentTaskConfig, user: CandidateUser, work_dir: Optional[Path],
+                 nested_jobs: Path):
+        self.config, self.user, self.work_dir, self.nested_jobs = config, user, work_dir, nested_jobs
 
-    def run(self, export: Exporter, split: str) -> ScoreReport:
-        return score_copy(export, load_split(self.config.dataset, split), self.config.scoring,
-                          self.config.timeouts, self.user, self.work_dir)
+    def run(self, export: Exporter, split: str, label: str) -> ScoreReport:
+        return score_candidate(self.config, export, load_samples(self.config, self.config.dataset, split), self.user,
+                               dataset_dir=self.config.dataset, label=label, split=split,
+                               nested_jobs=self.nested_jobs, work_dir=self.work_dir)
 
 
 def _choose_auto_best(config: AgentTaskConfig, summary: ServiceSummary, repo: Path, scoring: _Scoring,
@@ -105,10 +108,11 @@ def _choose_auto_best(config: AgentTaskConfig, summary: ServiceSummary, repo: Pa
     top = rank_candidates(summary, split)[: config.reward.top_k]
     if not top:
         return "baseline", None, baseline, f"no candidate was evaluated on the selection split {split!r}", None, []
-    baseline_mean = scoring.run(baseline, split).mean
+    baseline_mean = scoring.run(baseline, split, "baseline").mean
     considered: list[Considered] = []
     for record, evaluation in top:
-        report = scoring.run(lambda dest, sha=record.sha: export_git_tree(repo, sha, dest), split)
+        report = scoring.run(lambda dest, sha=record.sha: export_git_tree(repo, sha, dest), split,
+                             f"candidate-{record.id}")
         considered.append(Considered(candidate=record.id, sha=record.sha, recorded_mean=evaluation.mean,
                                      recorded_n=evaluation.n, rescored_mean=report.mean, status=report.status))
     winner = max(considered, key=lambda c: c.rescored_mean)  # max keeps the first (best-ranked) on ties
@@ -132,7 +136,9 @@ def final_score(config: AgentTaskConfig, summary: ServiceSummary, candidates_rep
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        scoring = _Scoring(config, candidate_user(config.scoring.run_as), work_dir)
+        # Mode B's nested jobs of the final scoring: apart from the agent-time ones (a fresh re-score).
+        scoring = _Scoring(config, candidate_user(config.scoring.run_as), work_dir,
+                           nested_root(Path(candidates_repo).parent) / "final")
         baseline: Exporter = lambda dest: export_baseline(config.baseline, dest)  # noqa: E731
         baseline_mean, considered = None, []
         if config.reward.mode == RewardMode.AUTO_BEST:
@@ -146,7 +152,7 @@ def final_score(config: AgentTaskConfig, summary: ServiceSummary, candidates_rep
             chosen, sha, export, reason = "baseline", None, baseline, "nothing was submitted: the baseline is scored"
         targets = []
         for target in config.reward.targets:
-            report = scoring.run(export, target.split)
+            report = scoring.run(export, target.split, chosen)
             targets.append(TargetScore(split=target.split, key=target.key, n=report.n, mean=report.mean,
                                        status=report.status))
         result = FinalReport(task=config.name, mode=config.reward.mode.value, chosen=chosen, chosen_sha=sha,

@@ -24,12 +24,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from posttrainbench.errors import PtbError
 from posttrainbench.optimize.candidates import CandidateRepo
 from posttrainbench.optimize.config import AgentTaskConfig, RewardMode, Tier
-from posttrainbench.optimize.dataset import Sample, copy_splits, load_split
+from posttrainbench.optimize.dataset import Sample
 from posttrainbench.optimize.errors import (BudgetExhausted, CandidateError, RequestRefused, ServiceClosed,
                                             ServiceStateError, SplitAccessError)
 from posttrainbench.optimize.ledger import Ledger
 from posttrainbench.optimize.runas import candidate_user
-from posttrainbench.optimize.scorer import score_copy
+from posttrainbench.optimize.scoring import copy_evaluable, load_samples, nested_root, score_candidate
 from posttrainbench.optimize.summary import ServiceSummary, StatePaths, open_registry, summarize
 
 _STATUS_OF: dict[type[PtbError], int] = {
@@ -84,7 +84,7 @@ def ensure_admin_token(path: Path) -> str:
 
 
 class EvaluationService:
-    """Budgeted, tiered evaluations of the agent's commits (Mode A scoring)."""
+    """Budgeted, tiered evaluations of the agent's commits (Mode A or B scoring)."""
 
     def __init__(self, state_dir: Path, config: AgentTaskConfig, agent_repo: Path,
                  token_path: Optional[Path] = None, work_dir: Optional[Path] = None):
@@ -93,8 +93,9 @@ class EvaluationService:
         self.work_dir = work_dir
         self.paths = StatePaths(prepare_state_dir(state_dir))
         self.token = ensure_admin_token(token_path or self.paths.token)
-        copy_splits(config, self.paths.dataset, config.evaluable_splits())  # never the hidden ones
-        self.data: dict[str, list[Sample]] = {s: load_split(self.paths.dataset, s) for s in config.evaluable_splits()}
+        copy_evaluable(config, self.paths.dataset, config.evaluable_splits())  # never the hidden ones
+        self.data: dict[str, list[Sample]] = {s: load_samples(config, self.paths.dataset, s)
+                                              for s in config.evaluable_splits()}
         CandidateRepo(self.paths.repo).ensure()
         self.registry = open_registry(self.paths)
         self.ledger = Ledger(self.paths.ledger, config.splits)
@@ -146,8 +147,10 @@ class EvaluationService:
         candidate = self.registry.register(self.agent_repo, request.commit)
         self.ledger.charge(request.split, samples=len(samples), candidate=candidate.label)
         with self._slots:
-            report = score_copy(lambda dest: self.registry.repo.export(candidate.sha, dest), samples,
-                                self.config.scoring, self.config.timeouts, self.user, self.work_dir)
+            report = score_candidate(self.config, lambda dest: self.registry.repo.export(candidate.sha, dest),
+                                     samples, self.user, dataset_dir=self.paths.dataset, label=candidate.label,
+                                     split=request.split, nested_jobs=nested_root(self.paths.root) / "eval",
+                                     work_dir=self.work_dir)
         self.registry.record_evaluation(candidate, request.split, report.n, report.mean, report.status)
         budget = self.ledger.usage()[request.split].model_dump()
         head = {"candidate": candidate.label, "commit": candidate.sha, "split": request.split}

@@ -1,0 +1,254 @@
+"""Compile an agent-task config into a Harbor task directory (``ptb agent-task build``).
+
+Layout of the compiled task (``<out>/<name>/``)::
+
+    task.toml            agent runs as an unprivileged user; the verifier runs as root in
+                         the agent's environment (not a separate one);
+                         healthcheck ``bash /opt/ptb/start.sh`` starts the service
+    instruction.md       service URL, endpoints, tiers and budgets, reward mode, how to commit
+    environment/
+      Dockerfile         base image (build arg) + git + the service's venv
+      requirements.txt   the service's own deps: fastapi, uvicorn, pydantic, pyyaml
+      workspace/         the baseline: ``git archive`` of the committed HEAD -> /app
+      ptb/               -> /opt/ptb
+        start.sh         creates the agent's user and its git repo (/app, one commit),
+                         starts the service as root on 127.0.0.1, waits until it answers
+        build.sh         makes agent-task/private root-only (0700)
+        lib/             the service's code (posttrainbench.optimize and what it imports)
+        agent-task/private/  task.yaml (in-image paths), data/<split>.jsonl (every named
+                         split, hidden ones too), baseline/ (what final scoring re-scores)
+    tests/               test.sh (final scoring), its own copy of lib/, isolation check
+    solution/            solve.sh + optimize.py (scripted optimizer) + overlay/ (improved files)
+
+Why the verifier runs in the agent's environment: the service's state (ledger, candidate commits, admin token) only
+exists in the agent's environment, in root-only directories the agent's user cannot
+read or change; the verifier runs there as root after killing the agent's processes.
+
+Secrets are written by NAME only, as ``${NAME}`` templates that Harbor resolves from the
+host when the run starts. Every declared secret must be set on the host: the build
+checks this first, before anything slow or anything written.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+
+import yaml
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from pydantic import BaseModel, ConfigDict, Field
+
+import posttrainbench
+from posttrainbench.errors import OutputDirError, PtbError
+from posttrainbench.optimize.config import AgentTaskConfig, Tier, load_config
+from posttrainbench.optimize.dataset import load_split, named_splits, split_path
+
+REPO_DIR = "/app"
+PRIVATE_DIR = "environment/ptb/agent-task/private"
+# The service's code: this package's optimize/ (minus the compiler) and the modules it imports.
+PAYLOAD_MODULES = ("__init__.py", "errors.py", "atomic_write.py")
+PAYLOAD_EXCLUDE = ("__pycache__", "*.pyc", "templates", "compiler.py")
+DEFAULT_BASE_IMAGE = "posttrainbench/cpu-base:bookworm"
+_GIT_TIMEOUT_S = 120
+
+
+class BaselineArchiveError(PtbError):
+    """The baseline's committed HEAD cannot be taken with ``git archive``."""
+
+
+class MissingSecretError(PtbError):
+    """A secret the config declares is not set in the host environment."""
+
+
+class BuildOptions(BaseModel):
+    """How the task is compiled (everything else comes from the config)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    port: int = Field(default=8765, ge=1024, le=65535, description="the service's port on 127.0.0.1")
+    agent_user: str = Field(default="agent", pattern=r"^[a-z_][a-z0-9_-]{0,30}$")
+    agent_timeout_sec: int = Field(default=3600, ge=60)
+    network_mode: str = Field(default="public", pattern=r"^(public|no-network)$",
+                              description="no-network gives the local sandbox a private loopback")
+    cpus: int = Field(default=2, ge=1)
+    memory_mb: int = Field(default=4096, ge=512)
+    base_image: str = DEFAULT_BASE_IMAGE
+
+
+def check_secrets(config: AgentTaskConfig, environ: Mapping[str, str]) -> None:
+    """Raise ``MissingSecretError`` naming every declared secret the host lacks."""
+    missing = [name for name in config.secrets if not environ.get(name)]
+    if missing:
+        raise MissingSecretError(f"secret(s) {', '.join(missing)} declared by {config.name!r} are not set "
+                                 "in this environment: export them before building")
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, timeout=_GIT_TIMEOUT_S,
+                          env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+
+
+def _last_line(result: subprocess.CompletedProcess[bytes]) -> str:
+    lines = result.stderr.decode("utf-8", "replace").strip().splitlines()
+    return lines[-1] if lines else f"exit status {result.returncode}"
+
+
+def archive_baseline(baseline: Path) -> bytes:
+    """The tar of the baseline's committed HEAD (``HEAD:<prefix>`` inside a bigger repo).
+
+    Uncommitted changes are never included; a directory outside any git repository or
+    without a commit fails with one line.
+    """
+    baseline = Path(baseline)
+    where = _git(baseline, "rev-parse", "--show-toplevel", "--show-prefix")
+    if where.returncode != 0:
+        raise BaselineArchiveError(f"baseline {baseline} is not in a git repository ({_last_line(where)}): "
+                                   "commit it first")
+    toplevel, prefix = (where.stdout.decode().splitlines() + ["", ""])[:2]
+    tree = f"HEAD:{prefix.strip()}" if prefix.strip() else "HEAD"
+    # From the top level: git refuses to archive from an untracked working directory.
+    result = _git(Path(toplevel), "archive", "--format=tar", tree)
+    if result.returncode != 0:
+        raise BaselineArchiveError(f"cannot git archive {tree} of baseline {baseline}: {_last_line(result)}")
+    return result.stdout
+
+
+def _extract(tar_bytes: bytes, dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as archive:
+        archive.extractall(dest, filter="data")
+
+
+def _templates() -> tuple[Environment, Path]:
+    root = Path(str(resources.files(posttrainbench))) / "optimize" / "templates"
+    env = Environment(loader=FileSystemLoader(str(root)), undefined=StrictUndefined,
+                      keep_trailing_newline=True, autoescape=False)
+    return env, root
+
+
+def _split_rows(config: AgentTaskConfig, sizes: dict[str, int]) -> list[dict[str, str]]:
+    rows = []
+    for name in named_splits(config):
+        policy = config.splits.get(name)
+        tier = config.tier(name)
+        if tier == Tier.HIDDEN or policy is None:
+            rows.append({"name": name, "access": "hidden", "size": "-", "budget": "cannot be evaluated"})
+            continue
+        budget = [f"{policy.max_runs} runs" if policy.max_runs is not None else "",
+                  f"{policy.max_samples} samples" if policy.max_samples is not None else ""]
+        access = "viewable" if tier == Tier.VIEWABLE else f"aggregate-only (min {policy.min_samples} samples)"
+        rows.append({"name": name, "access": access, "size": str(sizes[name]),
+                     "budget": ", ".join(b for b in budget if b)})
+    return rows
+
+
+def _context(config: AgentTaskConfig, options: BuildOptions, sizes: dict[str, int]) -> dict:
+    evaluable = config.evaluable_splits()
+    return {
+        "config": config,
+        "options": options,
+        "version": posttrainbench.__version__,
+        "repo_dir": REPO_DIR,
+        "service_url": f"http://127.0.0.1:{options.port}",
+        "split_rows": _split_rows(config, sizes),
+        "first_split": evaluable[0] if evaluable else "",
+        "zero_reward": {t.key: 0.0 for t in config.reward.targets},
+        # final scoring re-scores up to top_k candidates + the baseline on the selection
+        # split, then the chosen code on every target: bound it by per-eval timeouts.
+        "verifier_timeout_sec": int((config.reward.top_k + 1 + len(config.reward.targets))
+                                    * config.timeouts.per_eval_s + 300),
+    }
+
+
+def _render_tree(env: Environment, root: Path, context: dict, out: Path) -> None:
+    """Render ``*.j2`` templates and copy static files; shell scripts become executable."""
+    for source in sorted(root.rglob("*")):
+        if source.is_dir() or "__pycache__" in source.parts:
+            continue
+        rel = source.relative_to(root)
+        target = out / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.suffix == ".j2":
+            target = target.with_suffix("")
+            target.write_text(env.get_template(rel.as_posix()).render(**context), encoding="utf-8")
+        else:
+            shutil.copyfile(source, target)
+        if target.suffix == ".sh":
+            target.chmod(0o755)
+
+
+def _copy_payload(lib: Path) -> None:
+    """The service's code into ``lib/posttrainbench/`` (no host-only modules)."""
+    root = Path(str(resources.files(posttrainbench)))
+    dest = lib / "posttrainbench"
+    dest.mkdir(parents=True)
+    for name in PAYLOAD_MODULES:
+        shutil.copyfile(root / name, dest / name)
+    shutil.copytree(root / "optimize", dest / "optimize", ignore=shutil.ignore_patterns(*PAYLOAD_EXCLUDE))
+
+
+def _write_private(config: AgentTaskConfig, baseline_tar: bytes, private: Path) -> None:
+    """The service's config (paths inside the image), every named split and the baseline."""
+    data = private / "data"
+    data.mkdir(parents=True)
+    for split in named_splits(config):
+        shutil.copyfile(split_path(config.dataset, split), split_path(data, split))
+    _extract(baseline_tar, private / "baseline")
+    dumped = config.model_dump(mode="json", exclude_defaults=False)
+    dumped.update(baseline="baseline", dataset="data")
+    (private / "task.yaml").write_text(
+        "# Written by `ptb agent-task build`; paths are relative to this file.\n"
+        + yaml.safe_dump(dumped, sort_keys=False), encoding="utf-8")
+
+
+def _copy_solution_overlay(config_dir: Path, dest: Path) -> None:
+    """``<config dir>/solution/`` (files the scripted optimizer commits), when it exists."""
+    source = config_dir / "solution"
+    if source.is_dir():
+        shutil.copytree(source, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    else:
+        dest.mkdir(parents=True)
+
+
+def build_agent_task(config_path: Path, out_dir: Path, options: BuildOptions | None = None,
+                     environ: Mapping[str, str] | None = None) -> Path:
+    """Compile *config_path* into ``out_dir/<name>``; return that path.
+
+    Order: config and dataset, then declared secrets, then the baseline archive; only
+    then is anything written (into a staging sibling, renamed into place at the end).
+    """
+    options = options or BuildOptions()
+    config_path = Path(config_path)
+    config = load_config(config_path)
+    check_secrets(config, os.environ if environ is None else environ)
+    baseline_tar = archive_baseline(config.baseline)
+    sizes = {split: len(load_split(config.dataset, split)) for split in named_splits(config)}
+    final = Path(out_dir) / config.name
+    try:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{config.name}.", dir=out_dir))
+    except OSError as exc:
+        raise OutputDirError(f"cannot write to output directory {out_dir}: {exc.strerror}") from exc
+    try:
+        env, root = _templates()
+        _render_tree(env, root, _context(config, options, sizes), staging)
+        _extract(baseline_tar, staging / "environment" / "workspace")
+        _write_private(config, baseline_tar, staging / PRIVATE_DIR)
+        _copy_payload(staging / "environment" / "ptb" / "lib")
+        _copy_payload(staging / "tests" / "lib")
+        _copy_solution_overlay(config_path.resolve().parent, staging / "solution" / "overlay")
+        staging.chmod(0o755)  # mkdtemp made it 0700
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return final

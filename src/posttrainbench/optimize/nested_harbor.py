@@ -1,0 +1,200 @@
+"""Mode B: score a candidate by a nested Harbor job of its agent class over Harbor tasks.
+
+The service (trusted) prepares one work directory per (candidate, split, task set):
+``code/`` (a clean export of the candidate commit), ``tasks/`` (the split's task dirs),
+``jobs/`` (the Harbor job) and ``retired/``. The job itself runs in a child process,
+``python -m posttrainbench.optimize.nested_harbor JOB_CONFIG``, as the candidate user,
+with ``code/`` on ``PYTHONPATH`` (Harbor imports the agent class in-process, so the
+child is the candidate's code: it gets an allow-listed environment and no service files).
+
+Resume: the work directory is kept; running again keeps the trials that counted, moves
+the others to ``retired/`` and lets Harbor's own resume run what is missing. Timeout: the
+child gets SIGTERM (Harbor cancels its trials and stops their environments), then SIGKILL
+after a grace period; every trial that finished with a reward is still scored.
+
+Trust note: rewards are read from the job's ``result.json`` files, which the child
+process writes; they are as trustworthy as that process (see README, Mode B).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal, Optional
+
+from posttrainbench.optimize.config import ScoringModeB
+from posttrainbench.optimize.runas import CandidateUser
+from posttrainbench.optimize.task_set import TaskSample
+from posttrainbench.optimize.trial_selection import NestedScoreReport, build_report, read_trials, uncounted_trials
+
+JOB_NAME = "nested"
+TERM_GRACE_S = 30.0  # how long Harbor gets to cancel trials and stop environments
+_STDERR_TAIL = 4000
+
+
+def work_dir_for(root: Path, label: str, split: str, tasks: list[TaskSample]) -> Path:
+    """The per-(candidate, split) directory of one task set (same tasks: same dir, so it resumes)."""
+    digest = hashlib.sha256("\n".join(sorted(t.name for t in tasks)).encode()).hexdigest()[:12]
+    return Path(root) / label / split / f"{len(tasks)}-{digest}"
+
+
+def job_config(scoring: ScoringModeB, tasks_dir: Path, jobs_dir: Path, tasks: list[TaskSample]):
+    """Harbor's JobConfig of the nested run: attempts, retries and concurrency passed through."""
+    from harbor.models.job.config import JobConfig, RetryConfig
+    from harbor.models.trial.config import AgentConfig, EnvironmentConfig, TaskConfig
+
+    retry = scoring.retry.model_dump(exclude_none=True)
+    return JobConfig(
+        job_name=JOB_NAME,
+        jobs_dir=jobs_dir,
+        n_attempts=scoring.n_attempts,
+        n_concurrent_trials=scoring.n_concurrent,
+        quiet=True,
+        retry=RetryConfig.model_validate(retry),
+        agents=[AgentConfig(import_path=scoring.agent_import_path, model_name=scoring.agent_model,
+                            kwargs=dict(scoring.agent_kwargs))],
+        environment=EnvironmentConfig(import_path=scoring.environment),
+        tasks=[TaskConfig(path=tasks_dir / t.path.name) for t in tasks],
+    )
+
+
+def _clear(path: Path) -> None:
+    # The candidate user owned this between runs: never follow a link it may have planted.
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
+
+
+def _make_dirs(root: Path, work: Path) -> None:
+    # Traversable by the candidate user (it must reach its work dir), not listable.
+    parts = work.relative_to(root).parts
+    for depth in range(1, len(parts)):
+        root.joinpath(*parts[:depth]).mkdir(mode=0o711, exist_ok=True)
+    work.mkdir(mode=0o700, exist_ok=True)
+
+
+def prepare(root: Path, work: Path, export: Callable[[Path], object], tasks: list[TaskSample],
+            scoring: ScoringModeB) -> tuple[Path, list[Path]]:
+    """Fresh ``code/`` and ``tasks/``, errored trials retired; return (job config file, retired)."""
+    root.mkdir(mode=0o711, parents=True, exist_ok=True)
+    _make_dirs(root, work)
+    for name in ("code", "tasks", "home"):
+        _clear(work / name)
+    export(work / "code")
+    for task in tasks:
+        shutil.copytree(task.path, work / "tasks" / task.path.name, symlinks=True)
+    (work / "home").mkdir()
+    jobs_dir = work / "jobs"
+    jobs_dir.mkdir(exist_ok=True)
+    retired = retire(uncounted_trials(jobs_dir / JOB_NAME, scoring.reward_key), work / "retired")
+    config_file = work / "job.json"
+    config_file.write_text(job_config(scoring, work / "tasks", jobs_dir, tasks).model_dump_json(indent=2))
+    return config_file, retired
+
+
+def retire(trials: list[Path], retired_dir: Path) -> list[Path]:
+    """Move trials aside (kept for the record) so that Harbor plans them again."""
+    moved = []
+    for trial in trials:
+        retired_dir.mkdir(exist_ok=True)
+        target, n = retired_dir / trial.name, 1
+        while target.exists():
+            n += 1
+            target = retired_dir / f"{trial.name}.{n}"
+        shutil.move(str(trial), target)
+        moved.append(target)
+    return moved
+
+
+def child_env(scoring: ScoringModeB, work: Path) -> dict[str, str]:
+    """The child's whole environment: an allow-list with the candidate code on PYTHONPATH."""
+    env = {"PATH": scoring.path, "HOME": str(work / "home"), "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1",
+           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(work / "code"), "HARBOR_TELEMETRY": "0"}
+    if "PTB_CACHE_DIR" in os.environ:  # the local sandbox's build cache (never a secret)
+        env["PTB_CACHE_DIR"] = os.environ["PTB_CACHE_DIR"]
+    env.update({name: os.environ[name] for name in scoring.pass_env if name in os.environ})
+    return env
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float) -> tuple[Literal["ok", "timeout", "error"], Optional[int]]:
+    try:
+        code = proc.wait(timeout=timeout_s)
+        return ("ok" if code == 0 else "error"), code
+    except subprocess.TimeoutExpired:
+        pass
+    proc.send_signal(signal.SIGTERM)  # Harbor cancels the trials and stops their environments
+    try:
+        proc.wait(timeout=TERM_GRACE_S)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+    return "timeout", None
+
+
+def run_nested(root: Path, label: str, split: str, export: Callable[[Path], object], tasks: list[TaskSample],
+               scoring: ScoringModeB, user: CandidateUser, timeout_s: float) -> NestedScoreReport:
+    """Run (or resume) the nested job of one candidate on *tasks* and score every task."""
+    start = time.monotonic()
+    work = work_dir_for(root, label, split, tasks)
+    config_file, _ = prepare(Path(root), work, export, tasks, scoring)
+    user.hand_over(work)
+    stderr_path = work / "home" / "nested.log"
+    with open(stderr_path, "wb") as log:
+        try:
+            proc = subprocess.Popen(user.wrap([sys.executable, "-m", "posttrainbench.optimize.nested_harbor",
+                                               str(config_file)]),
+                                    cwd=work / "home", env=child_env(scoring, work), stdin=subprocess.DEVNULL,
+                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        except OSError as exc:
+            status, code = "error", None
+            log.write(f"cannot start the nested run: {exc.strerror}\n".encode())
+        else:
+            status, code = _wait(proc, timeout_s)
+    tail = stderr_path.read_bytes()[-_STDERR_TAIL:].decode("utf-8", "replace")
+    outcomes = read_trials(work / "jobs" / JOB_NAME, scoring.reward_key)
+    return build_report([t.name for t in tasks], outcomes, scoring.aggregation, scoring.n_attempts, status, code,
+                        round(time.monotonic() - start, 3), tail)
+
+
+async def _run_job(config_file: Path) -> None:
+    from harbor.job import Job
+    from harbor.models.job.config import JobConfig
+
+    config = JobConfig.model_validate_json(config_file.read_text(encoding="utf-8"))
+    job = await Job.create(config)
+    current = asyncio.current_task()
+    assert current is not None
+    # SIGTERM (the nested-run timeout) cancels the job: Harbor then stops every trial.
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, current.cancel)
+    await job.run()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The child: ``python -m posttrainbench.optimize.nested_harbor JOB_CONFIG.json``."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m posttrainbench.optimize.nested_harbor JOB_CONFIG.json", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(_run_job(Path(args[0])))
+    except asyncio.CancelledError:
+        print("nested run cancelled (timeout)", file=sys.stderr)
+        return 124
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""Mode B's per-task scores from the trials of a nested Harbor job.
+
+A trial *counts* when Harbor wrote its ``result.json`` with a valid reward under the
+configured key; everything else (an exception without a valid reward, a trial cancelled
+by the nested-run timeout, no ``result.json`` yet) does not. Per task, ``best`` keeps the
+trial with the highest reward and, among equals, the most recent ``finished_at``;
+``mean`` averages the rewards of all ``n_attempts`` attempts, an attempt that did not
+count scoring 0. A task without a counted trial scores 0 and is reported missing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict
+
+from posttrainbench.optimize.scorer import SampleResult, ScoreReport
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+class TrialOutcome(BaseModel):
+    """What one trial directory's ``result.json`` says, as far as scoring cares."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    trial_dir: Path
+    trial_name: str
+    task_name: str
+    reward: Optional[float]  # None: the trial does not count
+    finished_at: Optional[datetime]
+    error: Optional[str] = None
+
+
+class TaskSampleResult(SampleResult):
+    """One Mode B sample: a task, its score and how many of its trials counted."""
+
+    score: float
+    trials: int
+    status: Literal["scored", "missing"]
+    chosen_trial: Optional[str] = None
+
+
+class NestedScoreReport(ScoreReport):
+    """A Mode A-shaped report (per-sample list + mean) with the tasks that got no score."""
+
+    samples: list[TaskSampleResult]  # type: ignore[assignment]
+    missing: list[str]
+
+
+def read_trial(trial_dir: Path, reward_key: str) -> Optional[TrialOutcome]:
+    """The outcome of one trial directory; None while it has no readable ``result.json``."""
+    from harbor.models.trial.result import TrialResult
+
+    try:
+        result = TrialResult.model_validate_json((trial_dir / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    reward: Optional[float] = None
+    rewards = result.verifier_result.rewards if result.verifier_result else None
+    if result.reward_valid and rewards and isinstance(rewards.get(reward_key), (int, float)):
+        reward = float(rewards[reward_key])
+    error = None
+    if result.exception_info is not None:
+        error = f"{result.exception_info.exception_type}: {result.exception_info.exception_message}".splitlines()[0]
+    elif reward is None:
+        error = f"no {reward_key!r} reward"
+    return TrialOutcome(trial_dir=trial_dir, trial_name=result.trial_name, task_name=result.task_name,
+                        reward=reward, finished_at=result.finished_at, error=error)
+
+
+def read_trials(job_dir: Path, reward_key: str) -> list[TrialOutcome]:
+    """Every finished trial of one Harbor job directory."""
+    if not Path(job_dir).is_dir():
+        return []
+    outcomes = (read_trial(p, reward_key) for p in sorted(Path(job_dir).iterdir()) if p.is_dir())
+    return [o for o in outcomes if o is not None]
+
+
+def uncounted_trials(job_dir: Path, reward_key: str) -> list[Path]:
+    """Finished trials that did not count (errored or unscored): a resume runs them again."""
+    return [o.trial_dir for o in read_trials(job_dir, reward_key) if o.reward is None]
+
+
+def best_trial(outcomes: list[TrialOutcome]) -> Optional[TrialOutcome]:
+    """The counted trial with the highest reward; among equal rewards the most recent one."""
+    counted = [o for o in outcomes if o.reward is not None]
+    if not counted:
+        return None
+    return max(counted, key=lambda o: (o.reward, _aware(o.finished_at)))
+
+
+def _aware(moment: Optional[datetime]) -> datetime:
+    if moment is None:
+        return _EPOCH
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def score_tasks(names: list[str], outcomes: list[TrialOutcome], aggregation: Literal["best", "mean"],
+                n_attempts: int) -> list[TaskSampleResult]:
+    """One result per task name, in *names*' order; trials of other names are ignored (exact match)."""
+    by_task: dict[str, list[TrialOutcome]] = {name: [] for name in names}
+    for outcome in outcomes:
+        if outcome.task_name in by_task:
+            by_task[outcome.task_name].append(outcome)
+    results = []
+    for name in names:
+        trials = by_task[name]
+        counted = [t for t in trials if t.reward is not None]
+        best = best_trial(trials)
+        if aggregation == "mean":
+            # The most recent counted attempts, at most n_attempts (a resumed run never adds more).
+            recent = sorted(counted, key=lambda t: _aware(t.finished_at), reverse=True)[:n_attempts]
+            score = sum(t.reward for t in recent if t.reward is not None) / n_attempts
+        else:
+            score = best.reward if best is not None and best.reward is not None else 0.0
+        results.append(TaskSampleResult(
+            id=name, prediction=None if best is None else f"{score:g}", expected="1", correct=score >= 1.0,
+            score=score, trials=len(counted), status="scored" if counted else "missing",
+            chosen_trial=best.trial_name if best is not None and aggregation == "best" else None))
+    return results
+
+
+def build_report(names: list[str], outcomes: list[TrialOutcome], aggregation: Literal["best", "mean"],
+                 n_attempts: int, status: Literal["ok", "timeout", "error"], exit_code: Optional[int],
+                 duration_s: float, stderr_tail: str) -> NestedScoreReport:
+    """The Mode A-shaped report over *names*: mean of the per-task scores, missing tasks at 0."""
+    samples = score_tasks(names, outcomes, aggregation, n_attempts)
+    mean = sum(s.score for s in samples) / len(samples) if samples else 0.0
+    return NestedScoreReport(n=len(samples), correct=sum(s.correct for s in samples), mean=mean, status=status,
+                             exit_code=exit_code, duration_s=duration_s, samples=samples, stderr_tail=stderr_tail,
+                             missing=[s.id for s in samples if s.status == "missing"])
