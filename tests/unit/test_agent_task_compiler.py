@@ -128,3 +128,13 @@ def test_rebuild_replaces_the_task_atomically(tmp_path: Path) -> None:
     assert second == first and not (second / "stale.txt").exists()
     assert "127.0.0.1:9002" in (second / "instruction.md").read_text()
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["gsm8k-solver"]  # no staging left behind
+
+
+def test_a_mode_b_config_is_refused_with_one_line(tmp_path: Path) -> None:
+    from tests.helpers import REPO, run_ptb
+
+    result = run_ptb("agent-task", "build", str(REPO / "examples" / "agent-task-harbor" / "task.yaml"),
+                     "-o", str(tmp_path / "out"))
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2 and len(lines) == 1 and "only scoring mode A" in lines[0], result.stderr
+    assert not (tmp_path / "out").exists()

@@ -227,6 +227,11 @@ def build_agent_task(config_path: Path, out_dir: Path, options: BuildOptions | N
     options = options or BuildOptions()
     config_path = Path(config_path)
     config = load_config(config_path)
+    if config.scoring.mode != "A":
+        # A nested Harbor run inside the task's container needs Harbor and a sandbox
+        # there; until the image has them, Mode B scores in a service run on a host.
+        raise PtbError("only scoring mode A tasks can be compiled yet; mode B runs in the evaluation service "
+                       "(python -m posttrainbench.optimize.serve) on a machine with Harbor")
     check_secrets(config, os.environ if environ is None else environ)
     baseline_tar = archive_baseline(config.baseline)
     sizes = {split: len(load_split(config.dataset, split)) for split in named_splits(config)}
