@@ -36,7 +36,6 @@ import os
 import shutil
 import subprocess
 import tarfile
-import tempfile
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -46,7 +45,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import BaseModel, ConfigDict, Field
 
 import posttrainbench
-from posttrainbench.errors import OutputDirError, PtbError
+from posttrainbench.errors import PtbError
+from posttrainbench.staged_output import staged_output
 from posttrainbench.optimize.config import AgentTaskConfig, Tier, load_config
 from posttrainbench.optimize.dataset import load_split, named_splits, split_path
 
@@ -235,13 +235,7 @@ def build_agent_task(config_path: Path, out_dir: Path, options: BuildOptions | N
     check_secrets(config, os.environ if environ is None else environ)
     baseline_tar = archive_baseline(config.baseline)
     sizes = {split: len(load_split(config.dataset, split)) for split in named_splits(config)}
-    final = Path(out_dir) / config.name
-    try:
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{config.name}.", dir=out_dir))
-    except OSError as exc:
-        raise OutputDirError(f"cannot write to output directory {out_dir}: {exc.strerror}") from exc
-    try:
+    with staged_output(Path(out_dir), config.name) as staging:
         env, root = _templates()
         _render_tree(env, root, _context(config, options, sizes), staging)
         _extract(baseline_tar, staging / "environment" / "workspace")
@@ -249,11 +243,4 @@ def build_agent_task(config_path: Path, out_dir: Path, options: BuildOptions | N
         _copy_payload(staging / "environment" / "ptb" / "lib")
         _copy_payload(staging / "tests" / "lib")
         _copy_solution_overlay(config_path.resolve().parent, staging / "solution" / "overlay")
-        staging.chmod(0o755)  # mkdtemp made it 0700
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(staging, final)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return final
+    return Path(out_dir) / config.name

@@ -6,9 +6,7 @@ interrupted or failed compilation never leaves a half-written task behind.
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from importlib import resources
 from pathlib import Path
 
@@ -24,7 +22,8 @@ from posttrainbench.catalog import (
 )
 from posttrainbench.benchmarks.datafiles import write_split
 from posttrainbench.data.prepare import DataPrepareError, prepare_benchmark, task_splits
-from posttrainbench.errors import OutputDirError, PtbError
+from posttrainbench.errors import PtbError
+from posttrainbench.staged_output import staged_output
 from posttrainbench.integrity.contamination.reference import reference_from_split, write_reference
 from posttrainbench.integrity.contamination.tokens import cl100k_file
 from posttrainbench.schemas import TaskSpec
@@ -259,21 +258,10 @@ def compile_task(benchmark_id: str, model_id: str, out_dir: Path, options: Compi
         )
     spec = build_spec(benchmark, model, options)
     final = out_dir / task_name(benchmark.id, model.id)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=out_dir))
-    except OSError as exc:
-        raise OutputDirError(f"cannot write to output directory {out_dir}: {exc.strerror}") from exc
-    try:
+    with staged_output(out_dir, final.name) as staging:
         _render_tree(_templates(), _context(benchmark, model, spec, options), staging)
         _write_environment_files(staging, spec, benchmark.llm_judge)
         _write_data(staging, spec, cache_dir, offline)
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(staging, final)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return final
 
 
