@@ -28,6 +28,7 @@ CACHE_MOUNT = "/ptb-cache"
 HANDOFF_ENV = "PTB_HANDOFF_DIR"
 CACHE_ENV = "PTB_SHARED_CACHE"
 RECORD_FILE = "ptb-cloud.json"
+GPU_QUERY = "nvidia-smi --query-gpu=name --format=csv,noheader"
 
 # Modal and Daytona both accept letters, digits, '-', '_' and '.' in volume names;
 # Modal caps names below 64 characters.
@@ -103,9 +104,6 @@ def gpu_mismatch(requested: str, seen: list[str]) -> str | None:
     if wrong:
         return f"the sandbox got {', '.join(wrong)}, not the requested {requested}"
     return None
-
-
-GPU_QUERY = "nvidia-smi --query-gpu=name --format=csv,noheader"
 
 
 class TrialContractOptions(BaseModel):
