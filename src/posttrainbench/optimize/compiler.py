@@ -47,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 import posttrainbench
 from posttrainbench.errors import PtbError
 from posttrainbench.staged_output import staged_output
+from posttrainbench.template_tree import render_tree
 from posttrainbench.optimize.config import AgentTaskConfig, Tier, load_config
 from posttrainbench.optimize.dataset import load_split, named_splits, split_path
 
@@ -167,23 +168,6 @@ def _context(config: AgentTaskConfig, options: BuildOptions, sizes: dict[str, in
     }
 
 
-def _render_tree(env: Environment, root: Path, context: dict, out: Path) -> None:
-    """Render ``*.j2`` templates and copy static files; shell scripts become executable."""
-    for source in sorted(root.rglob("*")):
-        if source.is_dir() or "__pycache__" in source.parts:
-            continue
-        rel = source.relative_to(root)
-        target = out / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if source.suffix == ".j2":
-            target = target.with_suffix("")
-            target.write_text(env.get_template(rel.as_posix()).render(**context), encoding="utf-8")
-        else:
-            shutil.copyfile(source, target)
-        if target.suffix == ".sh":
-            target.chmod(0o755)
-
-
 def _copy_payload(lib: Path) -> None:
     """The service's code into ``lib/posttrainbench/`` (no host-only modules)."""
     root = Path(str(resources.files(posttrainbench)))
@@ -237,7 +221,7 @@ def build_agent_task(config_path: Path, out_dir: Path, options: BuildOptions | N
     sizes = {split: len(load_split(config.dataset, split)) for split in named_splits(config)}
     with staged_output(Path(out_dir), config.name) as staging:
         env, root = _templates()
-        _render_tree(env, root, _context(config, options, sizes), staging)
+        render_tree(env, root, _context(config, options, sizes), staging)
         _extract(baseline_tar, staging / "environment" / "workspace")
         _write_private(config, baseline_tar, staging / PRIVATE_DIR)
         _copy_payload(staging / "environment" / "ptb" / "lib")

@@ -24,6 +24,7 @@ from posttrainbench.benchmarks.datafiles import write_split
 from posttrainbench.data.prepare import DataPrepareError, prepare_benchmark, task_splits
 from posttrainbench.errors import PtbError
 from posttrainbench.staged_output import staged_output
+from posttrainbench.template_tree import render_tree
 from posttrainbench.integrity.contamination.reference import reference_from_split, write_reference
 from posttrainbench.integrity.contamination.tokens import cl100k_file
 from posttrainbench.schemas import TaskSpec
@@ -152,27 +153,6 @@ def _context(benchmark: BenchmarkSpec, model: BaseModelSpec, spec: TaskSpec, opt
     }
 
 
-def _render_tree(env: Environment, context: dict, out: Path) -> None:
-    """Render every template (`*.j2`) and copy every static file into `out`.
-
-    Files named `_*` are partials that other templates include; they are not copied.
-    """
-    template_root = package_root() / "tasks" / "templates"
-    for source in sorted(template_root.rglob("*")):
-        if source.is_dir() or source.name.startswith("_"):
-            continue
-        rel = source.relative_to(template_root)
-        target = out / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if source.suffix == ".j2":
-            target = target.with_suffix("")
-            target.write_text(env.get_template(rel.as_posix()).render(**context))
-        else:
-            shutil.copyfile(source, target)
-        if target.suffix == ".sh":
-            target.chmod(0o755)
-
-
 def _copy_payload(lib: Path) -> None:
     """Copy the in-sandbox packages into `lib/posttrainbench/`."""
     root = package_root()
@@ -259,7 +239,7 @@ def compile_task(benchmark_id: str, model_id: str, out_dir: Path, options: Compi
     spec = build_spec(benchmark, model, options)
     final = out_dir / task_name(benchmark.id, model.id)
     with staged_output(out_dir, final.name) as staging:
-        _render_tree(_templates(), _context(benchmark, model, spec, options), staging)
+        render_tree(_templates(), package_root() / "tasks" / "templates", _context(benchmark, model, spec, options), staging)
         _write_environment_files(staging, spec, benchmark.llm_judge)
         _write_data(staging, spec, cache_dir, offline)
     return final
