@@ -10,6 +10,9 @@
 #          local wheel (copied out with `python3.11 -m pip download`, no CUDA download),
 #          then the task's heavy requirements into the system python3.11, so that a task
 #          build's `python3 -m venv --system-site-packages` + `pip install -r` is a no-op.
+#          A second layer adds what agent tasks need (src/posttrainbench/optimize): git
+#          (apt) and the evaluation service's requirements (fastapi, uvicorn, ...), so an
+#          agent task's image also builds without reaching the package index.
 #
 # Idempotent: skips when NAME exists and carries the label of the same requirements
 # (sha256 of the requirement files), unless --force. Prints the elapsed time.
@@ -21,7 +24,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --force) force=1 ;;
         --image) image=$2; shift ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
         *) echo "build_base_image: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
@@ -44,8 +47,12 @@ eval_dir="$repo/src/posttrainbench/evaluation"
 reqs="$eval_dir/requirements.txt"
 nodeps="$eval_dir/requirements-nodeps.txt"   # optional
 judge="$eval_dir/requirements-judge.txt"     # LLM-judged benchmarks' verifier needs
+# The agent-task evaluation service's requirements (the agent-task compiler copies it).
+service="$repo/src/posttrainbench/optimize/templates/environment/requirements.txt"
 [ -f "$reqs" ] || die "missing $reqs"
-req_sha=$( { cat "$reqs"; [ -f "$nodeps" ] && cat "$nodeps"; [ -f "$judge" ] && cat "$judge"; cat "$0"; } | sha256sum | cut -c1-16)
+[ -f "$service" ] || die "missing $service"
+req_sha=$( { cat "$reqs"; [ -f "$nodeps" ] && cat "$nodeps"; [ -f "$judge" ] && cat "$judge"; cat "$service"; cat "$0"; } \
+    | sha256sum | cut -c1-16)
 
 if [ "$force" = 0 ] && docker image inspect "$image" >/dev/null 2>&1; then
     have=$(docker image inspect -f '{{ index .Config.Labels "ptb.requirements-sha" }}' "$image")
@@ -100,6 +107,7 @@ ln "$wheel" "$ctx/wheels/" 2>/dev/null || cp "$wheel" "$ctx/wheels/"
 { cat "$reqs"; [ -f "$judge" ] && cat "$judge"; } | grep -viE '^\s*torch([<>=!~ ;[]|$)' > "$ctx/requirements.txt" || true
 if [ -f "$nodeps" ]; then cp "$nodeps" "$ctx/requirements-nodeps.txt"; else : > "$ctx/requirements-nodeps.txt"; fi
 echo "torch==$torch_version" > "$ctx/constraints.txt"
+cp "$service" "$ctx/requirements-service.txt"
 # The build reaches the package index through this host's network, which may intercept
 # TLS with its own CA: trust the host's bundle during the build only (not in the image).
 host_ca=${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt}
@@ -117,6 +125,17 @@ RUN export PIP_CERT=/tmp/ptb-base/host-ca.crt PIP_NO_CACHE_DIR=1 PIP_ROOT_USER_A
            python3 -m pip install --quiet --no-deps -r /tmp/ptb-base/requirements-nodeps.txt; fi \\
     && python3 -c "import torch; assert not torch.version.cuda, torch.version.cuda; print('torch', torch.__version__)" \\
     && rm -rf /tmp/wheels /tmp/ptb-base /root/.cache
+# Agent tasks: a separate layer, so that changing it reuses the (large) layer above. It
+# adds packages but never changes an installed one (their versions are the constraints).
+COPY requirements-service.txt host-ca.crt /tmp/ptb-agent/
+RUN export DEBIAN_FRONTEND=noninteractive PIP_CERT=/tmp/ptb-agent/host-ca.crt PIP_NO_CACHE_DIR=1 \\
+           PIP_ROOT_USER_ACTION=ignore PIP_BREAK_SYSTEM_PACKAGES=1 PIP_PROGRESS_BAR=off \\
+    && apt-get update -qq && apt-get install -y -qq --no-install-recommends git >/dev/null \\
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb \\
+    && python3 -m pip list --format=freeze > /tmp/ptb-agent/installed.txt \\
+    && python3 -m pip install --quiet -c /tmp/ptb-agent/installed.txt -r /tmp/ptb-agent/requirements-service.txt \\
+    && git --version && setpriv --version && python3 -c "import fastapi, uvicorn, yaml" \\
+    && rm -rf /tmp/ptb-agent /root/.cache
 LABEL ptb.requirements-sha=$req_sha ptb.torch=$torch_version+cpu
 CMD ["bash"]
 DOCKERFILE

@@ -1,11 +1,18 @@
 """Mode B for real: nested Harbor jobs of a candidate agent class (from a git repo) over tiny
-Harbor tasks on the local sandbox, through the evaluation service and directly (timeout
-salvage, then a resume that re-runs only what did not count)."""
+Harbor tasks on the local sandbox, the class running behind the trusted proxy: through the
+evaluation service, directly (timeout salvage, then a resume that re-runs only what did not
+count), and as an unprivileged user with a candidate that tries to forge its score."""
 
 from __future__ import annotations
 
 import json
 import os
+import pwd
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,10 +23,10 @@ from posttrainbench.optimize.candidates import export_baseline
 from posttrainbench.optimize.config import ScoringModeB, parse_config
 from posttrainbench.optimize.errors import AgentTaskConfigError
 from posttrainbench.optimize.nested_harbor import JOB_NAME, run_nested, work_dir_for
-from posttrainbench.optimize.runas import CandidateUser
+from posttrainbench.optimize.runas import CandidateUser, candidate_user
 from posttrainbench.optimize.service import create_app
 from posttrainbench.optimize.task_set import load_task_split
-from tests.optimize_fixtures import commit
+from tests.optimize_fixtures import commit, needs_root
 
 pytestmark = pytest.mark.slow
 
@@ -89,6 +96,7 @@ def write_task(root: Path, dirname: str, name: str, word: str) -> None:
 @pytest.fixture
 def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HARBOR_TELEMETRY", "0")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     data = tmp_path / "data"
     write_task(data, "alpha", "ptb-test/alpha", "alpha")
     write_task(data, "gamma", "ptb-test/gamma", "gamma")
@@ -112,8 +120,8 @@ def config_for(root: Path, **scoring):
 
 
 def _me() -> CandidateUser:
-    # The host interpreter lives where an unprivileged user cannot run it on this machine;
-    # the user switch itself is covered by the Mode A tests.
+    # The test venv's interpreter lives where an unprivileged user cannot run it; the switch
+    # to nobody (with a runnable copy of it) is the forging test's.
     return CandidateUser(name="current")
 
 
@@ -126,6 +134,13 @@ def test_service_scores_a_commit_by_a_nested_harbor_run(world: Path, monkeypatch
     assert (body["tier"], body["n"], body["status"]) == ("viewable", 2, "ok"), body
     assert {s["id"]: s["score"] for s in body["samples"]} == {"ptb-test/alpha": 1.0, "ptb-test/gamma": 0.0}
     assert body["mean"] == 0.5 and body["budget"]["runs_left"] == 1
+    # The nested job ran the trusted proxy; Harbor recorded the candidate's class behind it.
+    (job,) = (state.parent / f"{state.name}.nested").glob(f"eval/*/train/*/jobs/{JOB_NAME}")
+    results = [json.loads(p.read_text()) for p in job.glob("*/result.json")]
+    assert len(results) == 2 and {r["agent_info"]["name"] for r in results} == {"candidate"}
+    assert {r["config"]["agent"]["import_path"] for r in results} == {
+        "posttrainbench.optimize.proxy_agent:CandidateProxyAgent"}
+    assert all((p.parent / "agent" / "candidate-host.log").is_file() for p in job.glob("*/result.json"))
     # The hidden split's task never reached the service's copy.
     assert sorted(p.name for p in (state / "dataset" / "tasks").iterdir()) == ["alpha", "gamma"]
     # A split naming a task only by prefix is refused before anything runs.
@@ -167,3 +182,156 @@ def test_timeout_salvages_finished_trials_and_resume_reruns_only_errored_ones(wo
     assert now["ptb-test/gamma"] != trials["ptb-test/gamma"]  # errored: run again
     retired = sorted(os.listdir(job.parent.parent / "retired"))
     assert trials["ptb-test/gamma"] in retired and trials["ptb-test/slow"] in retired
+
+
+# A candidate that answers 'alpha' right and everything else wrong, and meanwhile tries every
+# way around the verifier it can reach from its own process.
+FORGER = r'''
+import json, os, subprocess, sys
+from pathlib import Path
+
+from harbor.agents.base import BaseAgent
+
+LATE = """
+import pathlib, sys, time
+time.sleep(4)
+try:
+    (pathlib.Path(sys.argv[1]) / "result.json").write_text('{"reward": 1}')
+    outcome = "done"
+except Exception as exc:
+    outcome = type(exc).__name__
+(pathlib.Path.home() / "late.txt").write_text(outcome)
+"""
+
+
+def attempt(report, key, action):
+    try:
+        action()
+        report[key] = "done"
+    except Exception as exc:
+        report[key] = type(exc).__name__
+
+
+class CandidateAgent(BaseAgent):
+    def __init__(self, *args, probe="", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.probe = probe
+
+    @staticmethod
+    def name():
+        return "forger"
+
+    def version(self):
+        return "1"
+
+    async def setup(self, environment):
+        pass
+
+    async def run(self, instruction, environment, context):
+        report = {"uid": os.getuid(), "secret_in_env": "PTB_TEST_SERVICE_SECRET" in os.environ}
+        work = Path.cwd().parents[2]  # <work>/agents/<trial>/home
+        trial = work / "jobs" / "nested" / self.session_id.removesuffix("__agent")
+        attempt(report, "list_jobs", lambda: os.listdir(work / "jobs"))
+        attempt(report, "result_json", lambda: (trial / "result.json").write_text('{"reward": 1}'))
+        attempt(report, "reward_file", lambda: (trial / "verifier" / "reward.txt").write_text("1"))
+        attempt(report, "job_config", lambda: (work / "job.json").write_text("{}"))
+        attempt(report, "own_code", lambda: (work / "code" / "agent.py").write_text("# replaced"))
+        attempt(report, "read_tasks", lambda: os.listdir(work / "tasks"))
+        attempt(report, "read_state", lambda: Path(self.probe).read_text())
+        try:  # the file is read here, as this user: the proxy opens no host path for us
+            await environment.upload_file(self.probe, "/app/stolen")
+            report["upload_state"] = "done"
+        except Exception as exc:
+            report["upload_state"] = type(exc).__name__
+        import harbor.verifier.verifier as verifier
+
+        async def always_one(self):
+            raise SystemExit("patched")
+
+        verifier.Verifier.verify = always_one  # only this process's copy
+        word = instruction.split("'")[1]
+        answer = word if word == "alpha" else "wrong"
+        # In the task environment: a reward file that the verifier's own run replaces.
+        await environment.exec(f"echo 1 > /logs/verifier/reward.txt; echo {answer} > /app/answer.txt")
+        subprocess.Popen([sys.executable, "-c", LATE, str(trial)], start_new_session=True,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        (self.logs_dir / "forge.json").write_text(json.dumps(report))
+        context.n_input_tokens = 7
+        context.metadata = {"forge": report}
+'''
+
+
+@pytest.fixture
+def public_dir() -> Iterator[Path]:
+    """A directory the candidate user can traverse (pytest's tmp dirs are private to root)."""
+    path = Path(tempfile.mkdtemp(prefix="ptb-mode-b-"))
+    path.chmod(0o711)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def runnable_python(dest: Path) -> tuple[Path, Path]:
+    """A copy of this interpreter an unprivileged user can run (the test venv's lives under
+    /root), hard-linked where possible; return (python, the dir of its libpython)."""
+    base, name = Path(sys.base_prefix), f"python{sys.version_info.major}.{sys.version_info.minor}"
+    (dest / "bin").mkdir(parents=True)
+    (dest / "lib").mkdir()
+    _link_or_copy(str(base / "bin" / name), str(dest / "bin" / name))
+    for lib in (base / "lib").glob("libpython*.so*"):
+        _link_or_copy(str(lib), str(dest / "lib" / lib.name))
+    shutil.copytree(base / "lib" / name, dest / "lib" / name, copy_function=_link_or_copy,
+                    ignore=shutil.ignore_patterns("test", "idlelib", "tkinter"))
+    return dest / "bin" / name, dest / "lib"
+
+
+@needs_root
+def test_forging_candidate_as_nobody_gets_only_what_the_verifier_gave(world: Path, public_dir: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    commit(world / "agent", {"agent.py": FORGER}, "forging agent")
+    python, libdir = runnable_python(public_dir / "python")
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(libdir))  # its libpython is found by an absolute runpath
+    monkeypatch.setenv("PTB_TEST_SERVICE_SECRET", "s3cret")  # the service's: the nested job has it
+    state = public_dir / "state"
+    state.mkdir(mode=0o700)
+    (state / "token").write_text("admin token")
+    scoring = config_for(world, agent_python=str(python), pass_env=["LD_LIBRARY_PATH"],
+                         agent_kwargs={"probe": str(state / "token")}).scoring
+    assert isinstance(scoring, ScoringModeB)
+    tasks = load_task_split(world / "data", "train")  # alpha (answered right), gamma (wrong)
+    root = public_dir / "nested"
+    user = candidate_user("nobody")
+    assert user.switches
+
+    report = run_nested(root, "forger", "train", lambda dest: export_baseline(world / "agent", dest), tasks,
+                        scoring, user, timeout_s=240)
+    assert report.status == "ok", report.stderr_tail
+    assert [(s.id, s.score, s.status) for s in report.samples] == [
+        ("ptb-test/alpha", 1.0, "scored"), ("ptb-test/gamma", 0.0, "scored")]
+
+    job = work_dir_for(root, "forger", "train", tasks) / "jobs" / JOB_NAME
+    trials = sorted(p.parent for p in job.glob("*/result.json"))
+    assert len(trials) == 2
+    denied = {"list_jobs", "result_json", "reward_file", "job_config", "own_code", "read_tasks", "read_state",
+              "upload_state"}
+    for trial in trials:
+        result = json.loads((trial / "result.json").read_text())
+        forge = json.loads((trial / "agent" / "forge.json").read_text())
+        assert forge["uid"] == pwd.getpwnam("nobody").pw_uid and forge["secret_in_env"] is False
+        assert {key: forge[key] for key in denied} == {key: "PermissionError" for key in denied}
+        assert result["agent_info"]["name"] == "forger"
+        assert result["agent_result"]["n_input_tokens"] == 7 and result["agent_result"]["metadata"]["forge"] == forge
+        expected = 1 if result["task_name"] == "ptb-test/alpha" else 0
+        assert result["verifier_result"]["rewards"] == {"reward": expected}
+    # The process that left the agent's process group and retried later got no further.
+    homes = list((job.parent.parent / "agents").glob("*/home"))
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not all((h / "late.txt").exists() for h in homes):
+        time.sleep(0.5)
+    assert len(homes) == 2 and {(h / "late.txt").read_text() for h in homes} == {"PermissionError"}

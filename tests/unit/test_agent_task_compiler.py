@@ -73,7 +73,26 @@ def test_secret_is_referenced_by_name_and_its_value_never_written(tmp_path: Path
     for path in task.rglob("*"):
         if path.is_file():
             assert CANARY.encode() not in path.read_bytes(), path
-    assert 'PTB_TEST_SECRET = "${PTB_TEST_SECRET}"' in (task / "task.toml").read_text()
+    # Not in the environment Harbor hands to every command (the agent's too), nor the verifier's.
+    from harbor.models.task.config import TaskConfig
+
+    config = TaskConfig.model_validate_toml((task / "task.toml").read_text())
+    assert "PTB_TEST_SECRET" not in config.environment.env and "PTB_TEST_SECRET" not in config.verifier.env
+    assert "${PTB_TEST_SECRET}" not in (task / "task.toml").read_text()
+    # By name, for the environment plugins; the service and the final scoring load the values.
+    assert json.loads((task / "environment/ptb-secrets.json").read_text()) == {"names": ["PTB_TEST_SECRET"]}
+    start = (task / "environment/ptb/start.sh").read_text()
+    assert '--secrets-file "$SECRETS"' in start and "plain Harbor environments do not" in start
+    test_sh = (task / "tests/test.sh").read_text()
+    assert "posttrainbench.optimize.secrets_file" in test_sh and "/run/ptb-secrets/secrets.json" in test_sh
+    assert (task / "tests/lib/posttrainbench/optimize/secrets_file.py").is_file()
+
+
+def test_a_task_without_secrets_has_no_secrets_channel(tmp_path: Path) -> None:
+    task = build_agent_task(make_config(tmp_path), tmp_path / "out")
+    assert not (task / "environment/ptb-secrets.json").exists()
+    assert "--secrets-file" not in (task / "environment/ptb/start.sh").read_text()
+    assert "secrets_file" not in (task / "tests/test.sh").read_text()
 
 
 def test_missing_secret_fails_before_anything_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -138,3 +157,15 @@ def test_a_mode_b_config_is_refused_with_one_line(tmp_path: Path) -> None:
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert result.returncode == 2 and len(lines) == 1 and "only scoring mode A" in lines[0], result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_readme_build_command_compiles_the_example(tmp_path: Path) -> None:
+    """README's `ptb agent-task build examples/agent-task-gsm8k/task.yaml -o tasks/ --no-network`."""
+    from tests.helpers import REPO, run_ptb
+
+    result = run_ptb("agent-task", "build", str(REPO / "examples" / "agent-task-gsm8k" / "task.yaml"),
+                     "-o", str(tmp_path / "tasks"), "--no-network")
+    assert result.returncode == 0, result.stderr
+    task = tmp_path / "tasks" / "gsm8k-solver"
+    assert 'network_mode = "no-network"' in (task / "task.toml").read_text()
+    assert (task / "solution" / "solve.sh").is_file() and (task / "tests" / "test.sh").is_file()

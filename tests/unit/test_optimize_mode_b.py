@@ -3,7 +3,10 @@ aggregation on trial results written with Harbor's own models, resume and timeou
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
+import sys
 import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -19,6 +22,8 @@ from harbor.models.verifier.result import VerifierResult
 from posttrainbench.optimize import nested_harbor
 from posttrainbench.optimize.config import AgentTaskConfig, ScoringModeA, ScoringModeB, parse_config
 from posttrainbench.optimize.errors import AgentTaskConfigError
+from posttrainbench.optimize.proxy_agent import CandidateSpec
+from posttrainbench.optimize.runas import CandidateUser
 from posttrainbench.optimize.scoring import check_scoring_dataset, copy_evaluable, load_samples
 from posttrainbench.optimize.task_set import TaskSample, load_task_split
 from posttrainbench.optimize.trial_selection import build_report, read_trials, uncounted_trials
@@ -220,21 +225,51 @@ def test_resume_retires_only_uncounted_trials(job, tmp_path):
 def test_job_config_passes_attempts_retries_and_concurrency(tmp_path):
     scoring = ScoringModeB(mode="B", agent_import_path="agent:CandidateAgent", agent_model="m/x", n_attempts=4,
                            n_concurrent=2, retry={"max_retries": 3, "include_exceptions": ["AgentTimeoutError"]},
-                           agent_kwargs={"temperature": 0})
+                           agent_kwargs={"temperature": 0}, pass_env=["LANGUAGE"])
     tasks = [TaskSample(name="org/alpha", path=tmp_path / "a"), TaskSample(name="org/beta", path=tmp_path / "b")]
-    config = nested_harbor.job_config(scoring, tmp_path / "work" / "tasks", tmp_path / "work" / "jobs", tasks)
+    user = CandidateUser(name="nobody", uid=65534, gid=65534)
+    config = nested_harbor.job_config(scoring, tmp_path / "work", tasks, user)
     assert isinstance(config, JobConfig) and config.job_name == "nested"
+    assert config.jobs_dir == tmp_path / "work" / "jobs"
     assert (config.n_attempts, config.n_concurrent_trials, config.retry.max_retries) == (4, 2, 3)
     assert config.retry.include_exceptions == {"AgentTimeoutError"}
     assert config.retry.exclude_exceptions  # Harbor's default exclusions are kept
+    # The nested job's agent is the trusted proxy; the candidate class is only named in its kwargs.
     (agent,) = config.agents
-    assert (agent.import_path, agent.model_name, agent.kwargs) == ("agent:CandidateAgent", "m/x", {"temperature": 0})
+    assert (agent.import_path, agent.model_name) == (nested_harbor.PROXY_IMPORT_PATH, None)
+    spec = CandidateSpec.model_validate(agent.kwargs["candidate"])
+    assert (spec.import_path, spec.model_name, spec.kwargs) == ("agent:CandidateAgent", "m/x", {"temperature": 0})
+    assert (spec.code_dir, spec.host_dir) == (tmp_path / "work" / "code", tmp_path / "work" / "agents")
+    assert (spec.uid, spec.gid, spec.pass_env) == (65534, 65534, ["LANGUAGE"])
+    assert spec.python == sys.executable  # agent_python unset: the service's own interpreter
     assert [t.path for t in config.tasks] == [tmp_path / "work" / "tasks" / "a", tmp_path / "work" / "tasks" / "b"]
     assert config.environment.import_path == "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
     # The same task set, in any order, resumes the same directory; another set gets its own.
     same = nested_harbor.work_dir_for(tmp_path, "candidate-1", "train", tasks[::-1])
     assert same == nested_harbor.work_dir_for(tmp_path, "candidate-1", "train", tasks)
     assert same != nested_harbor.work_dir_for(tmp_path, "candidate-1", "train", tasks[:1])
+
+
+def test_nested_job_env_is_the_services_and_prepare_keeps_the_candidate_out(tmp_path, monkeypatch, data):
+    monkeypatch.setenv("PTB_TEST_SERVICE_SECRET", "s3cret")
+    assert nested_harbor.child_env()["PTB_TEST_SERVICE_SECRET"] == "s3cret"
+    assert nested_harbor.child_env()["HARBOR_TELEMETRY"] == "0"
+    scoring = ScoringModeB(mode="B", agent_import_path="agent:CandidateAgent")
+    tasks = load_task_split(data, "train")
+    root = tmp_path / "nested"
+    work = nested_harbor.work_dir_for(root, "candidate-1", "train", tasks)
+
+    def export(dest: Path) -> None:
+        (dest / "pkg").mkdir(parents=True)
+        (dest / "pkg" / "agent.py").write_text("x = 1\n")
+
+    config_file, retired = nested_harbor.prepare(root, work, export, tasks, scoring, CandidateUser(name="me"))
+    assert retired == [] and config_file == work / "job.json"
+    modes = {name: stat.S_IMODE(os.stat(work / name).st_mode) for name in ("tasks", "jobs", "agents", "code")}
+    assert modes == {"tasks": 0o700, "jobs": 0o700, "agents": 0o711, "code": 0o755}
+    assert stat.S_IMODE(os.stat(work).st_mode) == 0o711 and stat.S_IMODE(os.stat(config_file).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(work / "code" / "pkg" / "agent.py").st_mode) & 0o444 == 0o444
+    assert sorted(p.name for p in (work / "tasks").iterdir()) == ["a", "b"]
 
 
 def test_timeout_terminates_the_nested_process_group(monkeypatch):

@@ -8,6 +8,9 @@ would cost two transfers through the host; instead both mount one volume made fo
 trial, at `HANDOFF_MOUNT`. The collect hook (after the agent ends) clears it and moves
 `final_model/` onto it; the verifier mounts it and reads it there. Harbor stops the
 agent's sandbox only after the verifier, so the hook commits the volume itself (`sync`).
+
+An agent task's declared secrets are delivered root-only once the sandbox is up (see
+`service_secrets`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from harbor.models.task.config import EnvironmentConfig
 from pydantic import BaseModel, ConfigDict, Field
 
 from posttrainbench.atomic_write import write_text_atomic
+from posttrainbench.envs.service_secrets import deliver_secrets
 from posttrainbench.errors import RunError
 
 HANDOFF_MOUNT = "/ptb-handoff"
@@ -149,13 +153,14 @@ class CloudTrialMixin:
         if writes_record:
             record.write(self.trial_paths.trial_dir)
         await super().start(force_build)
-        if not self._gpu_types:
-            return
-        result = await self.exec(GPU_QUERY)
-        record.gpu_seen = [line.strip() for line in (result.stdout or "").splitlines() if line.strip()]
-        if writes_record:
-            record.write(self.trial_paths.trial_dir)
-        problem = gpu_mismatch(self._gpu_types[0], record.gpu_seen)
-        if problem:
-            # Harbor records the exception: the trial is errored, never scored on other hardware.
-            raise RuntimeError(f"GPU pin not honoured: {problem}")
+        if self._gpu_types:
+            result = await self.exec(GPU_QUERY)
+            record.gpu_seen = [line.strip() for line in (result.stdout or "").splitlines() if line.strip()]
+            if writes_record:
+                record.write(self.trial_paths.trial_dir)
+            problem = gpu_mismatch(self._gpu_types[0], record.gpu_seen)
+            if problem:
+                # Harbor records the exception: the trial is errored, never scored on other hardware.
+                raise RuntimeError(f"GPU pin not honoured: {problem}")
+        # Last, on a sandbox that passed the checks, and before Harbor's healthcheck.
+        await deliver_secrets(self)  # type: ignore[arg-type]

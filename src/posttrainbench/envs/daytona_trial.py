@@ -4,7 +4,8 @@ Use it as `--env posttrainbench.envs.daytona_trial:DaytonaTrialEnvironment` (`pt
 run/sweep --env daytona` does). Same contract as on Modal: a volume made for the trial
 at `/ptb-handoff` for `final_model/`, the shared cache volume at `/ptb-cache`, exactly
 one GPU type (Harbor maps it to Daytona's GPU type; one type means no substitute) and a
-check of the GPUs the sandbox got. Daytona volumes are shared file systems, so what the
+check of the GPUs the sandbox got, and an agent task's declared secrets installed
+root-only (see `service_secrets`). Daytona volumes are shared file systems, so what the
 collect hook writes is visible to the verifier's sandbox without a commit.
 """
 

@@ -38,6 +38,8 @@ from posttrainbench.envs.bwrap import (
 from posttrainbench.envs.env_cache import SANDBOX_PTB_ROOT, ensure_built, resolve_sandbox_python
 from posttrainbench.envs.instance_fs import InstanceFs
 from posttrainbench.envs.limits import CgroupLimits, detect_cgroup_mode
+from posttrainbench.envs.service_secrets import deliver_secrets
+from posttrainbench.optimize.secrets_file import SECRETS_PATH
 
 TIMEOUT_RETURN_CODE = 124  # what coreutils `timeout` (and Harbor's singularity) return
 _OUTPUT_GRACE_SEC = 1.0
@@ -142,6 +144,8 @@ class LocalSandboxEnvironment(BaseEnvironment):
         result = await self.exec("true", timeout_sec=30, user="root")
         if result.return_code != 0:
             raise RuntimeError(f"Sandbox did not start: {result.stderr}")
+        # Before Harbor's healthcheck, which starts an agent task's service.
+        await deliver_secrets(self)
 
     async def _start_init(self, spec: SandboxSpec) -> None:
         read_fd, write_fd = os.pipe()
@@ -179,7 +183,10 @@ class LocalSandboxEnvironment(BaseEnvironment):
             await asyncio.sleep(0.01)
 
     async def stop(self, delete: bool) -> None:
-        """Kill every process of the instance; delete its writable dirs if ``delete``."""
+        """Kill every process of the instance; delete its writable dirs if ``delete``.
+
+        Delivered secrets are removed either way: the root lives in the trial dir.
+        """
         if self._init_pid is not None:
             # SIGKILL to the pid namespace's init makes the kernel kill all its members.
             _kill(self._init_pid)
@@ -201,6 +208,7 @@ class LocalSandboxEnvironment(BaseEnvironment):
         await self._wait_namespace_gone()
         self._init_pid = None
         await asyncio.to_thread(self._fs.unmount_ptb)
+        await asyncio.to_thread(_remove_secrets, self._fs)
         if delete:
             await asyncio.to_thread(self._fs.delete)
 
@@ -339,6 +347,13 @@ def _copy_file(source: Path, target: Path) -> None:
         raise FileNotFoundError(f"{source} does not exist")
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(source, target)
+
+
+def _remove_secrets(fs: InstanceFs) -> None:
+    try:
+        fs.host_path(SECRETS_PATH).unlink(missing_ok=True)
+    except OSError:
+        pass  # a root that was never created
 
 
 def _read_info(fd: int) -> dict[str, Any] | None:

@@ -9,7 +9,8 @@ Use it as `--env posttrainbench.envs.modal_trial:ModalTrialEnvironment` (`ptb ru
 - pins the GPU type exactly: Modal may run an `H100` request on an H200 unless it is
   asked for `H100!`; a GPU task without a GPU type is refused;
 - checks after start that the sandbox's GPUs are the requested type, and writes
-  `ptb-cloud.json` into the trial dir.
+  `ptb-cloud.json` into the trial dir;
+- installs an agent task's declared secrets root-only (see `service_secrets`).
 """
 
 from __future__ import annotations

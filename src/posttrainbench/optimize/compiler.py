@@ -9,6 +9,7 @@ Layout of the compiled task (``<out>/<name>/``)::
     environment/
       Dockerfile         base image (build arg) + git + the service's venv
       requirements.txt   the service's own deps: fastapi, uvicorn, pydantic, pyyaml
+      ptb-secrets.json   the declared secrets' NAMES (only when the config declares some)
       workspace/         the baseline: ``git archive`` of the committed HEAD -> /app
       ptb/               -> /opt/ptb
         start.sh         creates the agent's user and its git repo (/app, one commit),
@@ -24,9 +25,12 @@ Why the verifier runs in the agent's environment: the service's state (ledger, c
 exists in the agent's environment, in root-only directories the agent's user cannot
 read or change; the verifier runs there as root after killing the agent's processes.
 
-Secrets are written by NAME only, as ``${NAME}`` templates that Harbor resolves from the
-host when the run starts. Every declared secret must be set on the host: the build
-checks this first, before anything slow or anything written.
+Secrets are written by NAME only, into ``environment/ptb-secrets.json``; never into
+task.toml's ``[environment.env]``/``[verifier.env]``, which Harbor gives to every command,
+the agent's too. PostTrainBench's environment plugins take the values from the host
+when the trial starts and install them root-only (see ``envs.service_secrets``); the
+service and the final scoring load them from there. Every declared secret must be set on
+the host: the build checks this first, before anything slow or anything written.
 """
 
 from __future__ import annotations
@@ -45,11 +49,13 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import BaseModel, ConfigDict, Field
 
 import posttrainbench
+from posttrainbench.envs.service_secrets import DELIVERING_PLUGINS, write_manifest
 from posttrainbench.errors import PtbError
 from posttrainbench.staged_output import staged_output
 from posttrainbench.template_tree import render_tree
 from posttrainbench.optimize.config import AgentTaskConfig, Tier, load_config
 from posttrainbench.optimize.dataset import load_split, named_splits, split_path
+from posttrainbench.optimize.secrets_file import SECRETS_PATH
 
 REPO_DIR = "/app"
 PRIVATE_DIR = "environment/ptb/agent-task/private"
@@ -161,6 +167,8 @@ def _context(config: AgentTaskConfig, options: BuildOptions, sizes: dict[str, in
         "split_rows": _split_rows(config, sizes),
         "first_split": evaluable[0] if evaluable else "",
         "zero_reward": {t.key: 0.0 for t in config.reward.targets},
+        "secrets_path": SECRETS_PATH,
+        "secrets_plugins": DELIVERING_PLUGINS,
         # final scoring re-scores up to top_k candidates + the baseline on the selection
         # split, then the chosen code on every target: bound it by per-eval timeouts.
         "verifier_timeout_sec": int((config.reward.top_k + 1 + len(config.reward.targets))
@@ -227,4 +235,5 @@ def build_agent_task(config_path: Path, out_dir: Path, options: BuildOptions | N
         _copy_payload(staging / "environment" / "ptb" / "lib")
         _copy_payload(staging / "tests" / "lib")
         _copy_solution_overlay(config_path.resolve().parent, staging / "solution" / "overlay")
+        write_manifest(staging / "environment", config.secrets)
     return Path(out_dir) / config.name

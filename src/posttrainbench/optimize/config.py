@@ -160,9 +160,14 @@ class ScoringModeB(_Strict):
     reward_key: str = Field(default="reward", description="the verifier's reward key that scores a trial")
     nested_timeout_s: Optional[float] = Field(
         default=None, gt=0, description="wall-clock limit of one nested run (None: timeouts.for_samples(n))")
-    run_as: str = Field(default="nobody", description="user the nested run runs as when the service is root")
-    path: str = Field(default=DEFAULT_CANDIDATE_PATH, description="PATH given to the nested run")
-    pass_env: list[str] = Field(default_factory=list, description="non-secret variables passed to the nested run")
+    run_as: str = Field(default="nobody",
+                        description="user the candidate's agent class runs as when the service is root")
+    agent_python: Optional[str] = Field(
+        default=None, description="interpreter of the candidate's agent host (None: the service's own); "
+        "run_as must be able to run it and it must load the service's harbor")
+    path: str = Field(default=DEFAULT_CANDIDATE_PATH, description="PATH given to the candidate's agent host")
+    pass_env: list[str] = Field(default_factory=list,
+                                description="non-secret variables passed to the candidate's agent host")
 
 
 ScoringMode = Annotated[Union[ScoringModeA, ScoringModeB], Field(discriminator="mode")]

@@ -2,18 +2,28 @@
 
 The service (trusted) prepares one work directory per (candidate, split, task set):
 ``code/`` (a clean export of the candidate commit), ``tasks/`` (the split's task dirs),
-``jobs/`` (the Harbor job) and ``retired/``. The job itself runs in a child process,
-``python -m posttrainbench.optimize.nested_harbor JOB_CONFIG``, as the candidate user,
-with ``code/`` on ``PYTHONPATH`` (Harbor imports the agent class in-process, so the
-child is the candidate's code: it gets an allow-listed environment and no service files).
+``jobs/`` (the Harbor job), ``agents/`` (one private dir per trial for the candidate) and
+``retired/``. The job runs in a child process, ``python -m
+posttrainbench.optimize.nested_harbor JOB_CONFIG``, as the service's own user with the
+service's environment (so the environment plugin gets the credentials it needs) and
+without the candidate's code on its path: the job's agent is the trusted
+:class:`~posttrainbench.optimize.proxy_agent.CandidateProxyAgent`, which runs the
+candidate's class in ``agent_host`` as the candidate user and performs its environment
+calls (see ``proxy_agent`` for the protocol).
 
 Resume: the work directory is kept; running again keeps the trials that counted, moves
 the others to ``retired/`` and lets Harbor's own resume run what is missing. Timeout: the
-child gets SIGTERM (Harbor cancels its trials and stops their environments), then SIGKILL
-after a grace period; every trial that finished with a reward is still scored.
+child gets SIGTERM (Harbor cancels its trials, the proxies kill their agent hosts, the
+environments stop), then SIGKILL after a grace period; every trial that finished with a
+reward is still scored.
 
-Trust note: rewards are read from the job's ``result.json`` files, which the child
-process writes; they are as trustworthy as that process (see README, Mode B).
+Trust note: rewards are read from the job's ``result.json`` files, written by Harbor and
+its verifier in the trusted child. When the service is root the candidate's code runs only
+as the candidate user, which can read its code and write its own trial dir under
+``agents/``, and nothing else here: ``jobs/``, ``tasks/`` (hidden tests included), the
+service's state, its token and its secrets stay out of reach; what it does inside the
+task environment is judged by the task's own verifier, as for any Harbor agent. Run
+without root, the candidate runs as the service's user and that separation is absent.
 """
 
 from __future__ import annotations
@@ -31,11 +41,13 @@ from pathlib import Path
 from typing import Literal, Optional
 
 from posttrainbench.optimize.config import ScoringModeB
+from posttrainbench.optimize.proxy_agent import CandidateSpec
 from posttrainbench.optimize.runas import CandidateUser
 from posttrainbench.optimize.task_set import TaskSample
 from posttrainbench.optimize.trial_selection import NestedScoreReport, build_report, read_trials, uncounted_trials
 
 JOB_NAME = "nested"
+PROXY_IMPORT_PATH = "posttrainbench.optimize.proxy_agent:CandidateProxyAgent"
 TERM_GRACE_S = 30.0  # how long Harbor gets to cancel trials and stop environments
 _STDERR_TAIL = 4000
 
@@ -46,23 +58,34 @@ def work_dir_for(root: Path, label: str, split: str, tasks: list[TaskSample]) ->
     return Path(root) / label / split / f"{len(tasks)}-{digest}"
 
 
-def job_config(scoring: ScoringModeB, tasks_dir: Path, jobs_dir: Path, tasks: list[TaskSample]):
-    """Harbor's JobConfig of the nested run: attempts, retries and concurrency passed through."""
+def candidate_spec(scoring: ScoringModeB, work: Path, user: CandidateUser) -> CandidateSpec:
+    """What the proxy needs to run the candidate's class from ``work/code`` as *user*."""
+    return CandidateSpec(import_path=scoring.agent_import_path, model_name=scoring.agent_model,
+                         kwargs=dict(scoring.agent_kwargs), code_dir=work / "code", host_dir=work / "agents",
+                         user_name=user.name, uid=user.uid, gid=user.gid,
+                         python=scoring.agent_python or sys.executable, path=scoring.path,
+                         pass_env=list(scoring.pass_env))
+
+
+def job_config(scoring: ScoringModeB, work: Path, tasks: list[TaskSample], user: CandidateUser):
+    """Harbor's JobConfig of the nested run: the trusted proxy as its agent; attempts, retries
+    and concurrency passed through."""
     from harbor.models.job.config import JobConfig, RetryConfig
     from harbor.models.trial.config import AgentConfig, EnvironmentConfig, TaskConfig
 
     retry = scoring.retry.model_dump(exclude_none=True)
+    spec = candidate_spec(scoring, work, user)
     return JobConfig(
         job_name=JOB_NAME,
-        jobs_dir=jobs_dir,
+        jobs_dir=work / "jobs",
         n_attempts=scoring.n_attempts,
         n_concurrent_trials=scoring.n_concurrent,
         quiet=True,
         retry=RetryConfig.model_validate(retry),
-        agents=[AgentConfig(import_path=scoring.agent_import_path, model_name=scoring.agent_model,
-                            kwargs=dict(scoring.agent_kwargs))],
+        # No model_name for the proxy: the candidate parses its own (and reports it back).
+        agents=[AgentConfig(import_path=PROXY_IMPORT_PATH, kwargs={"candidate": spec.model_dump(mode="json")})],
         environment=EnvironmentConfig(import_path=scoring.environment),
-        tasks=[TaskConfig(path=tasks_dir / t.path.name) for t in tasks],
+        tasks=[TaskConfig(path=work / "tasks" / t.path.name) for t in tasks],
     )
 
 
@@ -75,29 +98,44 @@ def _clear(path: Path) -> None:
 
 
 def _make_dirs(root: Path, work: Path) -> None:
-    # Traversable by the candidate user (it must reach its work dir), not listable.
+    # Traversable by the candidate user (it must reach its code and its agents/ dir), not listable.
     parts = work.relative_to(root).parts
-    for depth in range(1, len(parts)):
-        root.joinpath(*parts[:depth]).mkdir(mode=0o711, exist_ok=True)
-    work.mkdir(mode=0o700, exist_ok=True)
+    for depth in range(1, len(parts) + 1):
+        path = root.joinpath(*parts[:depth])
+        path.mkdir(mode=0o711, exist_ok=True)
+        os.chmod(path, 0o711)
+
+
+def _readable_by_all(path: Path) -> None:
+    # The candidate user reads (never writes) its code; links are left as they are.
+    for current, dirs, files in os.walk(path):
+        os.chmod(current, 0o755)
+        for name in files:
+            file = Path(current, name)
+            if not file.is_symlink():
+                os.chmod(file, (file.stat().st_mode & 0o755) | 0o444)
 
 
 def prepare(root: Path, work: Path, export: Callable[[Path], object], tasks: list[TaskSample],
-            scoring: ScoringModeB) -> tuple[Path, list[Path]]:
-    """Fresh ``code/`` and ``tasks/``, errored trials retired; return (job config file, retired)."""
+            scoring: ScoringModeB, user: CandidateUser) -> tuple[Path, list[Path]]:
+    """Fresh ``code/``, ``tasks/`` and ``agents/``, errored trials retired; return (job config file, retired)."""
     root.mkdir(mode=0o711, parents=True, exist_ok=True)
+    os.chmod(root, 0o711)
     _make_dirs(root, work)
-    for name in ("code", "tasks", "home"):
+    for name in ("code", "tasks", "agents"):
         _clear(work / name)
     export(work / "code")
+    _readable_by_all(work / "code")
+    (work / "tasks").mkdir(mode=0o700)  # hidden tests live here: never the candidate's to read
     for task in tasks:
         shutil.copytree(task.path, work / "tasks" / task.path.name, symlinks=True)
-    (work / "home").mkdir()
+    (work / "agents").mkdir(mode=0o711)
     jobs_dir = work / "jobs"
-    jobs_dir.mkdir(exist_ok=True)
+    jobs_dir.mkdir(mode=0o700, exist_ok=True)
     retired = retire(uncounted_trials(jobs_dir / JOB_NAME, scoring.reward_key), work / "retired")
     config_file = work / "job.json"
-    config_file.write_text(job_config(scoring, work / "tasks", jobs_dir, tasks).model_dump_json(indent=2))
+    config_file.write_text(job_config(scoring, work, tasks, user).model_dump_json(indent=2))
+    os.chmod(config_file, 0o600)
     return config_file, retired
 
 
@@ -105,7 +143,7 @@ def retire(trials: list[Path], retired_dir: Path) -> list[Path]:
     """Move trials aside (kept for the record) so that Harbor plans them again."""
     moved = []
     for trial in trials:
-        retired_dir.mkdir(exist_ok=True)
+        retired_dir.mkdir(mode=0o700, exist_ok=True)
         target, n = retired_dir / trial.name, 1
         while target.exists():
             n += 1
@@ -115,14 +153,9 @@ def retire(trials: list[Path], retired_dir: Path) -> list[Path]:
     return moved
 
 
-def child_env(scoring: ScoringModeB, work: Path) -> dict[str, str]:
-    """The child's whole environment: an allow-list with the candidate code on PYTHONPATH."""
-    env = {"PATH": scoring.path, "HOME": str(work / "home"), "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1",
-           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(work / "code"), "HARBOR_TELEMETRY": "0"}
-    if "PTB_CACHE_DIR" in os.environ:  # the local sandbox's build cache (never a secret)
-        env["PTB_CACHE_DIR"] = os.environ["PTB_CACHE_DIR"]
-    env.update({name: os.environ[name] for name in scoring.pass_env if name in os.environ})
-    return env
+def child_env() -> dict[str, str]:
+    """The nested job's environment: the service's own (it is trusted), telemetry off."""
+    return {**os.environ, "HARBOR_TELEMETRY": "0"}
 
 
 def _wait(proc: subprocess.Popen, timeout_s: float) -> tuple[Literal["ok", "timeout", "error"], Optional[int]]:
@@ -149,14 +182,12 @@ def run_nested(root: Path, label: str, split: str, export: Callable[[Path], obje
     """Run (or resume) the nested job of one candidate on *tasks* and score every task."""
     start = time.monotonic()
     work = work_dir_for(root, label, split, tasks)
-    config_file, _ = prepare(Path(root), work, export, tasks, scoring)
-    user.hand_over(work)
-    stderr_path = work / "home" / "nested.log"
+    config_file, _ = prepare(Path(root), work, export, tasks, scoring, user)
+    stderr_path = work / "nested.log"
     with open(stderr_path, "wb") as log:
         try:
-            proc = subprocess.Popen(user.wrap([sys.executable, "-m", "posttrainbench.optimize.nested_harbor",
-                                               str(config_file)]),
-                                    cwd=work / "home", env=child_env(scoring, work), stdin=subprocess.DEVNULL,
+            proc = subprocess.Popen([sys.executable, "-m", "posttrainbench.optimize.nested_harbor", str(config_file)],
+                                    cwd=work, env=child_env(), stdin=subprocess.DEVNULL,
                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         except OSError as exc:
             status, code = "error", None

@@ -47,7 +47,7 @@ def copy_evaluable(config: AgentTaskConfig, dest: Path, splits: list[str]) -> No
 
 def nested_root(state_dir: Path) -> Path:
     """Where Mode B keeps its nested jobs: beside the 0700 state dir, since the candidate
-    user must reach its own work directory (each one is handed to it)."""
+    user must reach its code and its private trial dirs there (jobs and tasks stay root's)."""
     state_dir = Path(state_dir)
     return state_dir.parent / f"{state_dir.name}.nested"
 

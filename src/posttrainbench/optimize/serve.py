@@ -1,5 +1,7 @@
 """Run the evaluation service: ``python -m posttrainbench.optimize.serve --config C --state-dir S
---agent-repo R --port P`` (start it as root so candidates run as the unprivileged user)."""
+--agent-repo R --port P [--secrets-file F]`` (start it as root so candidates run as the
+unprivileged user). With ``--secrets-file`` the config's declared secrets are loaded from
+that root-only file into the service's own environment (see ``secrets_file``)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from pathlib import Path
 
 from posttrainbench.errors import PtbError
 from posttrainbench.optimize.config import load_config
+from posttrainbench.optimize.secrets_file import export_secrets, load_secrets
 from posttrainbench.optimize.service import create_app
 
 
@@ -22,9 +25,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-dir", type=Path, default=None, help="where candidate copies are made (default: temp)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--secrets-file", type=Path, default=None,
+                        help="JSON of the declared secrets' values (root-only); each must be in it")
     args = parser.parse_args(argv)
     try:
-        app = create_app(args.state_dir, load_config(args.config), agent_repo=args.agent_repo,
+        config = load_config(args.config)
+        if args.secrets_file is not None:
+            # In this process's own environment: its trusted children inherit them; candidate
+            # commands never do (their environment is an allow-list).
+            loaded = load_secrets(args.secrets_file, config.secrets)
+            export_secrets(loaded)
+            print(f"secrets loaded: {', '.join(sorted(loaded)) or 'none'}", file=sys.stderr)  # names only
+        app = create_app(args.state_dir, config, agent_repo=args.agent_repo,
                          token_path=args.token_file, work_dir=args.work_dir)
     except PtbError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,0 +1,84 @@
+"""The agent task's declared secrets inside its environment: one root-only JSON file.
+
+PostTrainBench's environment plugins (see :mod:`posttrainbench.envs.service_secrets`)
+write ``/run/ptb-secrets/secrets.json`` (directory 0700, file 0600, both root) right
+after the environment starts and before the healthcheck starts the service. Only the
+trusted side reads it: the evaluation service (``serve --secrets-file``) and the
+verifier's final scoring (``python -m posttrainbench.optimize.secrets_file ... -- CMD``).
+They put the values into their own process environment; candidate code never gets them
+(its environment is built from an allow-list, see ``runas``).
+
+Runs inside the task on Python 3.11 too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterable, MutableMapping
+from pathlib import Path
+
+from pydantic import RootModel, ValidationError
+
+from posttrainbench.errors import PtbError
+
+SECRETS_DIR = "/run/ptb-secrets"
+SECRETS_PATH = f"{SECRETS_DIR}/secrets.json"
+
+
+class SecretsFileError(PtbError):
+    """The delivered secrets file is missing, unreadable or lacks a declared secret."""
+
+
+class SecretValues(RootModel[dict[str, str]]):
+    """``secrets.json``: declared variable name -> its value (the only file that holds values)."""
+
+
+def load_secrets(path: Path, required: Iterable[str]) -> dict[str, str]:
+    """The values in *path*; refuses (one line, names only) when any of *required* is missing."""
+    path = Path(path)
+    try:
+        values = SecretValues.model_validate_json(path.read_bytes()).root
+    except OSError as exc:
+        raise SecretsFileError(f"cannot read the task's secrets file {path}: {exc.strerror}") from None
+    except ValidationError:
+        # The message would quote the input (the values): say only that it is malformed.
+        raise SecretsFileError(f"the task's secrets file {path} is not a JSON object of names to strings") from None
+    missing = [name for name in required if not values.get(name)]
+    if missing:
+        raise SecretsFileError(f"the task's secrets file {path} lacks declared secret(s): {', '.join(missing)}")
+    return values
+
+
+def export_secrets(values: dict[str, str], environ: MutableMapping[str, str] | None = None) -> None:
+    """Put *values* into this (trusted, root) process's environment, so its own children inherit them."""
+    target = os.environ if environ is None else environ
+    target.update(values)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m posttrainbench.optimize.secrets_file --secrets-file F --config C -- CMD ...``:
+    load the declared secrets into the environment, then exec CMD (the verifier's final scoring)."""
+    parser = argparse.ArgumentParser(prog="python -m posttrainbench.optimize.secrets_file", description=__doc__)
+    parser.add_argument("--secrets-file", type=Path, default=Path(SECRETS_PATH))
+    parser.add_argument("--config", type=Path, required=True, help="agent-task YAML (declares the secrets)")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("give the command to run after --")
+    from posttrainbench.optimize.config import load_config  # heavy imports only when run
+
+    try:
+        export_secrets(load_secrets(args.secrets_file, load_config(args.config).secrets))
+    except PtbError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    sys.stdout.flush()
+    os.execvp(command[0], command)
+    return 127  # not reached: execvp raises on failure
+
+
+if __name__ == "__main__":
+    sys.exit(main())
