@@ -288,3 +288,19 @@ def test_mode_b_example_config_loads_with_its_tasks():
     config = load_config(repo / "examples" / "agent-task-harbor" / "task.yaml")
     assert isinstance(config.scoring, ScoringModeB) and config.scoring.agent_import_path == "agent:CandidateAgent"
     assert check_scoring_dataset(config) == {"train": 2, "test": 2}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: only a root service switches to the candidate user")
+def test_a_candidate_user_that_cannot_start_the_agent_host_stops_the_service_with_one_line(tmp_path, data):
+    from posttrainbench.optimize.errors import ServiceStateError
+    from posttrainbench.optimize.proxy_agent import check_agent_host
+    from posttrainbench.optimize.runas import candidate_user
+    from posttrainbench.optimize.service import create_app
+
+    config = mode_b_config(tmp_path, data, agent_python=str(tmp_path / "no-such-python"))
+    check_agent_host(config.scoring, CandidateUser(name="current"))  # no user switch: nothing to check
+    with pytest.raises(ServiceStateError, match="cannot start the Mode B agent host") as raised:
+        check_agent_host(config.scoring, candidate_user("nobody"))
+    assert "\n" not in str(raised.value) and "agent_python" in str(raised.value)
+    with pytest.raises(ServiceStateError, match="agent_python"):  # the service refuses to start
+        create_app(tmp_path / "state", config, agent_repo=tmp_path / "baseline")

@@ -22,6 +22,8 @@ import shutil
 import signal
 import socket
 import stat
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Optional
@@ -37,11 +39,14 @@ from posttrainbench.optimize.agent_pipe import (
     ExecCall, Hello, Init, PathCheckCall, PhaseDone, PhaseFailed, Reply, Start, Stop, UploadDirCall, UploadFileCall,
     _Msg, encode, pack_dir, parse_host_message, read_line, unpack_dir,
 )
+from posttrainbench.optimize.config import ScoringModeB
+from posttrainbench.optimize.errors import ServiceStateError
 from posttrainbench.optimize.runas import CandidateUser, allowlisted_env, copy_tree_safely
 
 MAX_LOGS_BYTES = 64 * 1024 * 1024  # candidate logs copied back into the trial, in total
 MAX_IN_FLIGHT = 32  # environment calls the candidate may have running at once
 STOP_GRACE_S = 5.0
+HOST_CHECK_TIMEOUT_S = 120.0  # importing Harbor is slow on a loaded machine
 
 
 # -- the proxy ---------------------------------------------------------------------------
@@ -76,6 +81,29 @@ def trusted_lib_path() -> list[str]:
 
     dirs = [str(Path(module.__file__).resolve().parent.parent) for module in (posttrainbench, harbor)]
     return list(dict.fromkeys(dirs))
+
+
+def check_agent_host(scoring: ScoringModeB, user: CandidateUser) -> None:
+    """Raise one line when *user* cannot start the agent host (checked once, before serving).
+
+    Otherwise every nested trial would error with the same cause, after the budget is charged.
+    """
+    if not user.switches:
+        return
+    python = scoring.agent_python or sys.executable
+    env = allowlisted_env(scoring.path, Path("/"), scoring.pass_env,
+                          {"PYTHONPATH": os.pathsep.join(trusted_lib_path())})
+    argv = user.wrap([python, "-c", "import posttrainbench.optimize.agent_host"])
+    try:
+        result = subprocess.run(argv, env=env, cwd="/", capture_output=True, text=True,
+                                timeout=HOST_CHECK_TIMEOUT_S)
+        problem = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1] \
+            if result.returncode != 0 else None
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        problem = str(exc)
+    if problem:
+        raise ServiceStateError(f"candidate user {user.name!r} cannot start the Mode B agent host with {python} "
+                                f"({problem}): set scoring.agent_python to an interpreter it can run")
 
 
 class CandidateProxyAgent(BaseAgent):

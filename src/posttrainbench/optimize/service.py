@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from posttrainbench.errors import PtbError
 from posttrainbench.optimize.candidates import CandidateRepo
-from posttrainbench.optimize.config import AgentTaskConfig, RewardMode, Tier
+from posttrainbench.optimize.config import AgentTaskConfig, RewardMode, ScoringModeB, Tier
 from posttrainbench.optimize.dataset import Sample
 from posttrainbench.optimize.errors import (BudgetExhausted, CandidateError, RequestRefused, ServiceClosed,
                                             ServiceStateError, SplitAccessError)
@@ -100,6 +100,10 @@ class EvaluationService:
         self.registry = open_registry(self.paths)
         self.ledger = Ledger(self.paths.ledger, config.splits)
         self.user = candidate_user(config.scoring.run_as)
+        if isinstance(config.scoring, ScoringModeB):
+            from posttrainbench.optimize.proxy_agent import check_agent_host  # imports Harbor: Mode B only
+
+            check_agent_host(config.scoring, self.user)
         self._slots = threading.BoundedSemaphore(config.concurrency)
 
     # -- reads --------------------------------------------------------------------------
