@@ -75,3 +75,18 @@ def test_example_agent_task_on_docker_oracle_beats_baseline_and_nop_keeps_it(
     task = _compile_example(tmp_path, monkeypatch)
     trials = run_job(task, tmp_path / "jobs", ["oracle", "nop"], _docker(), job_name="agent-task-docker")
     check_oracle_and_nop(trials)
+
+
+def test_declared_secret_on_docker_reaches_the_service_but_not_the_agent(
+        agent_task_ready: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`DockerTrialEnvironment` installs the secret root-only before the healthcheck."""
+    from tests.integration.test_agent_task_secrets import CANARY, check_probe_trial, run_probe_trial
+    from tests.unit.test_agent_task_compiler import make_config
+
+    monkeypatch.setenv("HARBOR_TELEMETRY", "0")
+    monkeypatch.setenv("PTB_TEST_SECRET", CANARY)
+    config = make_config(tmp_path / "src", secrets=["PTB_TEST_SECRET"])
+    task = build_agent_task(config, tmp_path / "tasks", BuildOptions(base_image=CPU_BASE_IMAGE))
+    environment = EnvironmentConfig(import_path="posttrainbench.envs.docker_trial:DockerTrialEnvironment",
+                                    override_cpus=min(2, os.cpu_count() or 1))
+    check_probe_trial(run_probe_trial(task, tmp_path / "jobs", environment))

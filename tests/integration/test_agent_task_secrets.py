@@ -19,6 +19,7 @@ import pytest
 from harbor.agents.base import BaseAgent
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
+from harbor.models.trial.config import EnvironmentConfig
 
 from posttrainbench.optimize.compiler import BuildOptions, build_agent_task
 from posttrainbench.optimize.secrets_file import SECRETS_PATH
@@ -61,15 +62,15 @@ class SecretProbeAgent(BaseAgent):
         (self.logs_dir / "probe.json").write_text(json.dumps(report))
 
 
-def _run_trial(task: Path, jobs: Path):
+def run_probe_trial(task: Path, jobs: Path, environment: object):
+    """One trial of :class:`SecretProbeAgent` on *task*; its result."""
     from harbor.job import Job
     from harbor.models.job.config import JobConfig
-    from harbor.models.trial.config import AgentConfig, EnvironmentConfig, TaskConfig
+    from harbor.models.trial.config import AgentConfig, TaskConfig
 
     agent = AgentConfig(import_path=f"{__name__}:SecretProbeAgent")
     config = JobConfig(job_name="agent-task-secrets", jobs_dir=jobs, n_concurrent_trials=1, quiet=True,
-                       agents=[agent], tasks=[TaskConfig(path=task)],
-                       environment=EnvironmentConfig(import_path=IMPORT_PATH))
+                       agents=[agent], tasks=[TaskConfig(path=task)], environment=environment)
 
     async def run():
         job = await Job.create(config)
@@ -77,6 +78,28 @@ def _run_trial(task: Path, jobs: Path):
 
     (trial,) = asyncio.run(run()).trial_results  # type: ignore[attr-defined]
     return trial
+
+
+def check_probe_trial(trial) -> None:
+    """The agent's user saw no secret; the service and final scoring had it; nothing kept holds it."""
+    assert trial.exception_info is None, trial.exception_info
+    trial_dir = Path(trial.trial_uri.removeprefix("file://"))
+    probe = json.loads((trial_dir / "agent" / "probe.json").read_text())
+    assert probe == {"env": "false", "file": "false", "file_listed": "false", "whoami": "agent"}, probe
+    verifier = trial_dir / "verifier"
+    assert "secrets loaded: PTB_TEST_SECRET" in (verifier / "service.log").read_text()
+    # The verifier's final scoring ran with the secret loaded: the baseline got a real score.
+    assert "error" not in (verifier / "final_score.log").read_text()
+    final = json.loads((verifier / "final.json").read_text())
+    assert final["chosen"] == "baseline" and final["error"] is None and final["rewards"]["reward"] > 0
+    assert json.loads((verifier / "reward.json").read_text()) == final["rewards"]
+    isolation = json.loads((verifier / "isolation.json").read_text())
+    assert isolation["control"] is True and not any(isolation["protected"].values()), isolation
+    assert SECRETS_PATH in isolation["protected"]
+    # Nothing the trial kept holds the value (the sandbox's root with the file is gone).
+    for path in trial_dir.rglob("*"):
+        if path.is_file():
+            assert CANARY.encode() not in path.read_bytes(), path
 
 
 def _healthcheck_without_the_file(task: Path, tmp_path: Path):
@@ -113,24 +136,7 @@ def test_declared_secret_reaches_the_service_and_verifier_but_not_the_agent(tmp_
     config = make_config(tmp_path / "src", secrets=["PTB_TEST_SECRET"])
     task = build_agent_task(config, tmp_path / "tasks", BuildOptions(network_mode="no-network"))
 
-    trial = _run_trial(task, tmp_path / "jobs")
-    assert trial.exception_info is None, trial.exception_info
-    trial_dir = Path(trial.trial_uri.removeprefix("file://"))
-    probe = json.loads((trial_dir / "agent" / "probe.json").read_text())
-    assert probe == {"env": "false", "file": "false", "file_listed": "false", "whoami": "agent"}, probe
-    verifier = trial_dir / "verifier"
-    assert "secrets loaded: PTB_TEST_SECRET" in (verifier / "service.log").read_text()
-    # The verifier's final scoring ran with the secret loaded: the baseline got a real score.
-    assert "error" not in (verifier / "final_score.log").read_text()
-    final = json.loads((verifier / "final.json").read_text())
-    assert final["chosen"] == "baseline" and final["error"] is None and final["rewards"]["reward"] > 0
-    assert json.loads((verifier / "reward.json").read_text()) == final["rewards"]
-    isolation = json.loads((verifier / "isolation.json").read_text())
-    assert isolation["control"] is True and not any(isolation["protected"].values()), isolation
-    # Nothing the trial kept holds the value (the sandbox's root with the file is gone).
-    for path in trial_dir.rglob("*"):
-        if path.is_file():
-            assert CANARY.encode() not in path.read_bytes(), path
+    check_probe_trial(run_probe_trial(task, tmp_path / "jobs", EnvironmentConfig(import_path=IMPORT_PATH)))
 
     # A plain environment (nothing delivered): the healthcheck fails with one clear line.
     result = _healthcheck_without_the_file(task, tmp_path)
