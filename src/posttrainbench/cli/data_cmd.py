@@ -7,7 +7,6 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from posttrainbench.errors import PtbError
 
 app = typer.Typer(help="Benchmark data and base models for offline runs.", no_args_is_help=True)
 

@@ -21,7 +21,6 @@ healthcheck then fails with one line that names the plugins that do.
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from posttrainbench.errors import RunError
+from posttrainbench.optimize.config import check_env_names
 from posttrainbench.optimize.secrets_file import SECRETS_DIR, SECRETS_PATH, SecretValues
 
 if TYPE_CHECKING:
@@ -43,7 +43,6 @@ DELIVERING_PLUGINS = (
     "posttrainbench.envs.modal_trial:ModalTrialEnvironment",
     "posttrainbench.envs.daytona_trial:DaytonaTrialEnvironment",
 )
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _EXEC_TIMEOUT_S = 60
 
 
@@ -65,10 +64,7 @@ class SecretsManifest(BaseModel):
     @field_validator("names")
     @classmethod
     def _variable_names(cls, value: list[str]) -> list[str]:
-        for name in value:
-            if not _ENV_NAME.match(name):
-                raise ValueError(f"{name!r} is not an environment variable name")
-        return value
+        return check_env_names(value)
 
 
 def write_manifest(environment_dir: Path, names: list[str]) -> Path | None:

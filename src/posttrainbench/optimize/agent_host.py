@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import contextlib
 import ctypes
 import importlib
@@ -34,7 +33,7 @@ from harbor.models.task.config import MCPServerConfig, TaskOS
 
 from posttrainbench.optimize.agent_pipe import (
     MAX_LINE, Call, ContextUpdate, DownloadDirCall, DownloadFileCall, ExecCall, Hello, Init, PathCheckCall,
-    PhaseDone, PhaseFailed, Reply, Start, Stop, UploadDirCall, UploadFileCall, _Msg, encode, pack_dir,
+    PhaseDone, PhaseFailed, Reply, Start, Stop, UploadDirCall, UploadFileCall, _Msg, decode_b64, encode, pack_dir,
     parse_proxy_message, read_line, unpack_dir,
 )
 
@@ -157,17 +156,13 @@ class RemoteEnvironment:
         value = await self._call(DownloadFileCall(method="download_file", source_path=source_path))
         target = Path(target_path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(_b64(value["data"]))
+        target.write_bytes(decode_b64(value["data"]))
 
     async def download_dir(self, source_dir: str, target_dir: Union[Path, str]) -> None:
         """Copy a directory of the environment into a local directory (merging)."""
         value = await self._call(DownloadDirCall(method="download_dir", source_dir=source_dir))
         Path(target_dir).mkdir(parents=True, exist_ok=True)
-        await asyncio.to_thread(unpack_dir, _b64(value["tar"]), Path(target_dir))
-
-
-def _b64(text: str) -> bytes:
-    return base64.b64decode(text, validate=True)
+        await asyncio.to_thread(unpack_dir, decode_b64(value["tar"]), Path(target_dir))
 
 
 def _import_class(import_path: str) -> type:

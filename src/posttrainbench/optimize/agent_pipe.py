@@ -33,7 +33,8 @@ class CandidateProtocolError(CandidateAgentError):
     """The candidate side sent something the protocol does not allow."""
 
 
-def _decode_b64(value: object) -> bytes:
+def decode_b64(value: object) -> bytes:
+    """Strict base64 (str) to bytes; bytes pass through."""
     if isinstance(value, bytes):
         return value
     if not isinstance(value, str):
@@ -42,7 +43,7 @@ def _decode_b64(value: object) -> bytes:
 
 
 # Raw bytes on the wire: strict base64 in JSON, bytes in Python.
-B64 = Annotated[bytes, PlainValidator(_decode_b64), PlainSerializer(lambda b: base64.b64encode(b).decode("ascii"),
+B64 = Annotated[bytes, PlainValidator(decode_b64), PlainSerializer(lambda b: base64.b64encode(b).decode("ascii"),
                                                                     when_used="json")]
 User = Optional[Union[int, str]]
 

@@ -24,6 +24,14 @@ LOCAL_SANDBOX_ENV = "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
 _IMPORT_PATH = r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$"
 
 
+def check_env_names(names: list[str], what: str = "name") -> list[str]:
+    """*names* unchanged when each is an environment variable name; else ValueError."""
+    for name in names:
+        if not _ENV_NAME.match(name):
+            raise ValueError(f"{what} {name!r} is not an environment variable name")
+    return names
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -206,10 +214,7 @@ class AgentTaskConfig(_Strict):
     @field_validator("secrets")
     @classmethod
     def _secret_syntax(cls, value: list[str]) -> list[str]:
-        for name in value:
-            if not _ENV_NAME.match(name):
-                raise ValueError(f"secret name {name!r} is not an environment variable name")
-        return value
+        return check_env_names(value, "secret name")
 
     @model_validator(mode="after")
     def _consistent(self) -> "AgentTaskConfig":
