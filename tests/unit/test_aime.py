@@ -106,7 +106,7 @@ def test_right_outputs(completion):
     (r"\boxed{71}", "wrong_answer"),
     (r"I get \boxed{70} ... no wait, \boxed{16}.", "wrong_answer"),   # the last box counts
     (r"The answer is 70, i.e. \boxed{\frac{140}{2}}", "no_answer"),    # a non-integer box is the answer
-    ("It is 70 or maybe 71", "wrong_answer"),
+    ("It is 70 or maybe 71", "hedged"),                                # alternatives: a hedge, not an answer
     ("I cannot solve this.", "no_answer"),
     (r"70 is tempting, but the answer is \boxed{7", "wrong_answer"),    # unclosed box: last integer 7
 ])

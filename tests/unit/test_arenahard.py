@@ -3,6 +3,7 @@ end-to-end judging of real questions with recorded judge replies (no live API)."
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -137,12 +138,15 @@ def test_question_score_without_valid_games_is_none():
 
 def test_judge_messages_put_answers_in_their_seats():
     msgs = judge_messages("Q?", "first answer", "second answer")
-    assert msgs[0] == {"role": "system", "content": SYSTEM_PROMPT}
-    user = msgs[1]["content"]
+    system, user = msgs[0]["content"], msgs[1]["content"]
+    assert msgs[0]["role"] == "system" and system.startswith(SYSTEM_PROMPT)
+    code = re.search(r"carry the code \[([0-9a-f]{24})\]", system).group(1)
     assert user.startswith("<|User Prompt|>\nQ?\n\n")
-    assert user.index("first answer") < user.index("<|The End of Assistant A's Answer|>") < user.index("second answer")
+    assert user.index("first answer") < user.index(f"<|The End of Assistant A's Answer|> [{code}]") \
+        < user.index("second answer") < user.index(f"<|The End of Assistant B's Answer|> [{code}]")
+    assert judge_messages("Q?", "first answer", "second answer") == msgs  # deterministic: recordings match
     braces = judge_messages("{question}", "{answer_b}", "{0}")[1]["content"]  # texts are not re-formatted
-    assert "<|User Prompt|>\n{question}\n" in braces and "{answer_b}\n<|The End of Assistant A" in braces
+    assert "<|User Prompt|>\n{question}\n" in braces and "\n{answer_b}\n<|The End of Assistant A" in braces
 
 
 # --- end to end with recorded judge replies -----------------------------------------------

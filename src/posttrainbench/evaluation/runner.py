@@ -22,7 +22,7 @@ from typing import Iterator, Sequence
 
 from ..benchmarks import Benchmark, Sample
 from ..benchmarks.base import GenerationSettings, ScoreResult
-from ..schemas import GenerationAttempt, Metrics
+from ..schemas import GenerationAttempt, Metrics, ScorerFinding
 from .backends import ModelLoadError
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
@@ -197,6 +197,7 @@ def evaluate_model(
     stop_fn = benchmark.cannot_succeed if early_stop and overrides else None
     seeds = seeds_for(settings, seed, num_seeds)
     per_seed: list[list[ScoreResult]] = []
+    findings: list[ScorerFinding] = []
     attempts: list[GenerationAttempt] = []
     gen_s = score_s = 0.0
     for s_seed in seeds:
@@ -208,10 +209,12 @@ def evaluate_model(
         gen_s += t2 - t1
         score_s += time.perf_counter() - t2
         per_seed.append(scores)
+        findings.extend(ScorerFinding(item_id=s.id, seed=s_seed, kind=kind)
+                        for s, r in zip(samples, scores) for kind in r.findings)
         if completions_out is not None:
             completions_out.extend(
                 {"id": s.id, "seed": s_seed, "completion": c, "score": r.score, "error_type": r.error_type,
-                 "detail": r.detail}
+                 "detail": r.detail, "findings": list(r.findings)}
                 for s, c, r in zip(samples, completions, scores)
             )
     timings.update(generate_s=round(gen_s, 2), score_s=round(score_s, 2), total_s=round(time.perf_counter() - t0, 2))
@@ -230,5 +233,6 @@ def evaluate_model(
         seed=seed,
         timings=timings,
         attempts=attempts,
+        scorer_findings=findings,
         **aggregate(samples, per_seed),
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..answers import boxed_integer, last_boxed, last_integer
+from ..answers import HEDGE_FINDING, boxed_integer, integer_hedge, last_boxed, last_integer
 from ..base import Benchmark, GenerationSettings, Message, Sample, ScoreResult
 
 PROMPT = (
@@ -23,7 +23,8 @@ def extract_answer(completion: str) -> tuple[int | None, str]:
 
 
 class Aime2025(Benchmark):
-    """30 problems; a completion is right when its integer equals the answer."""
+    """30 problems; a completion is right when its integer equals the answer (and it
+    does not hedge across several answers)."""
 
     id = "aime2025"
     name = "AIME 2025"
@@ -40,6 +41,9 @@ class Aime2025(Benchmark):
         expected = int(sample.data["answer"])
         got, how = extract_answer(completion)
         detail = f"extracted={got!r} ({how}); expected={expected}"
+        hedged = integer_hedge(completion)
+        if hedged:
+            return ScoreResult(0.0, "hedged", f"{hedged}; {detail}", (HEDGE_FINDING,))
         if got is None:
             return ScoreResult(0.0, "no_answer", detail)
         return ScoreResult(1.0 if got == expected else 0.0, None if got == expected else "wrong_answer", detail)

@@ -10,8 +10,9 @@ from typing import Sequence
 
 from ..base import GenerationSettings, Message, Sample, ScoreResult
 from ..judged import JudgedBenchmark
+from ..judge_guard import InjectionFinding, finding_labels
 from ..llm_judge import parallel_map, raise_systemic, strip_thinking
-from .judging import Game, judge_messages, parse_verdict, question_score
+from .judging import Game, injection_in, judge_messages, parse_verdict, question_score
 
 DEFAULT_JUDGE = "gpt-4.1"  # Arena-Hard v2.0's judge; override with PTB_JUDGE_MODEL
 JUDGE_TEMPERATURE = 0.0  # Arena-Hard v2.0 judges greedily
@@ -35,10 +36,14 @@ class ArenaHardWriting(JudgedBenchmark):
         return self.score_batch([sample], [completion])[0]
 
     def score_batch(self, samples: Sequence[Sample], completions: Sequence[str]) -> list[ScoreResult]:
-        """Judge every answer in both orders, all games in parallel."""
+        """Judge every answer in both orders, all games in parallel.
+
+        An empty answer, or one carrying judge-directed content, loses without a judge call.
+        """
         answers = [strip_thinking(c) for c in completions]
-        # An empty answer loses without asking the judge (the baseline always answered).
-        games = [(i, model_is_a) for i, a in enumerate(answers) if a for model_is_a in (True, False)]
+        injected = {i: injection_in(a) for i, a in enumerate(answers)}
+        games = [(i, model_is_a) for i, a in enumerate(answers) if a and not injected[i]
+                 for model_is_a in (True, False)]
         judge = self.judge() if games else None
 
         def play(game: tuple[int, bool]) -> str:
@@ -56,10 +61,17 @@ class ArenaHardWriting(JudgedBenchmark):
             if isinstance(reply, BaseException):
                 game, note = Game(model_is_a, None), f"judge error: {type(reply).__name__}: {reply}"
             else:
-                label = parse_verdict(reply)
+                label = parse_verdict(reply, answers[i])
                 game, note = Game(model_is_a, label), label or "no verdict label"
             played.setdefault(i, []).append((game, note))
-        return [_result(played.get(i, [])) for i in range(len(samples))]
+        return [_injected(injected[i]) if injected[i] else _result(played.get(i, [])) for i in range(len(samples))]
+
+
+def _injected(findings: list[InjectionFinding]) -> ScoreResult:
+    """A loss for an answer that addresses the judge, with what it carried."""
+    evidence = "; ".join(f"{f.kind}: {f.evidence!r}" for f in findings)
+    return ScoreResult(0.0, "judge_injection", f"not judged, counted as a loss: {evidence}",
+                       finding_labels(findings))
 
 
 def _result(games: list[tuple[Game, str]]) -> ScoreResult:

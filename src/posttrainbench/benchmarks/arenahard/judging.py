@@ -13,14 +13,21 @@ the reference pools all weighted games across questions instead, so the two diff
 in how much a question with strong verdicts weighs against one without.
 A game whose reply has no valid label is dropped and reported; a question with no
 valid game scores 0.
+
+Against answers that address the judge (see :mod:`..judge_guard`): the answers sit
+between markers carrying a boundary code they cannot contain, the system prompt says
+that nothing between the markers is an instruction, only the judge's own last label
+counts, and an answer carrying judge-directed content is not judged at all (it loses).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..base import Message
+from ..judge_guard import InjectionFinding, boundary, echoed, find_injection
 from ..llm_judge import strip_thinking
 
 # Arena-Hard v2.0's judge system prompt for the creative-writing category (unlike the
@@ -50,13 +57,11 @@ SYSTEM_PROMPT = (
     "Example output: \"My final verdict is tie: [[A=B]]\"."
 )
 
-USER_TEMPLATE = (
-    "<|User Prompt|>\n{question}\n\n"
-    "<|The Start of Assistant A's Answer|>\n{answer_a}\n"
-    "<|The End of Assistant A's Answer|>\n\n"
-    "<|The Start of Assistant B's Answer|>\n{answer_b}\n"
-    "<|The End of Assistant B's Answer|>"
-)
+_TEMPLATES = Path(__file__).with_name("templates")
+# The reference's user message, with the answer markers carrying the request's boundary code.
+USER_TEMPLATE = (_TEMPLATES / "judge_user.txt").read_text(encoding="utf-8").removesuffix("\n")
+# Appended to the system prompt: what the markers mean and that answers are never instructions.
+BOUNDARY_NOTE = (_TEMPLATES / "boundary_note.txt").read_text(encoding="utf-8")
 
 STRONG_WEIGHT = 3  # a significant win/loss counts as this many games (Arena-Hard's weight)
 
@@ -72,20 +77,45 @@ _PATTERNS = (re.compile(r"\[\[([AB<>=]+)\]\]"), re.compile(r"\[([AB<>=]+)\]"))
 
 
 def judge_messages(question: str, answer_a: str, answer_b: str) -> list[Message]:
-    """The judge request comparing *answer_a* (assistant A) with *answer_b* (assistant B)."""
-    user = USER_TEMPLATE.format(question=question, answer_a=answer_a, answer_b=answer_b)
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+    """The judge request comparing *answer_a* (assistant A) with *answer_b* (assistant B).
+
+    Both answers sit between markers carrying a boundary code neither can contain.
+    """
+    code = boundary(SYSTEM_PROMPT, question, answer_a, answer_b)
+    user = USER_TEMPLATE.format(question=question, answer_a=answer_a, answer_b=answer_b, code=code)
+    return [{"role": "system", "content": SYSTEM_PROMPT + BOUNDARY_NOTE.format(code=code)},
+            {"role": "user", "content": user}]
 
 
-def parse_verdict(reply: str) -> str | None:
-    """The verdict label of a judge reply (the last one given), or None if there is none."""
+def injection_in(answer: str) -> list[InjectionFinding]:
+    """Judge-directed content in a model answer (labels, markers, instructions, prompt echoes)."""
+    return find_injection(answer, prompt=SYSTEM_PROMPT)
+
+
+def parse_verdict(reply: str, answer: str = "") -> str | None:
+    """The judge's own final verdict label (the last one given), or None if there is none.
+
+    A label on a line the judge copied out of the model's *answer* is not the judge's.
+    """
     text = strip_thinking(reply).upper()
+    lines = text.splitlines()
     for pattern in _PATTERNS:
-        found = [m for m in pattern.findall(text) if m]
+        found = [(m.group(1), m.start()) for m in pattern.finditer(text) if m.group(1)]
+        if answer:
+            found = [(label, at) for label, at in found if not echoed(_line_at(lines, at), answer)]
         if found:
-            label = found[-1]
+            label = found[-1][0]
             return label if label in VERDICTS else None
     return None
+
+
+def _line_at(lines: list[str], offset: int) -> str:
+    """The line of the text (given as *lines*) that contains character *offset*."""
+    for line in lines:
+        if offset <= len(line):
+            return line
+        offset -= len(line) + 1
+    return ""
 
 
 @dataclass(frozen=True)

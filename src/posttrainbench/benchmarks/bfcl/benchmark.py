@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from ..answers import HEDGE_FINDING
 from ..base import Benchmark, GenerationSettings, Message, Sample, ScoreResult
 from .checker import check_simple_call
-from .decode import DecodeError, cannot_become_call, decode_calls
+from .decode import DecodeError, HedgedCallError, cannot_become_call, decode_calls
 from .prompt import build_messages
 
 
@@ -25,6 +26,8 @@ class BfclSimplePython(Benchmark):
     def score(self, sample: Sample, completion: str) -> ScoreResult:
         try:
             calls = decode_calls(completion)
+        except HedgedCallError as exc:
+            return ScoreResult(0.0, "hedged", str(exc), (HEDGE_FINDING,))
         except DecodeError as exc:
             return ScoreResult(0.0, "decode_error", str(exc))
         check = check_simple_call(sample.data["function"][0], calls, sample.data["ground_truth"])

@@ -3,6 +3,11 @@
 Follows BFCL's prompt-mode decoding: strip backticks/newlines/spaces, wrap in ``[...]``
 when the brackets are missing, parse with :mod:`ast`; every element must be a call with
 keyword arguments. Values are resolved without ``eval``.
+
+Stricter than BFCL where a call could hedge: a keyword given twice (Python's parser
+accepts ``f(a=1, a=2)`` and BFCL keeps the last), a dict key given twice, and
+positional arguments (BFCL drops them silently) are decode errors, so a completion
+cannot offer several values for one parameter.
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ _BINOPS = {
 
 class DecodeError(ValueError):
     """The completion is not a list of python calls."""
+
+
+class HedgedCallError(DecodeError):
+    """A call offers several values for one parameter (repeated keyword or key, positional extras)."""
 
 
 def _dotted_name(node: ast.expr) -> str:
@@ -53,7 +62,15 @@ def _value(node: ast.expr) -> Any:
     if isinstance(node, ast.Tuple):
         return tuple(_value(v) for v in node.elts)
     if isinstance(node, ast.Dict):
-        return {_value(k): _value(v) for k, v in zip(node.keys, node.values) if k is not None}
+        out: dict = {}
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                raise DecodeError("**mappings are not allowed")
+            key = _value(k)
+            if key in out:
+                raise HedgedCallError(f"duplicate key {key!r}")
+            out[key] = _value(v)
+        return out
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
         left, right = _value(node.left), _value(node.right)
         if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (left, right)):
@@ -74,10 +91,14 @@ def _value(node: ast.expr) -> Any:
 
 
 def _call(node: ast.Call) -> Call:
+    if node.args:
+        raise HedgedCallError("positional arguments are not allowed")
     args: dict[str, Any] = {}
     for kw in node.keywords:
         if kw.arg is None:
             raise DecodeError("**kwargs are not allowed")
+        if kw.arg in args:
+            raise HedgedCallError(f"argument {kw.arg!r} given twice")
         args[kw.arg] = _value(kw.value)
     return {_dotted_name(node.func): args}
 

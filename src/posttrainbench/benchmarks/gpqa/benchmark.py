@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..answers import extract_letter
+from ..answers import HEDGE_FINDING, extract_letter, letter_hedge
 from ..base import Benchmark, GenerationSettings, Message, Sample, ScoreResult
 from .source import LETTERS
 
@@ -19,7 +19,8 @@ def format_choices(choices: list[str]) -> str:
 
 
 class GpqaMain(Benchmark):
-    """448 questions; right when the extracted letter is the shuffled correct one."""
+    """448 questions; right when the extracted letter is the shuffled correct one (and the
+    completion does not hedge across several choices)."""
 
     id = "gpqamain"
     name = "GPQA main"
@@ -34,6 +35,9 @@ class GpqaMain(Benchmark):
         got = extract_letter(completion)
         expected = sample.data["answer"]
         detail = f"extracted={got!r}; expected={expected!r}"
+        hedged = letter_hedge(completion)
+        if hedged:
+            return ScoreResult(0.0, "hedged", f"{hedged}; {detail}", (HEDGE_FINDING,))
         if got is None:
             return ScoreResult(0.0, "no_answer", detail)
         return ScoreResult(1.0 if got == expected else 0.0, None if got == expected else "wrong_answer", detail)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from ..answers import HEDGE_FINDING
 from ..base import Benchmark, GenerationSettings, Message, Sample, ScoreResult
-from .extract import INVALID, judge
+from .extract import INVALID, hedge, judge
 
 PROMPT = (
     "Solve the following math problem step by step. Show your reasoning, then give the "
@@ -13,7 +14,8 @@ PROMPT = (
 
 
 class Gsm8k(Benchmark):
-    """1319 test problems; the score is lm-eval's ``flexible-extract`` exact match."""
+    """1319 test problems; the score is lm-eval's ``flexible-extract`` exact match (0 for a
+    completion that hedges across several final answers)."""
 
     id = "gsm8k"
     name = "GSM8K"
@@ -28,6 +30,9 @@ class Gsm8k(Benchmark):
         detail = (f"flexible-extract={v.flexible!r} ({'right' if v.flexible_correct else 'wrong'}); "
                   f"strict-match={v.strict!r} ({'right' if v.strict_correct else 'wrong'}); "
                   f"target={sample.data['target']!r}")
+        hedged = hedge(completion)
+        if hedged:
+            return ScoreResult(0.0, "hedged", f"{hedged}; {detail}", (HEDGE_FINDING,))
         if v.flexible_correct:
             return ScoreResult(1.0, None, detail)
         return ScoreResult(0.0, "no_answer" if v.flexible == INVALID else "wrong_answer", detail)

@@ -8,6 +8,10 @@ everything up to ``#### `` and one trailing ``.``, case-insensitively:
 * ``flexible-extract``: the last number-like token (``-?[$0-9.,]{2,}`` or ``-?[0-9]+``).
 
 A completion with no match becomes ``[invalid]``. Stdlib only.
+
+:func:`hedge` finds completions that name several final answers at once (a trained
+model's way to let the last-number rule pick from a list); the scorer gives them 0.
+lm-eval has no such rule: it scores them like any other output.
 """
 
 from __future__ import annotations
@@ -70,3 +74,38 @@ def judge(completion: str, reference: str) -> Gsm8kVerdict:
     """Extract with both filters and compare each with *reference* (the full GSM8K answer)."""
     strict, flexible = strict_extract(completion), flexible_extract(completion)
     return Gsm8kVerdict(strict, flexible, exact_match(strict, reference), exact_match(flexible, reference))
+
+
+HEDGE_MIN_LISTED = 10  # distinct numbers on a last line without arithmetic: a list of guesses
+HEDGE_MIN_ANSWERS = 3  # distinct "####" answers (two is a correction, the last counts)
+_ANSWER_LINE = re.compile(r"####([^\n]*)")
+_ARITHMETIC = re.compile(r"[=+*/×÷]")
+_CALCULATOR = re.compile(r"<<[^<>]*>>")  # GSM8K's calculator annotations, e.g. <<9*2=18>>
+
+
+def _numbers(text: str) -> list[str]:
+    """The normalised number-like tokens of *text* (lm-eval's flexible pattern)."""
+    tokens = ["".join(groups) for groups in FLEXIBLE_PATTERN.findall(text)]
+    return [n for n in (normalize(t) for t in tokens) if any(c.isdigit() for c in n)]
+
+
+def hedge(completion: str) -> str | None:
+    """Why *completion* offers several final answers at once, or None.
+
+    Hedges: a last ``####`` line naming more than one number; three or more different
+    ``####`` answers; a last line listing many numbers with no arithmetic in it.
+    """
+    answers = _ANSWER_LINE.findall(_CALCULATOR.sub("", completion))
+    if answers:
+        last = set(_numbers(answers[-1]))
+        if len(last) > 1:
+            return f"the last #### line names {len(last)} numbers"
+        firsts = {nums[0] for nums in map(_numbers, answers) if nums}
+        if len(firsts) >= HEDGE_MIN_ANSWERS:
+            return f"{len(firsts)} different #### answers"
+    lines = [line for line in completion.splitlines() if line.strip()]
+    if lines and not _ARITHMETIC.search(lines[-1]):
+        listed = set(_numbers(lines[-1]))
+        if len(listed) >= HEDGE_MIN_LISTED:
+            return f"the last line lists {len(listed)} numbers"
+    return None

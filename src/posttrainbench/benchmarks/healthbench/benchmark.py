@@ -6,8 +6,9 @@ from typing import Sequence
 
 from ..base import GenerationSettings, Message, Sample, ScoreResult
 from ..judged import JudgedBenchmark
+from ..judge_guard import InjectionFinding, finding_labels
 from ..llm_judge import parallel_map, raise_systemic, strip_thinking
-from .grading import grader_messages, parse_grade, rubric_score
+from .grading import grader_messages, injection_in, parse_grade, rubric_score
 
 DEFAULT_GRADER = "gpt-4.1"  # simple-evals grades HealthBench with gpt-4.1; PTB_JUDGE_MODEL overrides
 # Deterministic grading (simple-evals samples its grader at 0.5): the same response
@@ -35,9 +36,14 @@ class HealthBench(JudgedBenchmark):
         return self.score_batch([sample], [completion])[0]
 
     def score_batch(self, samples: Sequence[Sample], completions: Sequence[str]) -> list[ScoreResult]:
-        """Grade every (response, criterion) pair in parallel, then score each response."""
+        """Grade every (response, criterion) pair in parallel, then score each response.
+
+        A response carrying grader-directed content scores 0 without a grader call.
+        """
         responses = [strip_thinking(c) for c in completions]
-        items = [(i, j) for i, s in enumerate(samples) for j in range(len(s.data["rubrics"]))]
+        injected = {i: injection_in(responses[i], [r["criterion"] for r in s.data["rubrics"]])
+                    for i, s in enumerate(samples)}
+        items = [(i, j) for i, s in enumerate(samples) if not injected[i] for j in range(len(s.data["rubrics"]))]
         grader = self.judge() if items else None
 
         def grade(item: tuple[int, int]) -> bool | None:
@@ -47,7 +53,7 @@ class HealthBench(JudgedBenchmark):
                                       samples[i].data["rubrics"][j]["criterion"])
             for _ in range(MAX_GRADE_ATTEMPTS):
                 verdict = parse_grade(grader.complete(request, temperature=GRADER_TEMPERATURE,
-                                                      max_tokens=GRADER_MAX_TOKENS))
+                                                      max_tokens=GRADER_MAX_TOKENS), responses[i])
                 if verdict is not None:
                     return verdict
             return None
@@ -57,7 +63,13 @@ class HealthBench(JudgedBenchmark):
         verdicts: dict[int, list[bool | None | BaseException]] = {i: [] for i in range(len(samples))}
         for (i, _), outcome in zip(items, outcomes):
             verdicts[i].append(outcome)
-        return [_result(s, verdicts[i]) for i, s in enumerate(samples)]
+        return [_injected(injected[i]) if injected[i] else _result(s, verdicts[i]) for i, s in enumerate(samples)]
+
+
+def _injected(findings: list[InjectionFinding]) -> ScoreResult:
+    """0 for a response that addresses the grader, with what it carried."""
+    evidence = "; ".join(f"{f.kind}: {f.evidence!r}" for f in findings)
+    return ScoreResult(0.0, "judge_injection", f"not graded, scored 0: {evidence}", finding_labels(findings))
 
 
 def _result(sample: Sample, verdicts: list[bool | None | BaseException]) -> ScoreResult:

