@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs everything the host needs, idempotently: bubblewrap for the local sandbox,
-# uv, and the locked Python environment in .venv. Safe to run again.
+# Installs everything the host needs, idempotently: bubblewrap and slirp4netns (the
+# network of a sandbox, without the host's loopback) for the local sandbox, uv, and the
+# locked Python environment in .venv. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,6 +9,7 @@ log() { printf '[setup] %s\n' "$*"; }
 
 need_apt=()
 command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
+command -v slirp4netns >/dev/null 2>&1 || need_apt+=(slirp4netns)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 if [ ${#need_apt[@]} -gt 0 ]; then
     log "installing ${need_apt[*]} (apt-get)"

@@ -28,14 +28,16 @@ def direct_score(solver: Path, split: str) -> float:
     return correct / len(samples)
 
 
-def run_job(task: Path, jobs: Path, agents: list[str], environment: object, job_name: str = "agent-task") -> list:
-    """One Harbor job over *task* (one trial per agent, one at a time); its trial results."""
+def run_job(task: Path, jobs: Path, agents: list, environment: object, job_name: str = "agent-task") -> list:
+    """One Harbor job over *task* (one trial per agent: a name, or an ``AgentConfig``; one at a
+    time); its trial results."""
     from harbor.job import Job
     from harbor.models.job.config import JobConfig
     from harbor.models.trial.config import AgentConfig, TaskConfig
 
     config = JobConfig(job_name=job_name, jobs_dir=jobs, n_concurrent_trials=1, quiet=True,
-                       agents=[AgentConfig(name=name) for name in agents], tasks=[TaskConfig(path=task)],
+                       agents=[a if isinstance(a, AgentConfig) else AgentConfig(name=a) for a in agents],
+                       tasks=[TaskConfig(path=task)],
                        environment=environment)
 
     async def run() -> object:
@@ -43,6 +45,25 @@ def run_job(task: Path, jobs: Path, agents: list[str], environment: object, job_
         return await job.run()
 
     return list(asyncio.run(run()).trial_results)  # type: ignore[attr-defined]
+
+
+def check_clean_audit(verifier: Path) -> dict:
+    """The integrity audit found nothing: controls worked, every probe as the agent and as a
+    candidate uid was refused, every stage quiesced, every protected entry kept root's
+    ownership and modes; its verdict (the judges' contract) says clean. Returns the report."""
+    isolation = json.loads((verifier / "isolation.json").read_text())
+    assert isolation["control"] is True and isolation["deviations"] == [], isolation["deviations"]
+    assert set(isolation["probes"]) == {"agent", "candidate"} and isolation["checked"] > 100
+    agent, candidate = isolation["probes"]["agent"], isolation["probes"]["candidate"]
+    assert any(path.endswith("admin_token") and not ok for path, ok in agent["read"].items())
+    assert not any(candidate["create_in"][d] for d in ("/tmp", "/app", "/logs/agent"))
+    assert candidate["socket"] == {"inet": False, "unix": False} and candidate["seccomp"] == "2"
+    assert [q["stage"] for q in isolation["quiesce"]] == ["the agent finished", "the service stopped",
+                                                           "final scoring finished", "the probes finished"]
+    assert all(q["survivors"] is None for q in isolation["quiesce"])
+    verdict = json.loads((verifier / "judgement_isolation.json").read_text())
+    assert (verdict["judge"], verdict["flagged"]) == ("isolation", False)
+    return isolation
 
 
 def check_oracle_and_nop(trials: list) -> None:
@@ -69,15 +90,12 @@ def check_oracle_and_nop(trials: list) -> None:
     assert {c["split"] for c in summary["charges"]} == {"train", "dev"}
     assert summary["usage"]["train"]["runs_used"] == 2
     assert summary["registry"]["finalized_at"]
-    # The agent's user could read neither the token, the ledger nor the private data.
-    isolation = json.loads((oracle / "isolation.json").read_text())
-    assert isolation["control"] is True, isolation  # the probe works: the repo is readable
-    assert isolation["protected"] and not any(isolation["protected"].values()), isolation
-    assert any(path.endswith("admin_token") for path in isolation["protected"])
+    check_clean_audit(oracle)
 
     # nop: nothing evaluated, the baseline is scored, reward.json still written.
     nop = verifier["nop"]
     assert json.loads((nop / "reward.json").read_text()) == {"reward": pytest.approx(baseline_test)}
     assert by_agent["nop"].verifier_result.rewards == {"reward": pytest.approx(baseline_test)}
     assert json.loads((nop / "final.json").read_text())["chosen"] == "baseline"
+    check_clean_audit(nop)
     assert not json.loads((nop / "service_summary.json").read_text())["charges"]

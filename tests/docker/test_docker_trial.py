@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,63 @@ def test_oracle_trial_with_harbor_run_on_docker(docker_ready: None, tmp_path: Pa
     assert metrics.n == 2 and metrics.error is None, metrics
     assert trial["verifier_result"]["rewards"]["reward"] == reward
     print(f"docker oracle trial: reward={reward} in {elapsed:.0f}s")
+
+
+def test_hostile_agent_on_docker_is_not_root_and_ends_at_the_deadline(docker_ready: None, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The route Docker takes differently: `docker exec -u agent`, `docker cp` downloads and a
+    deadline that `docker exec` alone would not enforce (its processes outlive the client)."""
+    import asyncio
+
+    from harbor.job import Job
+    from harbor.models.job.config import JobConfig
+    from harbor.models.trial.config import AgentConfig, EnvironmentConfig, TaskConfig
+
+    from posttrainbench.runner.environments import DOCKER_TRIAL
+    from posttrainbench.sandbox.handoff import Handoff
+    from posttrainbench.tasks.compiler import compile_task
+    from posttrainbench.tasks.options import CompileOptions
+    from tests.security.agents.model_task_hostile import REPORT_FILE, parse_report
+    from tests.security.host_canaries import CanaryServer, touched_files, watch_files
+    from tests.security.planting import files_containing, links_under, make_canary
+
+    monkeypatch.setenv("HARBOR_TELEMETRY", "0")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-docker-canary-7731")
+    task = compile_task(BENCHMARK, MODEL, tmp_path / "tasks", CompileOptions(
+        hours=0.01, cpus=TRIAL_CPUS, memory_gb=TRIAL_MEMORY_GB, final_eval_limit=1, verifier_timeout_min=2))
+    canary = make_canary(tmp_path / "host")
+    state = watch_files([canary.file])
+    loopback = CanaryServer("127.0.0.1")
+    agent = AgentConfig(import_path="tests.security.agents.model_task_hostile:HostileModelAgent", kwargs={
+        "attack": "runtime", "canary_file": str(canary.file), "canary_dir": str(canary.dir),
+        "loopback_port": loopback.port})
+    config = JobConfig(job_name="hostile-docker", jobs_dir=tmp_path / "jobs", n_concurrent_trials=1, quiet=True,
+                       agents=[agent], tasks=[TaskConfig(path=task)],
+                       environment=EnvironmentConfig(import_path=DOCKER_TRIAL,
+                                                     override_cpus=min(TRIAL_CPUS, os.cpu_count() or 1)))
+
+    async def run() -> object:
+        return await (await Job.create(config)).run()
+
+    try:
+        (trial_result,) = asyncio.run(run()).trial_results  # type: ignore[attr-defined]
+    finally:
+        loopback.close()
+    trial = Path(trial_result.trial_uri.removeprefix("file://"))
+    report = parse_report((trial / "agent" / REPORT_FILE).read_text())
+    assert report.get("done") == "yes" and report["whoami"] == "agent" and report["uid"] != "0", report
+    tampered = {key: value for key, value in report.items() if key.startswith(("wrote:", "created:"))}
+    assert tampered and set(tampered.values()) == {"no"}, tampered
+    assert report["net_loopback"] != "open" and loopback.received == []
+    # docker cp copies links as links: none reaches the trial dir, nor the host's secrets.
+    assert links_under(trial) == [] and touched_files(state) == []
+    assert files_containing(trial, canary.text) == [] and files_containing(trial, "sk-docker-canary-7731") == []
+    artifacts = trial / "artifacts" / "logs" / "artifacts"
+    handoff = Handoff.read(artifacts)
+    assert handoff is not None and handoff.status == "collected" and handoff.agent_survivors == 0, handoff
+    ended = datetime.fromisoformat(json.loads((trial / "result.json").read_text())["agent_execution"]["finished_at"]
+                                   .replace("Z", "+00:00")).timestamp()
+    ticks = [float(line.split()[1]) for line in (artifacts / "final_model" / "notes.txt").read_text().splitlines()]
+    assert ticks and [t for t in ticks if t > ended] == []
+    metrics = Metrics.load(trial / "verifier" / "metrics.json")
+    assert metrics.error is None and metrics.n == 1, metrics

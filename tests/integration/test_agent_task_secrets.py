@@ -23,6 +23,7 @@ from harbor.models.trial.config import EnvironmentConfig
 
 from posttrainbench.optimize.compiler import BuildOptions, build_agent_task
 from posttrainbench.optimize.secrets_file import SECRETS_PATH
+from tests.agent_task_e2e_checks import check_clean_audit
 from tests.unit.test_agent_task_compiler import make_config
 
 pytestmark = [pytest.mark.slow,
@@ -93,9 +94,9 @@ def check_probe_trial(trial) -> None:
     final = json.loads((verifier / "final.json").read_text())
     assert final["chosen"] == "baseline" and final["error"] is None and final["rewards"]["reward"] > 0
     assert json.loads((verifier / "reward.json").read_text()) == final["rewards"]
-    isolation = json.loads((verifier / "isolation.json").read_text())
-    assert isolation["control"] is True and not any(isolation["protected"].values()), isolation
-    assert SECRETS_PATH in isolation["protected"]
+    isolation = check_clean_audit(verifier)  # neither the agent's user nor a candidate uid can read it
+    assert isolation["probes"]["agent"]["read"][SECRETS_PATH] is False
+    assert isolation["probes"]["candidate"]["read"][SECRETS_PATH] is False
     # Nothing the trial kept holds the value (the sandbox's root with the file is gone).
     for path in trial_dir.rglob("*"):
         if path.is_file():

@@ -1,13 +1,12 @@
 """Mode B for real: nested Harbor jobs of a candidate agent class (from a git repo) over tiny
 Harbor tasks on the local sandbox, the class running behind the trusted proxy: through the
 evaluation service, directly (timeout salvage, then a resume that re-runs only what did not
-count), and as an unprivileged user with a candidate that tries to forge its score."""
+count), and as fresh unprivileged uids with a candidate that tries to forge its score."""
 
 from __future__ import annotations
 
 import json
 import os
-import pwd
 import shutil
 import sys
 import tempfile
@@ -18,12 +17,11 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from posttrainbench.optimize import service as service_module
-from posttrainbench.optimize.candidates import export_baseline
-from posttrainbench.optimize.config import ScoringModeB, parse_config
+from posttrainbench.optimize.candidates import baseline_source
+from posttrainbench.optimize.config import CandidateLimits, ScoringModeB, parse_config
 from posttrainbench.optimize.errors import AgentTaskConfigError
 from posttrainbench.optimize.nested_harbor import JOB_NAME, run_nested, work_dir_for
-from posttrainbench.optimize.runas import CandidateUser, candidate_user
+from posttrainbench.optimize.identity import IdentityPool, processes_of
 from posttrainbench.optimize.service import create_app
 from posttrainbench.optimize.task_set import load_task_split
 from tests.optimize_fixtures import commit, needs_root
@@ -119,16 +117,47 @@ def config_for(root: Path, **scoring):
     }, root)
 
 
-def _me() -> CandidateUser:
-    # The test venv's interpreter lives where an unprivileged user cannot run it; the switch
-    # to nobody (with a runnable copy of it) is the forging test's.
-    return CandidateUser(name="current")
+@pytest.fixture
+def public_dir() -> Iterator[Path]:
+    """A directory the candidate user can traverse (pytest's tmp dirs are private to root)."""
+    path = Path(tempfile.mkdtemp(prefix="ptb-mode-b-"))
+    path.chmod(0o711)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
-def test_service_scores_a_commit_by_a_nested_harbor_run(world: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(service_module, "candidate_user", lambda name: _me())
-    config = config_for(world)
-    state = world / "state"
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def runnable_python(dest: Path) -> tuple[Path, Path]:
+    """A copy of this interpreter an unprivileged user can run (the test venv's lives under
+    /root), hard-linked where possible; return (python, the dir of its libpython)."""
+    base, name = Path(sys.base_prefix), f"python{sys.version_info.major}.{sys.version_info.minor}"
+    (dest / "bin").mkdir(parents=True)
+    (dest / "lib").mkdir()
+    _link_or_copy(str(base / "bin" / name), str(dest / "bin" / name))
+    for lib in (base / "lib").glob("libpython*.so*"):
+        _link_or_copy(str(lib), str(dest / "lib" / lib.name))
+    shutil.copytree(base / "lib" / name, dest / "lib" / name, copy_function=_link_or_copy,
+                    ignore=shutil.ignore_patterns("test", "idlelib", "tkinter"))
+    return dest / "bin" / name, dest / "lib"
+
+
+@pytest.fixture
+def runnable(public_dir: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    """Scoring settings under which a root service's fresh candidate uids can start the agent host."""
+    python, libdir = runnable_python(public_dir / "python")
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(libdir))  # its libpython is found by an absolute runpath
+    return {"agent_python": str(python), "pass_env": ["LD_LIBRARY_PATH"]}
+
+
+def test_service_scores_a_commit_by_a_nested_harbor_run(world: Path, public_dir: Path, runnable: dict) -> None:
+    config = config_for(world, **runnable)
+    state = public_dir / "state"
     client = TestClient(create_app(state, config, agent_repo=world / "agent"))
     body = client.post("/eval", json={"commit": "HEAD", "split": "train"}).json()
     assert (body["tier"], body["n"], body["status"]) == ("viewable", 2, "ok"), body
@@ -149,14 +178,16 @@ def test_service_scores_a_commit_by_a_nested_harbor_run(world: Path, monkeypatch
         load_task_split(world / "data", "train")
 
 
-def test_timeout_salvages_finished_trials_and_resume_reruns_only_errored_ones(world: Path) -> None:
+def test_timeout_salvages_finished_trials_and_resume_reruns_only_errored_ones(world: Path, public_dir: Path,
+                                                                             runnable: dict) -> None:
     tasks = load_task_split(world / "data", "dev")
-    scoring = config_for(world).scoring
+    scoring = config_for(world, **runnable).scoring
     assert isinstance(scoring, ScoringModeB)
-    root = world / "nested"
-    export = lambda dest: export_baseline(world / "agent", dest)  # noqa: E731
+    root = public_dir / "nested"
+    source = baseline_source(world / "agent")
+    pool = IdentityPool(public_dir / "identities.json")
 
-    report = run_nested(root, "candidate-1", "dev", export, tasks, scoring, _me(), timeout_s=45)
+    report = run_nested(root, "candidate-1", "dev", source, tasks, scoring, CandidateLimits(), pool, timeout_s=45)
     assert report.status == "timeout", report.stderr_tail
     assert [(s.id, s.score, s.status) for s in report.samples] == [
         ("ptb-test/alpha", 1.0, "scored"), ("ptb-test/gamma", 0.0, "scored"), ("ptb-test/slow", 0.0, "missing")]
@@ -173,7 +204,7 @@ def test_timeout_salvages_finished_trials_and_resume_reruns_only_errored_ones(wo
                                 "exception_traceback": "", "occurred_at": result["finished_at"]}
     result_path.write_text(json.dumps(result))
 
-    again = run_nested(root, "candidate-1", "dev", export, tasks, scoring, _me(), timeout_s=45)
+    again = run_nested(root, "candidate-1", "dev", source, tasks, scoring, CandidateLimits(), pool, timeout_s=45)
     assert [(s.id, s.score) for s in again.samples] == [
         ("ptb-test/alpha", 1.0), ("ptb-test/gamma", 0.0), ("ptb-test/slow", 0.0)]
     now = {json.loads((p / "result.json").read_text())["task_name"]: p.name
@@ -261,56 +292,23 @@ class CandidateAgent(BaseAgent):
 '''
 
 
-@pytest.fixture
-def public_dir() -> Iterator[Path]:
-    """A directory the candidate user can traverse (pytest's tmp dirs are private to root)."""
-    path = Path(tempfile.mkdtemp(prefix="ptb-mode-b-"))
-    path.chmod(0o711)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def _link_or_copy(source: str, target: str) -> None:
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copy2(source, target)
-
-
-def runnable_python(dest: Path) -> tuple[Path, Path]:
-    """A copy of this interpreter an unprivileged user can run (the test venv's lives under
-    /root), hard-linked where possible; return (python, the dir of its libpython)."""
-    base, name = Path(sys.base_prefix), f"python{sys.version_info.major}.{sys.version_info.minor}"
-    (dest / "bin").mkdir(parents=True)
-    (dest / "lib").mkdir()
-    _link_or_copy(str(base / "bin" / name), str(dest / "bin" / name))
-    for lib in (base / "lib").glob("libpython*.so*"):
-        _link_or_copy(str(lib), str(dest / "lib" / lib.name))
-    shutil.copytree(base / "lib" / name, dest / "lib" / name, copy_function=_link_or_copy,
-                    ignore=shutil.ignore_patterns("test", "idlelib", "tkinter"))
-    return dest / "bin" / name, dest / "lib"
-
-
 @needs_root
-def test_forging_candidate_as_nobody_gets_only_what_the_verifier_gave(world: Path, public_dir: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_forging_candidate_as_a_fresh_uid_gets_only_what_the_verifier_gave(world: Path, public_dir: Path,
+                                                                            runnable: dict,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     commit(world / "agent", {"agent.py": FORGER}, "forging agent")
-    python, libdir = runnable_python(public_dir / "python")
-    monkeypatch.setenv("LD_LIBRARY_PATH", str(libdir))  # its libpython is found by an absolute runpath
     monkeypatch.setenv("PTB_TEST_SERVICE_SECRET", "s3cret")  # the service's: the nested job has it
     state = public_dir / "state"
     state.mkdir(mode=0o700)
     (state / "token").write_text("admin token")
-    scoring = config_for(world, agent_python=str(python), pass_env=["LD_LIBRARY_PATH"],
-                         agent_kwargs={"probe": str(state / "token")}).scoring
+    scoring = config_for(world, **runnable, agent_kwargs={"probe": str(state / "token")}).scoring
     assert isinstance(scoring, ScoringModeB)
     tasks = load_task_split(world / "data", "train")  # alpha (answered right), gamma (wrong)
     root = public_dir / "nested"
-    user = candidate_user("nobody")
-    assert user.switches
+    pool = IdentityPool(state / "identities.json")
 
-    report = run_nested(root, "forger", "train", lambda dest: export_baseline(world / "agent", dest), tasks,
-                        scoring, user, timeout_s=240)
+    report = run_nested(root, "forger", "train", baseline_source(world / "agent"), tasks, scoring,
+                        CandidateLimits(), pool, timeout_s=240)
     assert report.status == "ok", report.stderr_tail
     assert [(s.id, s.score, s.status) for s in report.samples] == [
         ("ptb-test/alpha", 1.0, "scored"), ("ptb-test/gamma", 0.0, "scored")]
@@ -323,15 +321,15 @@ def test_forging_candidate_as_nobody_gets_only_what_the_verifier_gave(world: Pat
     for trial in trials:
         result = json.loads((trial / "result.json").read_text())
         forge = json.loads((trial / "agent" / "forge.json").read_text())
-        assert forge["uid"] == pwd.getpwnam("nobody").pw_uid and forge["secret_in_env"] is False
+        assert forge["uid"] in pool.issued() and forge["secret_in_env"] is False
         assert {key: forge[key] for key in denied} == {key: "PermissionError" for key in denied}
         assert result["agent_info"]["name"] == "forger"
         assert result["agent_result"]["n_input_tokens"] == 7 and result["agent_result"]["metadata"]["forge"] == forge
         expected = 1 if result["task_name"] == "ptb-test/alpha" else 0
         assert result["verifier_result"]["rewards"] == {"reward": expected}
-    # The process that left the agent's process group and retried later got no further.
+    # Each trial had its own uid; the process that left the agent's process group to retry
+    # later was killed with its uid when the trial ended, before it could try.
+    assert len({json.loads((t / "agent" / "forge.json").read_text())["uid"] for t in trials}) == 2
+    assert all(processes_of(uid) == [] for uid in pool.issued())  # so late.txt can never appear
     homes = list((job.parent.parent / "agents").glob("*/home"))
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not all((h / "late.txt").exists() for h in homes):
-        time.sleep(0.5)
-    assert len(homes) == 2 and {(h / "late.txt").read_text() for h in homes} == {"PermissionError"}
+    assert len(homes) == 2 and not any((h / "late.txt").exists() for h in homes)

@@ -41,3 +41,35 @@ def test_module_entry_flags_planted_items_and_exits_1(tmp_path: Path) -> None:
     bad = subprocess.run([*cmd[:3], "--reference", str(tmp_path / "missing.json"), "--input", str(data)],
                          env=env, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and bad.stderr.startswith("error:")
+
+
+def test_real_checkpoints_give_their_text_and_skip_their_numbers(tmp_path: Path) -> None:
+    """torch.save and safetensors files as a trainer writes them: floats skipped, text kept."""
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import save_file
+
+    from posttrainbench.integrity.contamination.unpack import UnpackBudget, unpack_file
+
+    secret = "Natalia sold clips to 48 of her friends in April"
+    model = torch.nn.Linear(256, 256)
+    optimizer = torch.optim.AdamW(model.parameters())
+    model(torch.randn(4, 256)).sum().backward()
+    optimizer.step()
+    torch.save(optimizer.state_dict(), tmp_path / "optimizer.pt")
+    torch.save({"weights": model.state_dict(), "notes": [secret]}, tmp_path / "with_notes.pt")
+    torch.save({"hidden": torch.tensor(list(secret.encode()), dtype=torch.uint8)}, tmp_path / "bytes.pt")
+    save_file({"w": model.weight.detach()}, str(tmp_path / "model.safetensors"), metadata={"note": secret})
+
+    def unpack(name: str) -> tuple[list[str], UnpackBudget]:
+        budget = UnpackBudget(max_bytes=10**9)
+        path = tmp_path / name
+        with path.open("rb") as handle:
+            pieces = list(unpack_file(handle, path.stat().st_size, name, budget))
+        return [p.origin for p in pieces if secret.encode() in p.data], budget
+
+    found, budget = unpack("optimizer.pt")
+    assert not found and budget.skipped_numeric >= 2 * 256 * 256 * 4 and budget.used < 64 * 1024
+    assert unpack("with_notes.pt")[0]
+    assert any("data/" in origin for origin in unpack("bytes.pt")[0])
+    found, budget = unpack("model.safetensors")
+    assert found and budget.skipped_numeric == 256 * 256 * 4

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,23 @@ def write_task_env(root: Path, build_sh: str = "", requirements: str = "") -> Pa
         (env_dir / "ptb" / "build.sh").write_text(build_sh)
     (root / "tests").mkdir()
     (root / "tests" / "secret.txt").write_text("sealed test data\n")
+    return env_dir
+
+
+def write_light_task_env(root: Path, compiled: Path, scripts: list[str]) -> Path:
+    """A compiled task's ``ptb/`` scripts and in-sandbox code, in an environment without its
+    heavy requirements (only pydantic, at the task's pin): builds in seconds.
+
+    ``scripts`` are paths below the compiled ``environment/`` (``ptb/collect.sh``, ...).
+    """
+    env_dir = write_task_env(root)
+    pin = next(line for line in (compiled / "environment" / "requirements.txt").read_text().splitlines()
+               if line.startswith("pydantic=="))
+    (env_dir / "requirements.txt").write_text(pin + "\n")
+    shutil.rmtree(env_dir / "ptb" / "lib")
+    shutil.copytree(compiled / "environment" / "ptb" / "lib", env_dir / "ptb" / "lib")
+    for rel in scripts:
+        shutil.copyfile(compiled / "environment" / rel, env_dir / rel)
     return env_dir
 
 

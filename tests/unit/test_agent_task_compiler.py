@@ -84,7 +84,7 @@ def test_secret_is_referenced_by_name_and_its_value_never_written(tmp_path: Path
     start = (task / "environment/ptb/start.sh").read_text()
     assert '--secrets-file "$SECRETS"' in start and "plain Harbor environments do not" in start
     test_sh = (task / "tests/test.sh").read_text()
-    assert "posttrainbench.optimize.secrets_file" in test_sh and "/run/ptb-secrets/secrets.json" in test_sh
+    assert "--secrets-file" in test_sh and "/run/ptb-secrets/secrets.json" in test_sh
     assert (task / "tests/lib/posttrainbench/optimize/secrets_file.py").is_file()
 
 
@@ -92,7 +92,7 @@ def test_a_task_without_secrets_has_no_secrets_channel(tmp_path: Path) -> None:
     task = build_agent_task(make_config(tmp_path), tmp_path / "out")
     assert not (task / "environment/ptb-secrets.json").exists()
     assert "--secrets-file" not in (task / "environment/ptb/start.sh").read_text()
-    assert "secrets_file" not in (task / "tests/test.sh").read_text()
+    assert "--secrets-file" not in (task / "tests/test.sh").read_text()
 
 
 def test_missing_secret_fails_before_anything_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,7 @@ from posttrainbench.envs.cloud_trial import CACHE_ENV, HANDOFF_ENV
 from posttrainbench.envs.local_sandbox import LocalSandboxEnvironment
 from posttrainbench.tasks.compiler import compile_task
 from posttrainbench.tasks.options import CompileOptions
-from tests.unit.conftest_sandbox import run, sandbox_cache, write_task_env  # noqa: F401
+from tests.unit.conftest_sandbox import run, sandbox_cache, write_light_task_env  # noqa: F401
 
 VOLUME = "/tmp/volume"  # stands in for /ptb-handoff: the sandbox's root is not writable
 
@@ -23,9 +23,10 @@ VOLUME = "/tmp/volume"  # stands in for /ptb-handoff: the sandbox's root is not 
 def _env(root: Path, compiled: Path, trial: TrialPaths, session: str) -> LocalSandboxEnvironment:
     env_dir = root / "environment"
     if not env_dir.exists():
-        write_task_env(root)
-        for name in ("collect.sh", "start.sh", "monitor.sh", "base_model.sh"):
-            shutil.copyfile(compiled / "environment" / "ptb" / name, env_dir / "ptb" / name)
+        write_light_task_env(root, compiled, [f"ptb/{name}" for name in
+                                              ("collect.sh", "start.sh", "monitor.sh", "base_model.sh")])
+        (env_dir / "ptb" / "build.sh").write_text(  # a base model for the collect hook's size cap
+            'mkdir -p "$PTB_ROOT/models/base" && echo "{}" > "$PTB_ROOT/models/base/config.json"\n')
         (root / "tests").mkdir(exist_ok=True)
         shutil.copyfile(compiled / "tests" / "test.sh", root / "tests" / "test.sh")
         shutil.copyfile(compiled / "tests" / "task.json", root / "tests" / "task.json")
@@ -53,7 +54,7 @@ def test_collect_moves_final_model_onto_the_volume_and_the_verifier_reads_it_the
             listing = await agent.exec(f"ls -A {VOLUME}; cat {VOLUME}/final_model/config.json; "
                                        "ls /app; cat /logs/artifacts/final_model_on_volume")
             without = await agent.exec("mkdir -p /app/final_model && echo again > /app/final_model/config.json "
-                                       "&& bash /opt/ptb/collect.sh && cat /logs/artifacts/final_model/config.json")
+                                       "&& bash /opt/ptb/collect.sh > /dev/null && cat /logs/artifacts/final_model/config.json")
             return listing.stdout or "", without.stdout or ""
         finally:
             await agent.stop(delete=True)

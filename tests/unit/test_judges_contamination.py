@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.integrity.judges.contamination import detect_contamination, training_files
+from posttrainbench.integrity.judges.contamination import detect_contamination
 from posttrainbench.integrity.judges.inputs import JudgeContext, JudgeInputs
+from posttrainbench.integrity.judges.scan_inputs import gather
 from posttrainbench.integrity.traces.events import NormalizedTrace, TraceEvent
 from tests.helpers import SHARED_DATA
 
@@ -66,7 +67,7 @@ def test_planted_test_questions_flag_with_evidence(tmp_path):
     assert det.flagged
     hits = [e for e in det.evidence if e.detector == "ngram_overlap" and e.flagged]
     assert {int(e.detail.split("test item ")[1].split()[0]) for e in hits} == {5, 6, 7}
-    assert all(e.location == "data_files/data/train.jsonl" for e in hits)
+    assert all(e.location == "/app/data/train.jsonl" for e in hits)
     access = [e for e in det.evidence if e.detector == "test_data_access"]
     assert access and not any(e.flagged for e in access)
 
@@ -79,13 +80,32 @@ def test_missing_reference_cannot_judge(tmp_path):
     assert det.missing and not det.flagged
 
 
-def test_training_files_dedupes_snapshot_copies(tmp_path):
+def test_scan_inputs_take_each_workspace_file_once(tmp_path):
     data, snap = tmp_path / "data_files", tmp_path / "code_snapshot"
     for root in (data, snap):
         root.mkdir()
-        (root / "a.jsonl").write_text("{}\n")
+        (root / "a.jsonl").write_text('{"q": "x"}\n')
         (root / "MANIFEST.json").write_text("{}")
-    (snap / "b.csv").write_text("q,a\n")
-    (snap / "train.py").write_text("")
-    assert [p.relative_to(tmp_path).as_posix() for p in training_files(data, snap)] == \
-        ["data_files/a.jsonl", "code_snapshot/b.csv"]
+    (snap / "train.py").write_text("print(1)\n")
+    ctx = JudgeContext(JudgeInputs(benchmark="gsm8k", data_files=data, code_snapshot=snap))
+    scan = gather(ctx, tmp_path / "scratch")
+    assert sorted(scan.origins.values()) == ["/app/a.jsonl", "/app/train.py"]
+    assert any("no staged write set" in n for n in scan.notes)
+
+
+@checker
+def test_test_items_in_final_model_files_are_found(tmp_path):
+    """A chat template (or any config) carrying test questions is contamination, wherever in final_model."""
+    ctx = setup(tmp_path, rows("train.jsonl", 20))
+    final = tmp_path / "final_model"
+    final.mkdir()
+    questions = [r["question"] for r in rows("test.jsonl", 2, start=7)]
+    (final / "chat_template.jinja").write_text(
+        "{% set known = " + json.dumps({q: "42" for q in questions}) + " %}{{ messages[0]['content'] }}")
+    (final / "generation_config.json").write_text(json.dumps({"note": rows("test.jsonl", 1, start=20)[0]["question"]}))
+    ctx.inputs.final_model = final
+    det = detect_contamination(ctx)
+    hits = {(e.location, int(e.detail.split("test item ")[1].split()[0])) for e in det.evidence
+            if e.detector == "ngram_overlap" and e.flagged}
+    assert {("final_model/chat_template.jinja", 7), ("final_model/chat_template.jinja", 8),
+            ("final_model/generation_config.json", 20)} <= hits, hits

@@ -48,24 +48,32 @@ def weights(seed: int = 0) -> dict[str, np.ndarray]:
 
 def model_dir(path: Path, tensors: dict[str, np.ndarray], config: dict | None = None, dtype: str = "F32",
               shards: int = 1) -> Path:
+    """A model directory laid out as save_pretrained does: model.safetensors, or shards and their index."""
     path.mkdir(parents=True)
     (path / "config.json").write_text(json.dumps(config or CONFIG))
     names = sorted(tensors)
+    if shards == 1:
+        write_safetensors(path / "model.safetensors", tensors, dtype)
+        return path
+    weight_map = {}
     for s in range(shards):
         part = {n: tensors[n] for n in names[s::shards]}
-        write_safetensors(path / f"model-{s:05d}-of-{shards:05d}.safetensors", part, dtype)
+        shard = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
+        write_safetensors(path / shard, part, dtype)
+        weight_map.update(dict.fromkeys(part, shard))
+    (path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
     return path
 
 
 def test_reader_reads_f32_and_bf16_sharded(tmp_path):
     w = weights()
     d = model_dir(tmp_path / "m", w, dtype="BF16", shards=2)
-    tensors = model_tensors(d)
+    tensors = model_tensors(d, sorted(p.name for p in d.glob("*.safetensors")))
     assert set(tensors) == set(w)
     info = tensors["model.embed_tokens.weight"]
     got = TensorReader().sample(info, np.arange(info.numel))
     np.testing.assert_allclose(got.reshape(50, 16), w["model.embed_tokens.weight"], rtol=1e-2, atol=1e-2)
-    f32 = model_tensors(model_dir(tmp_path / "f", w))["model.layers.0.mlp.up_proj.weight"]
+    f32 = model_tensors(model_dir(tmp_path / "f", w), ["model.safetensors"])["model.layers.0.mlp.up_proj.weight"]
     np.testing.assert_array_equal(TensorReader().sample(f32, np.array([0, 5, 511])),
                                   w["model.layers.0.mlp.up_proj.weight"].reshape(-1)[[0, 5, 511]])
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -193,7 +195,11 @@ def test_background_process_survives_exec_and_dies_at_stop(make_env: MakeEnv) ->
     run(body())
 
 
-def test_uploads_downloads_and_log_mounts(make_env: MakeEnv, tmp_path: Path) -> None:
+def test_uploads_and_downloads_follow_no_planted_link(make_env: MakeEnv, tmp_path: Path) -> None:
+    """Nothing of the host is bound: /logs/* are copied out, and no copy follows a link."""
+    canary = tmp_path / "host-canary.txt"
+    canary.write_text("host secret\n")
+
     async def body() -> None:
         env = make_env()
         await env.start(force_build=False)
@@ -205,15 +211,34 @@ def test_uploads_downloads_and_log_mounts(make_env: MakeEnv, tmp_path: Path) -> 
             await env.exec("mkdir -p /app/out && echo r > /app/out/r.txt && echo v > /logs/verifier/reward.txt")
             await env.download_dir("/app/out", tmp_path / "out")
             assert (tmp_path / "out" / "r.txt").read_text() == "r\n"
-            # /logs/verifier is the trial's host dir, bound in place.
+            # /logs/verifier is the instance's own dir, not the trial's host dir.
+            assert not (env.trial_paths.verifier_dir / "reward.txt").exists()
+            await env.download_dir("/logs/verifier", env.trial_paths.verifier_dir)
             assert (env.trial_paths.verifier_dir / "reward.txt").read_text() == "v\n"
-            # A symlink planted by the agent must not make the host copy host files.
-            await env.exec("ln -s /etc /app/escape")
-            with pytest.raises(PermissionError):
-                await env.download_dir("/app/escape", tmp_path / "esc")
+            # Links planted inside the sandbox, aimed at a host file.
+            await env.exec(f"ln -s {canary} /logs/agent/exit-code.txt && ln -s {canary.parent} /logs/agent/dir"
+                           f" && ln -s {canary} /app/out/leak.txt && mkdir -p /app/up && ln -s {canary} /app/up/f.txt")
+            await env.download_dir("/logs/agent", env.trial_paths.agent_dir)
+            assert not os.path.lexists(env.trial_paths.agent_dir / "exit-code.txt")
+            assert not os.path.lexists(env.trial_paths.agent_dir / "dir")
+            await env.download_dir("/app/out", tmp_path / "out2")
+            assert sorted(p.name for p in (tmp_path / "out2").iterdir()) == ["ptb_transfer_refused.json", "r.txt"]
+            with pytest.raises(OSError):
+                await env.download_file("/app/out/leak.txt", tmp_path / "leak.txt")
+            assert not (tmp_path / "leak.txt").exists()
+            # An upload replaces the planted link instead of writing through it.
+            await env.upload_file(source, "/app/up/f.txt")
+            await env.upload_dir(tmp_path / "out", "/logs/agent/dir")
+            assert (await env.exec("cat /app/up/f.txt; test -L /app/up/f.txt || echo plain")).stdout == "dataplain\n"
+            assert (await env.exec("cat /logs/agent/dir/r.txt")).stdout == "r\n"
+            # A file host code wrote into the trial dir is not replaced by the sandbox's.
+            (env.trial_paths.agent_dir / "host.txt").write_text("host\n")
+            await env.exec("echo sandbox > /logs/agent/host.txt")
+            await env.download_dir("/logs/agent", env.trial_paths.agent_dir)
+            assert (env.trial_paths.agent_dir / "host.txt").read_text() == "host\n"
         finally:
             await env.stop(delete=True)
-        assert env.trial_paths.verifier_dir.is_dir()
+        assert canary.read_text() == "host secret\n" and not (tmp_path / "host-canary.txt.bak").exists()
 
     run(body())
 
@@ -312,3 +337,234 @@ def test_cgroup_limits_applied_when_available(make_env: MakeEnv) -> None:
         assert not any(d.exists() for d in limits.dirs)
 
     run(body())
+
+
+def test_sandbox_processes_hold_none_of_the_harness_environment(
+    make_env: MakeEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-environ-4711")
+
+    async def body() -> str:
+        env = make_env()
+        await env.start(force_build=False)
+        try:
+            result = await env.exec(
+                "cat /proc/1/environ /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'; env", user="nobody")
+            root = await env.exec("cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'")
+            return result.stdout + root.stdout
+        finally:
+            await env.stop(delete=True)
+
+    seen = run(body())
+    assert "PATH=" in seen and "sk-canary-environ-4711" not in seen
+
+
+def _host_address() -> str | None:
+    """A non-loopback IPv4 address of this host, if it has one."""
+    import socket
+
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.123", 9))  # no packet is sent; picks the outbound interface
+        address = probe.getsockname()[0]
+    except OSError:
+        return None
+    finally:
+        probe.close()
+    return None if address.startswith("127.") else address
+
+
+def test_network_reaches_out_but_not_the_hosts_loopback(make_env: MakeEnv) -> None:
+    import socket
+    import threading
+
+    hits: list[str] = []
+    servers = []
+    for address in ("127.0.0.1", _host_address()):
+        if address is None:
+            continue
+        server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        server.bind((address, 0))
+        server.listen(8)
+        servers.append(server)
+    abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    abstract.bind("\0ptb-test-abstract-canary")
+    abstract.listen(8)
+    servers.append(abstract)
+
+    def accept(server: socket.socket) -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            hits.append(str(server.getsockname()))
+            conn.close()
+
+    for server in servers:
+        threading.Thread(target=accept, args=(server,), daemon=True).start()
+    probe = (
+        "import socket, sys\n"
+        "def tcp(h, p):\n"
+        "    try:\n"
+        "        socket.create_connection((h, int(p)), timeout=3).close(); return 'open'\n"
+        "    except OSError as e: return type(e).__name__\n"
+        "def unix(name):\n"
+        "    s = socket.socket(socket.AF_UNIX)\n"
+        "    try:\n"
+        "        s.connect(name); return 'open'\n"
+        "    except OSError as e: return type(e).__name__\n"
+        "args = sys.argv[1:]\n"
+        "print(' '.join(tcp(h, p) for h, p in zip(args[::2], args[1::2])), unix('\\0ptb-test-abstract-canary'))\n"
+    )
+    targets = []
+    for server in servers[:-1]:
+        host, port = server.getsockname()
+        targets += [host, str(port)]
+        if host == "127.0.0.1":
+            targets += ["10.0.2.2", str(port)]  # slirp's gateway, which would be the host's loopback
+
+    async def body(network: NetworkMode) -> str:
+        env = make_env(network=network)
+        await env.start(force_build=False)
+        try:
+            result = await env.exec(f"python3 -c {shlex.quote(probe)} {' '.join(targets)}", user="nobody")
+            return result.stdout.strip() or result.stderr
+        finally:
+            await env.stop(delete=True)
+
+    try:
+        public = run(body(NetworkMode.PUBLIC)).split()
+        offline = run(body(NetworkMode.NO_NETWORK)).split()
+    finally:
+        for server in servers:
+            server.close()
+    loopback, gateway = public[0], public[1]
+    assert loopback != "open" and gateway != "open", public
+    assert public[-1] != "open" and offline[-1] != "open", (public, offline)
+    if len(public) == 4:  # this host has an outside address: reachable with network, not without
+        assert public[2] == "open" and offline[2] != "open", (public, offline)
+    assert not [hit for hit in hits if "127.0.0.1" in hit or "abstract" in hit], hits
+
+
+def test_cancelled_agent_command_takes_all_it_started_with_it(make_env: MakeEnv) -> None:
+    """A SIGTERM-ignoring, double-forked writer started by an unprivileged user dies when
+    Harbor cancels that user's command (the agent's deadline); root's processes do not."""
+    daemon = (
+        "( trap '' TERM HUP; setsid bash -c 'trap \"\" TERM HUP; "
+        "while true; do date +%s%N >> /tmp/late.txt; sleep 0.05; done' & ) ; sleep 300"
+    )
+
+    async def body() -> tuple[str, str, str]:
+        env = make_env()
+        await env.start(force_build=False)
+        try:
+            await env.exec("sleep 400 & echo root-bg", timeout_sec=10)
+            task = asyncio.ensure_future(env.exec(daemon, user="nobody"))
+            await asyncio.sleep(1.5)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            first = (await env.exec("wc -l < /tmp/late.txt")).stdout
+            await asyncio.sleep(1.0)
+            second = (await env.exec("wc -l < /tmp/late.txt")).stdout
+            procs = (await env.exec("ps -eo user:12,args")).stdout
+            return first, second, procs
+        finally:
+            await env.stop(delete=True)
+
+    first, second, procs = run(body())
+    assert int(first) > 0 and first == second, (first, second)
+    alive = [line for line in procs.splitlines() if "<defunct>" not in line]
+    assert not [line for line in alive if line.startswith("nobody")] and "sleep 400" in procs, procs
+
+
+def test_stop_user_kills_every_process_of_the_user_and_no_other(make_env: MakeEnv, tmp_path: Path) -> None:
+    """The collect hook's stop (sandbox/stop_user.py, run as root in the sandbox): by uid,
+    whatever the processes did to detach, ignore signals or look like something else."""
+    from posttrainbench.sandbox import stop_user
+
+    daemons = (
+        "for name in a b; do ( trap '' TERM HUP; setsid bash -c \"exec -a '[kworker/$name]' "
+        "bash -c 'trap \\\"\\\" TERM HUP; while true; do sleep 0.1; done'\" & ); done; "
+        "nohup sleep 500 > /dev/null 2>&1 &"
+    )
+
+    async def body() -> tuple[str, str]:
+        env = make_env()
+        await env.start(force_build=False)
+        try:
+            await env.upload_file(Path(stop_user.__file__), "/opt/stop_user.py")
+            await env.exec("sleep 400 > /dev/null 2>&1 &", timeout_sec=10)
+            await env.exec(daemons, user="nobody", timeout_sec=10)
+            before = (await env.exec("ps -eo user=,stat= | grep -c '^nobody .*[SR]'")).stdout
+            stopped = await env.exec("python -P /opt/stop_user.py --user nobody", timeout_sec=60)
+            assert stopped.return_code == 0, stopped.stderr
+            procs = (await env.exec("ps -eo user=,stat=,args=")).stdout
+            return before + stopped.stdout, procs
+        finally:
+            await env.stop(delete=True)
+
+    counts, procs = run(body())
+    before, survivors = counts.split()
+    assert int(before) >= 3 and survivors == "0", counts
+    alive = [line for line in procs.splitlines() if line.startswith("nobody") and " Z" not in line]
+    assert alive == [] and "sleep 400" in procs, procs
+
+
+def _wheel(directory: Path, version: str, name: str = "ptbdemo") -> Path:
+    """A minimal pure-Python wheel of the module `name` (X = version), built by hand."""
+    import zipfile
+
+    path = directory / f"{name}-{version}-py3-none-any.whl"
+    info = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}.py": f"X = {version!r}\n",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+        archive.writestr(f"{info}/RECORD", "".join(f"{name},,\n" for name in [*files, f"{info}/RECORD"]))
+    return path
+
+
+def test_unprivileged_user_pip_installs_into_its_user_site(make_env: MakeEnv, tmp_path: Path) -> None:
+    """The task venv is root's; the agent's `pip install` lands in its user site, which
+    wins over the venv's packages for it and is invisible to root."""
+    from posttrainbench.tasks.compiler import package_root
+
+    hook = package_root() / "tasks" / "templates" / "environment" / "ptb" / "ptb_user_site.py"
+    old, new, fresh = _wheel(tmp_path, "1.0"), _wheel(tmp_path, "2.0"), _wheel(tmp_path, "3.0", "ptbfresh")
+
+    async def body() -> tuple[str, str, str]:
+        env = make_env()
+        await env.start(force_build=False)
+        try:
+            site_dir = (await env.exec("python -c 'import sysconfig; print(sysconfig.get_path(\"purelib\"))'")).stdout.strip()
+            await env.upload_file(hook, f"{site_dir}/_ptb_user_site.py")
+            await env.upload_file(old, f"/wheels/{old.name}")
+            await env.upload_file(new, f"/wheels/{new.name}")
+            await env.upload_file(fresh, f"/wheels/{fresh.name}")
+            # What build.sh does, and start.sh's user; then the venv gets version 1.0, as root.
+            setup = await env.exec(
+                f"echo 'import _ptb_user_site; _ptb_user_site.enable()' > {site_dir}/_ptb_user_site.pth && "
+                "echo 'agent:x:1001:1001::/home/agent:/bin/bash' >> /etc/passwd && mkdir -p /home/agent && "
+                "chown 1001:1001 /home/agent && chmod -R a+rX /wheels && "
+                f"pip install -q --no-index --no-deps /wheels/{old.name}", timeout_sec=120)
+            assert setup.return_code == 0, setup.stderr
+            # pip itself says to add --ignore-installed to replace a package the venv has.
+            agent = await env.exec(f"cd /tmp && pip install --no-index --no-deps /wheels/{fresh.name} 2>&1 && "
+                                   f"pip install --no-index --no-deps --ignore-installed /wheels/{new.name} 2>&1; "
+                                   "python -c 'import ptbdemo, ptbfresh; print(ptbdemo.X, ptbdemo.__file__, ptbfresh.X)'",
+                                   user="agent", timeout_sec=120)
+            root = await env.exec("cd /tmp && python -c 'import ptbdemo; print(ptbdemo.X)'")
+            return agent.stdout, agent.stderr, root.stdout
+        finally:
+            await env.stop(delete=True)
+
+    agent_out, agent_err, root_out = run(body())
+    assert "Defaulting to user installation" in agent_out, agent_out + agent_err
+    assert "2.0 /home/agent/.local/lib/" in agent_out and agent_out.rstrip().endswith(" 3.0"), agent_out
+    assert root_out.strip() == "1.0"

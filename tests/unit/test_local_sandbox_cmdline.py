@@ -42,15 +42,16 @@ def test_init_argv_network_and_bind_order(tmp_path: Path) -> None:
             Bind(Path("/host/py"), "/root/.pyenv/versions/3.11.7"),
             Bind(Path("/host/logs"), "/logs/agent", read_only=False),
         ],
-        network=False,
     )
     argv = build_init_argv(spec, info_fd=9)
+    # Never the host's network namespace (user-mode networking attaches to this one).
     assert "--unshare-net" in argv and "--share-net" not in argv
+    # The init's environment is explicit: none of the harness's own variables.
+    assert "--clearenv" in argv
     assert argv[argv.index("--bind") : argv.index("--bind") + 3] == ["--bind", str(tmp_path), "/"]
     assert argv.index("/logs/agent") < argv.index("/root/.pyenv/versions/3.11.7")
     assert argv[-5:] == ["--info-fd", "9", "--", "sleep", "infinity"]
     assert "CAP_SYS_ADMIN" not in argv and "CAP_MKNOD" not in argv
-    assert "--share-net" in build_init_argv(SandboxSpec(rootfs=tmp_path, network=True))
 
 
 def test_exec_argv_user_env_cwd() -> None:
@@ -60,8 +61,10 @@ def test_exec_argv_user_env_cwd() -> None:
         argv.index("--reuid") : argv.index("--reuid") + 5
     ]
     assert argv[-6:] == ["-C", "/app", "A=b c", "bash", "-c", "echo hi"]
+    # A setuid-root program cannot give an unprivileged user euid 0.
+    assert "--no-new-privs" in argv
     root = build_exec_argv(123, "true", cwd="/", env={}, network_namespace=False)
-    assert "--net" not in root and "--reuid" not in root
+    assert "--net" not in root and "--reuid" not in root and "--no-new-privs" not in root
 
 
 def test_lookup_user(tmp_path: Path) -> None:
@@ -72,16 +75,13 @@ def test_lookup_user(tmp_path: Path) -> None:
         lookup_user(tmp_path, "eve")
 
 
-def test_host_path_mapping(tmp_path: Path) -> None:
+def test_sandbox_path_to_trusted_root(tmp_path: Path) -> None:
     logs = tmp_path / "trial" / "agent"
     logs.mkdir(parents=True)
     fs = InstanceFs(tmp_path / "inst", host_mounts={"/logs/agent": logs})
-    (fs.rootfs / "app").mkdir(parents=True)
-    assert fs.host_path("/logs/agent/x.txt") == logs / "x.txt"
-    assert fs.host_path("/tests/test.sh") == fs.rootfs / "tests" / "test.sh"
-    assert fs.host_path("/opt/ptb/models") == fs.ptb_merged / "models"
+    assert fs.locate("/logs/agent/x.txt") == (logs, "x.txt")
+    assert fs.locate("/tests/test.sh") == (fs.rootfs, "tests/test.sh")
+    assert fs.locate("/opt/ptb/models") == (fs.ptb_merged, "models")
+    assert fs.locate("final_model") == (fs.rootfs, "app/final_model")
     with pytest.raises(PermissionError):
-        fs.host_path("/usr/bin/python")
-    (fs.rootfs / "app" / "evil").symlink_to("/etc")
-    with pytest.raises(PermissionError):
-        fs.host_path("/app/evil/passwd")
+        fs.locate("/usr/bin/python")

@@ -1,16 +1,33 @@
-"""Candidates: fetched into the service's own repository under unique refs, exported clean."""
+"""Candidates: fetched into the service's own repository under unique refs (upload-pack as
+the repository's owner), handed out as tar streams and unpacked clean."""
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
 
 import pytest
 
-from posttrainbench.optimize.candidates import CandidateRepo, check_commit_spec, export_baseline
+from posttrainbench.optimize import tar_stream
+from posttrainbench.optimize.candidate_run import CodeRefused, unpack
+from posttrainbench.optimize.candidates import CandidateRepo, baseline_source, check_commit_spec
+from posttrainbench.optimize.config import CandidateLimits
 from posttrainbench.optimize.errors import CandidateError
 from posttrainbench.optimize.registry import Registry
-from tests.optimize_fixtures import PERFECT, WRONG, commit, git, needs_root
+from tests.optimize_fixtures import PERFECT, WRONG, commit, git, needs_root, open_dir
+
+LIMITS = CandidateLimits()
+
+
+def _export(source, dest: Path) -> Path:
+    dest.mkdir()
+    unpack(source, dest, None, LIMITS)
+    return dest
 
 
 @pytest.fixture
@@ -66,7 +83,7 @@ def test_export_is_a_clean_copy_and_never_touches_the_agent_tree(tmp_path, agent
     before = sorted(os.listdir(repo))
     store = CandidateRepo(tmp_path / "svc.git")
     sha = store.fetch(repo, first, "refs/ptb/candidates/1")
-    out = store.export(sha, tmp_path / "copy")
+    out = _export(store.source(sha), tmp_path / "copy")
     assert sorted(os.listdir(out)) == ["solve.py"]  # committed files only, no .git, no untracked file
     assert (out / "solve.py").read_text() == WRONG
     assert sorted(os.listdir(repo)) == before and (repo / "solve.py").read_text() == "# uncommitted edit\n"
@@ -80,61 +97,103 @@ def test_export_refuses_a_symlink_leaving_the_copy(tmp_path):
     sha = commit(repo, {}, "add link")
     store = CandidateRepo(tmp_path / "svc.git")
     store.fetch(repo, sha, "refs/ptb/candidates/1")
-    with pytest.raises(CandidateError, match="cannot export"):
-        store.export(sha, tmp_path / "copy")
+    with pytest.raises(CodeRefused, match="points outside the copy"):
+        _export(store.source(sha), tmp_path / "copy")
 
 
 def test_baseline_export_from_git_head_or_plain_dir(tmp_path, agent):
     repo, _, _ = agent
     (repo / "solve.py").write_text("# uncommitted\n")
-    assert (export_baseline(repo, tmp_path / "a") / "solve.py").read_text() == PERFECT  # committed HEAD
+    assert (_export(baseline_source(repo), tmp_path / "a") / "solve.py").read_text() == PERFECT  # committed HEAD
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "solve.py").write_text(WRONG)
-    assert sorted(os.listdir(export_baseline(plain, tmp_path / "b"))) == ["solve.py"]
+    assert sorted(os.listdir(_export(baseline_source(plain), tmp_path / "b"))) == ["solve.py"]
+
+
+def _give_to_nobody(tree: Path) -> None:
+    for root, dirs, files in os.walk(tree):
+        for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+            os.lchown(name, 65534, 65534)
 
 
 @needs_root
 def test_fetch_from_a_repo_owned_by_another_user(tmp_path, agent):
     repo, _, second = agent
-    owned = tmp_path / "owned"
-    shutil.copytree(repo, owned)
-    for root, dirs, files in os.walk(owned):
-        for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
-            os.lchown(name, 65534, 65534)
-    store = CandidateRepo(tmp_path / "svc.git")
-    assert store.fetch(owned, "main", "refs/ptb/candidates/1") == second
+    with open_dir() as public:  # upload-pack runs as the owner: it must reach its repository
+        owned = public / "owned"
+        shutil.copytree(repo, owned, symlinks=True)
+        _give_to_nobody(owned)
+        store = CandidateRepo(tmp_path / "svc.git")
+        assert store.fetch(owned, "main", "refs/ptb/candidates/1") == second
 
 
-def test_export_without_tarfiles_data_filter_still_refuses_escapes(tmp_path, monkeypatch) -> None:
-    """Debian bookworm's Python 3.11.2 (the sandbox's) has no tarfile 'data' filter."""
-    import io
-    import tarfile
+@needs_root
+def test_links_the_agent_plants_in_dot_git_lead_only_where_the_agent_may_read(tmp_path, agent):
+    """``.git/shallow`` linked to a root-only file: root's upload-pack would read it and die
+    printing its first line ("bad shallow line: ..."); the owner's cannot read it, and the
+    fetch goes on without it."""
+    repo, _, second = agent
+    with open_dir() as public:
+        secret = public / "hidden-labels.txt"
+        secret.write_text('{"id": "test-0", "answer": "hidden-label-4242"}\n')
+        secret.chmod(0o600)  # root's only
+        owned = public / "owned"
+        shutil.copytree(repo, owned, symlinks=True)
+        os.symlink(secret, owned / ".git" / "shallow")
+        _give_to_nobody(owned)
+        store = CandidateRepo(tmp_path / "svc.git")
+        assert store.fetch(owned, "main", "refs/ptb/candidates/1") == second
 
-    from posttrainbench.optimize.candidates import _extract_safely
 
-    monkeypatch.delattr(tarfile, "data_filter", raising=False)
+def _tar(*members: tuple[tarfile.TarInfo, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for member, data in members:
+            tar.addfile(member, io.BytesIO(data) if member.isfile() else None)
+    return buf.getvalue()
 
-    def archive(*members: tarfile.TarInfo) -> tarfile.TarFile:
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            for member in members:
-                tar.addfile(member, io.BytesIO(b"x") if member.isfile() else None)
-        buf.seek(0)
-        return tarfile.open(fileobj=buf)
 
-    script = tarfile.TarInfo("pkg/run.sh")
-    script.size, script.mode = 1, 0o4755
-    inside = tarfile.TarInfo("pkg/link")
-    inside.type, inside.linkname = tarfile.SYMTYPE, "run.sh"
-    _extract_safely(archive(script, inside), tmp_path / "ok")
+def _member(name: str, data: bytes = b"x", **fields) -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    for key, value in fields.items():
+        setattr(info, key, value)
+    return info, data
+
+
+def _unpack(data: bytes, dest: Path, max_bytes: int = 1 << 20, max_files: int = 100) -> tuple[int, str]:
+    dest.mkdir()
+    done = subprocess.run([sys.executable, "-I", "-S", tar_stream.__file__, "unpack", str(dest), "--max-bytes",
+                           str(max_bytes), "--max-files", str(max_files)], input=data, capture_output=True)
+    return done.returncode, done.stderr.decode().strip().splitlines()[-1]
+
+
+def test_unpack_keeps_a_clean_copy_and_refuses_what_a_commit_never_has(tmp_path) -> None:
+    good = _tar(_member("pkg/run.sh", mode=0o4755), _member("pkg/link", type=tarfile.SYMTYPE, linkname="run.sh"))
+    assert _unpack(good, tmp_path / "ok")[0] == 0
     assert (tmp_path / "ok" / "pkg" / "run.sh").stat().st_mode & 0o7777 == 0o755  # setuid dropped
-    assert (tmp_path / "ok" / "pkg" / "link").resolve() == (tmp_path / "ok" / "pkg" / "run.sh").resolve()
-    escape = tarfile.TarInfo("pkg/evil")
-    escape.type, escape.linkname = tarfile.SYMTYPE, "../../../etc/passwd"
-    dotdot = tarfile.TarInfo("../outside.txt")
-    dotdot.size = 1
-    for bad in (escape, dotdot):
-        with pytest.raises(tarfile.TarError):
-            _extract_safely(archive(bad), tmp_path / "bad")
+    assert os.readlink(tmp_path / "ok" / "pkg" / "link") == "run.sh"
+    bad = {
+        "escape": _tar(_member("pkg/evil", type=tarfile.SYMTYPE, linkname="../../../etc/passwd")),
+        "absolute": _tar(_member("pkg/evil", type=tarfile.SYMTYPE, linkname="/etc/passwd")),
+        "dotdot": _tar(_member("../outside.txt")),
+        "through_link": _tar(_member("d", type=tarfile.SYMTYPE, linkname="."), _member("d/x")),
+        "device": _tar(_member("dev", type=tarfile.CHRTYPE)),
+        "hardlink": _tar(_member("a"), _member("b", type=tarfile.LNKTYPE, linkname="a")),
+    }
+    for name, data in bad.items():
+        code, line = _unpack(data, tmp_path / name)
+        assert code == tar_stream.REFUSED and "refused" in line, (name, line)
     assert not (tmp_path / "outside.txt").exists()
+
+
+def test_unpack_stops_a_tar_bomb_at_the_limits(tmp_path) -> None:
+    many = _tar(*(_member(f"f{i}") for i in range(50)))
+    assert _unpack(many, tmp_path / "many", max_files=10) == (tar_stream.LIMIT_EXCEEDED,
+                                                              "the candidate's code is too large to unpack: "
+                                                              "more than 10 files")
+    big = _tar(_member("zeros", b"\0" * 4096))
+    code, line = _unpack(big, tmp_path / "big", max_bytes=1000)
+    assert code == tar_stream.LIMIT_EXCEEDED and "more than 1000 bytes" in line
+    assert not (tmp_path / "big" / "zeros").exists()

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from posttrainbench.optimize.final_score import final_score, main, rank_candidates
 from posttrainbench.optimize.service import create_app
-from posttrainbench.optimize.summary import StatePaths, read_state
+from posttrainbench.optimize.summary import read_state
 from tests.optimize_fixtures import PARTIAL, PERFECT, WRONG, commit, make_task, open_dir, solver
 
 # Selection on the viewable train split (first-n samples), so recorded means are predictable.
@@ -38,7 +38,7 @@ def _evaluate(client, repo: Path, code: str, limit: int | None = None, extra: di
 
 
 def _finish(config, state: Path, out: Path):
-    report = final_score(config, read_state(config, state), StatePaths(state).repo, out)
+    report = final_score(config, read_state(config, state), state, out)
     final = json.loads((out / "final.json").read_text())
     return report, json.loads((out / "reward.json").read_text()), final
 
@@ -96,11 +96,32 @@ def test_submit_mode_scores_the_submission_or_the_baseline(tmp_path):
         assert reward == {"reward": 1.0} and final["chosen"] == "candidate-1"
 
 
+@pytest.mark.parametrize("files, status, reason", [
+    ({"solve.py": "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"},
+     "timeout", "no answer within"),  # a fork bomb
+    ({"solve.py": PERFECT, "blob.bin": "0" * (3 << 20)},  # a huge file
+     "limit", "the candidate's code is too large to unpack"),
+])
+def test_a_submission_that_cannot_be_scored_gives_the_baseline_reward_and_says_why(tmp_path, files, status, reason):
+    submit = {"mode": "submit", "targets": [{"split": "test", "key": "reward"}]}
+    with open_dir() as parent:
+        config = make_task(tmp_path, reward=submit, timeouts={"per_sample_s": 1, "per_eval_s": 2},
+                           limits={"max_code_mb": 1, "max_processes": 32})
+        repo = tmp_path / "agent"
+        commit(repo, files)
+        client = TestClient(create_app(parent / "state", config, agent_repo=repo))
+        client.post("/submit", json={"commit": "main"})
+        _, reward, final = _finish(config, parent / "state", tmp_path / "out")
+    assert reward == {"reward": 0.5} and final["chosen"] == "baseline"  # the baseline's score on test
+    assert f"candidate-1 could not be scored on 'test' ({status}: {reason}" in final["reason"], final["reason"]
+    assert final["reason"].endswith("the baseline is scored instead")
+
+
 def test_reward_json_is_written_even_when_scoring_fails(world):
     config, _, _, state, out = world
     shutil.rmtree(config.baseline)  # the baseline cannot be exported any more
     with pytest.raises(Exception):
-        final_score(config, read_state(config, state), StatePaths(state).repo, out)
+        final_score(config, read_state(config, state), state, out)
     assert json.loads((out / "reward.json").read_text()) == {"reward": 0.0, "dev_mean": 0.0}
     assert json.loads((out / "final.json").read_text())["error"]
 

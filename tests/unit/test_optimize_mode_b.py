@@ -22,8 +22,10 @@ from harbor.models.verifier.result import VerifierResult
 from posttrainbench.optimize import nested_harbor
 from posttrainbench.optimize.config import AgentTaskConfig, ScoringModeA, ScoringModeB, parse_config
 from posttrainbench.optimize.errors import AgentTaskConfigError
+from posttrainbench.optimize.candidates import directory_source
+from posttrainbench.optimize.config import CandidateLimits
+from posttrainbench.optimize.identity import IdentityPool
 from posttrainbench.optimize.proxy_agent import CandidateSpec
-from posttrainbench.optimize.runas import CandidateUser
 from posttrainbench.optimize.scoring import check_scoring_dataset, copy_evaluable, load_samples
 from posttrainbench.optimize.task_set import TaskSample, load_task_split
 from posttrainbench.optimize.trial_selection import build_report, read_trials, uncounted_trials
@@ -227,8 +229,8 @@ def test_job_config_passes_attempts_retries_and_concurrency(tmp_path):
                            n_concurrent=2, retry={"max_retries": 3, "include_exceptions": ["AgentTimeoutError"]},
                            agent_kwargs={"temperature": 0}, pass_env=["LANGUAGE"])
     tasks = [TaskSample(name="org/alpha", path=tmp_path / "a"), TaskSample(name="org/beta", path=tmp_path / "b")]
-    user = CandidateUser(name="nobody", uid=65534, gid=65534)
-    config = nested_harbor.job_config(scoring, tmp_path / "work", tasks, user)
+    pool = IdentityPool(tmp_path / "identities.json")
+    config = nested_harbor.job_config(scoring, tmp_path / "work", tasks, CandidateLimits(max_processes=99), pool)
     assert isinstance(config, JobConfig) and config.job_name == "nested"
     assert config.jobs_dir == tmp_path / "work" / "jobs"
     assert (config.n_attempts, config.n_concurrent_trials, config.retry.max_retries) == (4, 2, 3)
@@ -240,7 +242,7 @@ def test_job_config_passes_attempts_retries_and_concurrency(tmp_path):
     spec = CandidateSpec.model_validate(agent.kwargs["candidate"])
     assert (spec.import_path, spec.model_name, spec.kwargs) == ("agent:CandidateAgent", "m/x", {"temperature": 0})
     assert (spec.code_dir, spec.host_dir) == (tmp_path / "work" / "code", tmp_path / "work" / "agents")
-    assert (spec.uid, spec.gid, spec.pass_env) == (65534, 65534, ["LANGUAGE"])
+    assert (spec.identity_pool, spec.limits.max_processes, spec.pass_env) == (pool.path, 99, ["LANGUAGE"])
     assert spec.python == sys.executable  # agent_python unset: the service's own interpreter
     assert [t.path for t in config.tasks] == [tmp_path / "work" / "tasks" / "a", tmp_path / "work" / "tasks" / "b"]
     assert config.environment.import_path == "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
@@ -259,11 +261,11 @@ def test_nested_job_env_is_the_services_and_prepare_keeps_the_candidate_out(tmp_
     root = tmp_path / "nested"
     work = nested_harbor.work_dir_for(root, "candidate-1", "train", tasks)
 
-    def export(dest: Path) -> None:
-        (dest / "pkg").mkdir(parents=True)
-        (dest / "pkg" / "agent.py").write_text("x = 1\n")
-
-    config_file, retired = nested_harbor.prepare(root, work, export, tasks, scoring, CandidateUser(name="me"))
+    code = tmp_path / "code"
+    (code / "pkg").mkdir(parents=True)
+    (code / "pkg" / "agent.py").write_text("x = 1\n")
+    config_file, retired = nested_harbor.prepare(root, work, directory_source(code), tasks, scoring,
+                                                 CandidateLimits(), IdentityPool(tmp_path / "identities.json"))
     assert retired == [] and config_file == work / "job.json"
     modes = {name: stat.S_IMODE(os.stat(work / name).st_mode) for name in ("tasks", "jobs", "agents", "code")}
     assert modes == {"tasks": 0o700, "jobs": 0o700, "agents": 0o711, "code": 0o755}
@@ -290,17 +292,15 @@ def test_mode_b_example_config_loads_with_its_tasks():
     assert check_scoring_dataset(config) == {"train": 2, "test": 2}
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: only a root service switches to the candidate user")
-def test_a_candidate_user_that_cannot_start_the_agent_host_stops_the_service_with_one_line(tmp_path, data):
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: only a root service switches to a fresh uid")
+def test_a_candidate_uid_that_cannot_start_the_agent_host_stops_the_service_with_one_line(tmp_path, data):
     from posttrainbench.optimize.errors import ServiceStateError
     from posttrainbench.optimize.proxy_agent import check_agent_host
-    from posttrainbench.optimize.runas import candidate_user
     from posttrainbench.optimize.service import create_app
 
     config = mode_b_config(tmp_path, data, agent_python=str(tmp_path / "no-such-python"))
-    check_agent_host(config.scoring, CandidateUser(name="current"))  # no user switch: nothing to check
     with pytest.raises(ServiceStateError, match="cannot start the Mode B agent host") as raised:
-        check_agent_host(config.scoring, candidate_user("nobody"))
+        check_agent_host(config.scoring, config.limits, IdentityPool(tmp_path / "identities.json"))
     assert "\n" not in str(raised.value) and "agent_python" in str(raised.value)
     with pytest.raises(ServiceStateError, match="agent_python"):  # the service refuses to start
         create_app(tmp_path / "state", config, agent_repo=tmp_path / "baseline")

@@ -1,18 +1,20 @@
-"""Mode A trusted scorer: real candidate processes, answers scored by the service only."""
+"""Mode A trusted scorer: real candidate processes (each a contained run), answers scored by
+the service only."""
 
 from __future__ import annotations
 
 import json
 import os
-import pwd
 import time
 from pathlib import Path
 
 import pytest
 
-from posttrainbench.optimize.config import ScoringModeA, Timeouts
+from posttrainbench.optimize.candidates import directory_source
+from posttrainbench.optimize.config import CandidateLimits, ScoringModeA, Timeouts
 from posttrainbench.optimize.dataset import Sample
-from posttrainbench.optimize.runas import candidate_user
+from posttrainbench.optimize.identity import UID_FIRST, UID_COUNT, IdentityPool
+from posttrainbench.optimize.runas import prepare_runs_root
 from posttrainbench.optimize.scorer import normalize_answer, parse_answers, score_copy
 from tests.optimize_fixtures import IS_ROOT, PARTIAL, PERFECT, WRONG, needs_root, rows, solver
 
@@ -21,14 +23,16 @@ TIMEOUTS = Timeouts(per_sample_s=5, per_eval_s=20)
 SAMPLES = [Sample(**r) for r in rows("s", 6)]
 
 
-def _score(code: str, tmp_path: Path, extra_files: dict[str, str] | None = None, scoring=SCORING, timeouts=TIMEOUTS):
-    def export(dest: Path) -> None:
-        dest.mkdir(parents=True)
-        (dest / "solve.py").write_text(code)
-        for name, text in (extra_files or {}).items():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            (dest / name).write_text(text)
-    return score_copy(export, SAMPLES, scoring, timeouts, candidate_user(scoring.run_as))
+def _score(code: str, tmp_path: Path, extra_files: dict[str, str] | None = None, scoring=SCORING, timeouts=TIMEOUTS,
+           limits=CandidateLimits()):
+    code_dir = tmp_path / f"code-{len(list(tmp_path.iterdir()))}"
+    code_dir.mkdir()
+    (code_dir / "solve.py").write_text(code)
+    for name, text in (extra_files or {}).items():
+        (code_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (code_dir / name).write_text(text)
+    return score_copy(directory_source(code_dir), SAMPLES, scoring, timeouts, limits,
+                      IdentityPool(tmp_path / "identities.json"), prepare_runs_root(None))
 
 
 @pytest.mark.parametrize("a, b, same", [("18", "18.0", True), ("$1,000", "1000", True), (" 7. ", "7", True),
@@ -69,6 +73,13 @@ def test_missing_answers_crash_and_missing_command(tmp_path):
     assert missing.status == "error" and missing.mean == 0.0 and "no-such-program-ptb" in missing.stderr_tail
 
 
+def test_code_too_large_to_unpack_scores_zero_with_the_reason(tmp_path):
+    big = "x = 1\n" * 300_000  # ~1.8 MB, over a 1 MB limit
+    report = _score(PERFECT, tmp_path, {"big.py": big}, limits=CandidateLimits(max_code_mb=1))
+    assert (report.status, report.mean) == ("limit", 0.0)
+    assert "too large" in report.reason and "bytes" in report.reason
+
+
 def test_timeout_kills_the_candidate_and_keeps_partial_answers(tmp_path):
     slow = ("import json, sys, time\nfirst = json.loads(sys.stdin.readline())\n"
             "print(json.dumps({'id': first['id'], 'answer': '1'}), flush=True)\ntime.sleep(60)\n")
@@ -79,7 +90,7 @@ def test_timeout_kills_the_candidate_and_keeps_partial_answers(tmp_path):
 
 
 PROBE = '''import json, os, sys
-info = {"uid": os.getuid(), "env": sorted(os.environ), "cwd": os.getcwd()}
+info = {"uid": os.getuid(), "env": sorted(os.environ), "cwd": os.getcwd(), "tmp": os.environ.get("TMPDIR")}
 for line in sys.stdin:
     item = json.loads(line)
     print(json.dumps({"id": item["id"], "answer": json.dumps(info)}))
@@ -93,15 +104,19 @@ def test_candidate_environment_is_an_allow_list(tmp_path, monkeypatch):
     scoring = ScoringModeA(entry_command="python3 solve.py", pass_env=["PTB_PASSED"])
     info = json.loads(_score(PROBE, tmp_path, scoring=scoring).samples[0].prediction)
     assert set(info["env"]) <= {"PATH", "HOME", "LANG", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PTB_PASSED",
-                                "LC_CTYPE"}
+                                "LC_CTYPE", "TMPDIR"}
     assert "PTB_TEST_SECRET" not in info["env"] and "PTB_PASSED" in info["env"]
 
 
-def test_runs_as_current_user_unless_root(tmp_path):
-    """Not root: the current user. Root: the configured unprivileged user (default nobody)."""
-    info = json.loads(_score(PROBE, tmp_path).samples[0].prediction)
-    expected = pwd.getpwnam("nobody").pw_uid if IS_ROOT else os.getuid()
-    assert info["uid"] == expected
+def test_each_run_is_a_fresh_uid_unless_not_root(tmp_path):
+    """Root: a new uid from the pool for every run, never reused; not root: the current user."""
+    first, second = (json.loads(_score(PROBE, tmp_path).samples[0].prediction) for _ in range(2))
+    if IS_ROOT:
+        assert UID_FIRST <= first["uid"] < UID_FIRST + UID_COUNT and second["uid"] != first["uid"]
+        assert IdentityPool(tmp_path / "identities.json").issued() == [first["uid"], second["uid"]]
+        assert first["tmp"] != second["tmp"] and first["tmp"].startswith(str(Path(first["cwd"]).parent))
+    else:
+        assert first["uid"] == second["uid"] == os.getuid()
 
 
 @needs_root
@@ -111,23 +126,3 @@ def test_root_candidate_cannot_read_a_root_only_file(tmp_path):
     probe = solver("a + b", extra=f"try:\n    open({str(secret)!r}).read(); sys.exit(9)\nexcept PermissionError:\n    pass")
     report = _score(probe, tmp_path)
     assert report.status == "ok" and report.mean == 1.0
-
-
-def test_non_root_service_runs_candidates_as_itself(monkeypatch):
-    from posttrainbench.optimize import runas
-
-    monkeypatch.setattr(runas.os, "geteuid", lambda: 54321)
-    user = candidate_user("nobody")
-    assert not user.switches and user.wrap(["python3", "solve.py"]) == ["python3", "solve.py"]
-
-
-@needs_root
-def test_root_service_wraps_with_setpriv_and_refuses_root_user():
-    from posttrainbench.optimize.errors import ServiceStateError
-
-    argv = candidate_user("nobody").wrap(["python3", "solve.py"])
-    assert argv[0].endswith("setpriv") and "--clear-groups" in argv and "--no-new-privs" in argv
-    assert argv[-3:] == ["--", "python3", "solve.py"]
-    for name in ("root", "no-such-user-ptb"):
-        with pytest.raises(ServiceStateError):
-            candidate_user(name)

@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from posttrainbench.optimize import service as service_module
 from posttrainbench.optimize.errors import ServiceStateError
+from posttrainbench.optimize.identity import IdentityPool
 from posttrainbench.optimize.service import create_app, ensure_admin_token
 from tests.optimize_fixtures import PARTIAL, PERFECT, commit, make_task, needs_root, open_dir
 
@@ -237,7 +238,7 @@ def test_candidate_cannot_read_token_ledger_or_hidden_data(tmp_path, monkeypatch
         probe = commit(task.repo, {"solve.py": PROBE}, "probe")
         body = client.post("/eval", json={"commit": probe, "split": "train", "limit": 1}).json()
         info = json.loads(body["samples"][0]["prediction"])
-        assert info["uid"] == 65534 and info["secret"] is None
+        assert info["uid"] in IdentityPool(task.state / "identities.json").issued() and info["secret"] is None
         assert info["files"] == {str(t): "PermissionError" for t in targets}
         assert all(t.is_file() for t in targets)  # they exist: the refusals are real
 

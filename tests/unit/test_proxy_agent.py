@@ -271,7 +271,7 @@ def make_proxy(tmp_path: Path, mode: str = "work") -> CandidateProxyAgent:
     # No model name: parsing one imports LiteLLM, seconds of start-up per host process.
     proxy = CandidateProxyAgent(tmp_path / "trial" / "agent", candidate={
         "import_path": "cand_agent:Candidate", "kwargs": {"mode": mode}, "code_dir": str(code),
-        "host_dir": str(tmp_path / "agents"), "user_name": "me", "python": sys.executable,
+        "host_dir": str(tmp_path / "agents"), "python": sys.executable,
         "path": os.environ["PATH"]})
     proxy.session_id = "trial__agent"
     return proxy

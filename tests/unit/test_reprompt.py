@@ -302,3 +302,26 @@ def test_agent_configs_plain_and_wrapped() -> None:
     assert glm.kwargs["opencode_config"]["provider"]["zai"]["options"]["apiKey"] == "{env:ZHIPU_API_KEY}"
     with pytest.raises(RepromptConfigError, match="wrapper itself"):
         build_agent_config(REPROMPT_IMPORT_PATH, None, reprompt_min_minutes=30)
+
+
+def test_round_log_is_never_written_through_a_link(tmp_path: Path) -> None:
+    """A link named like the log (planted where trial files land) is refused, not followed."""
+    from datetime import datetime, timezone
+
+    from posttrainbench.agents.reprompt_policy import RoundRecord, append_record
+
+    canary = tmp_path / "host-file"
+    canary.write_text("host\n")
+    log = tmp_path / "agent" / "reprompt.jsonl"
+    log.parent.mkdir()
+    log.symlink_to(canary)
+    now = datetime.now(timezone.utc)
+    record = RoundRecord(round=1, inner_agent="x", prompt="instruction", resumed_session=False, started_at=now,
+                         finished_at=now, duration_sec=0.0, min_remaining_minutes=1.0, reprompts_done=0,
+                         max_reprompts=1, action="stop")
+    with pytest.raises(OSError):
+        append_record(log, record)
+    assert canary.read_text() == "host\n"
+    log.unlink()
+    append_record(log, record)
+    assert [r.round for r in read_records(log)] == [1]

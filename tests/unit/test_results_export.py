@@ -139,23 +139,23 @@ def test_many_trials_go_through_worker_processes(tmp_path: Path) -> None:
 def test_interrupted_export_loses_nothing_and_leaves_nothing_half_written(tmp_path: Path, monkeypatch) -> None:
     jobs = tmp_path / "jobs"
     write_job(jobs, "j", [TrialSpec(started=T0 + timedelta(hours=i)) for i in range(5)])
-    original = export_mod._copy_into
+    original = export_mod.stage_run_files
     calls = {"n": 0}
 
-    def crash_on_third(staged, source, with_final_model, trial_dir):
+    def crash_on_third(staged, source, trial_dir, with_final_model):
         calls["n"] += 1
         if calls["n"] == 3:
-            original(staged, source, with_final_model, trial_dir)
+            original(staged, source, trial_dir, with_final_model)
             raise KeyboardInterrupt  # killed after staging, before the rename
-        return original(staged, source, with_final_model, trial_dir)
+        return original(staged, source, trial_dir, with_final_model)
 
-    monkeypatch.setattr(export_mod, "_copy_into", crash_on_third)
+    monkeypatch.setattr(export_mod, "stage_run_files", crash_on_third)
     with pytest.raises(KeyboardInterrupt):
         export([jobs], tmp_path / "res")
     records, skipped = _records(tmp_path / "res")
     assert len(records) == 2 and not skipped
     assert all((tmp_path / "res" / "runs" / r.id / "record.json").is_file() for r in records.values())
-    monkeypatch.setattr(export_mod, "_copy_into", original)
+    monkeypatch.setattr(export_mod, "stage_run_files", original)
     summary = export([jobs], tmp_path / "res")
     assert len(summary.added) == 3 and summary.unchanged == 2
     assert len(_records(tmp_path / "res")[0]) == 5

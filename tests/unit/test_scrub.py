@@ -175,11 +175,11 @@ def test_interrupted_tree_scrub_leaves_every_file_old_or_new(tmp_path: Path, scr
     real_replace = os.replace
     calls = {"n": 0}
 
-    def failing_replace(src, dst):
+    def failing_replace(src, dst, **dir_fds):
         calls["n"] += 1
         if calls["n"] == 3:
             raise KeyboardInterrupt  # Ctrl-C in the middle of the walk
-        real_replace(src, dst)
+        real_replace(src, dst, **dir_fds)
 
     monkeypatch.setattr(scrub_module.os, "replace", failing_replace)
     with pytest.raises(KeyboardInterrupt):
@@ -197,10 +197,10 @@ def test_unwritable_file_is_reported_and_the_rest_scrubbed(tmp_path: Path, scrub
         (root / name).write_text(KNOWN)
     real_replace = os.replace
 
-    def replace(src, dst):
+    def replace(src, dst, **dir_fds):
         if str(dst).endswith("b.log"):
             raise PermissionError(13, "Permission denied")
-        real_replace(src, dst)
+        real_replace(src, dst, **dir_fds)
 
     monkeypatch.setattr(scrub_module.os, "replace", replace)
     report = scrubber.scrub_tree(root)
@@ -275,3 +275,12 @@ def test_harbor_error_quoting_a_secret_is_scrubbed(tmp_path: Path, monkeypatch) 
     with pytest.raises(RunError) as err:
         asyncio.run(job_runner.execute(request))
     assert KNOWN not in str(err.value) and "[REDACTED:PTB_TEST_API_KEY]" in str(err.value)
+
+
+def test_a_rewritten_file_keeps_its_permissions_but_not_set_id_bits(tmp_path: Path, scrubber: Scrubber) -> None:
+    """The new file belongs to whoever scrubs (root, perhaps): an agent's set-id bit must not carry over."""
+    path = tmp_path / "run.sh"
+    path.write_text(f"#!/bin/sh\necho {KNOWN}\n")
+    path.chmod(0o6755)
+    assert scrubber.scrub_file(path)
+    assert KNOWN not in path.read_text() and path.stat().st_mode & 0o7777 == 0o755

@@ -151,7 +151,7 @@ def test_docker_plugin_is_harbors_docker_plus_the_delivery() -> None:
     assert issubclass(DockerTrialEnvironment, DockerEnvironment)
     assert DockerTrialEnvironment.start is ServiceSecretsMixin.start
     assert "posttrainbench.envs.docker_trial:DockerTrialEnvironment" in DELIVERING_PLUGINS
-    assert harbor_environment("docker").type == "docker"  # `--env docker` is unchanged
+    assert harbor_environment("docker").import_path == "posttrainbench.envs.docker_trial:DockerTrialEnvironment"
 
 
 def test_modal_plugin_delivers_after_start_up_to_the_network_call(tmp_path: Path,

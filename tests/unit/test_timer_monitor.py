@@ -49,10 +49,19 @@ def test_timer_starts_with_the_environment(tmp_path: Path, sandbox_cache: Path) 
                 result = await env.exec("bash /app/timer.sh", cwd=cwd)
                 answers.append((result.stdout or "").strip())
             # A second start (e.g. a healthcheck retry) must not reset the clock.
-            stamp = (trial_paths.agent_dir / "ptb_start_time").read_text()
+            stamp = (await env.exec("cat /logs/agent/ptb_start_time")).stdout
             await env.exec("bash /opt/ptb/start.sh")
-            assert (trial_paths.agent_dir / "ptb_start_time").read_text() == stamp
+            assert (await env.exec("cat /logs/agent/ptb_start_time")).stdout == stamp
+            # The agent's user cannot move its clock: the stamp is root's, in a sticky dir.
+            tamper = await env.exec("echo 0 > /logs/agent/ptb_start_time; rm -f /logs/agent/ptb_start_time; "
+                                    "mv /logs/agent/ptb_start_time /logs/agent/x; echo 1 > /app/timer.sh.mine",
+                                    user="agent")
+            assert (await env.exec("cat /logs/agent/ptb_start_time")).stdout == stamp, tamper.stderr
+            owners = await env.exec("stat -c %U /app /app/timer.sh /logs/agent/ptb_start_time; "
+                                    "ps -eo user=,args= | grep '[m]onitor.sh' | cut -d' ' -f1")
+            assert owners.stdout.split() == ["agent", "agent", "root", "agent"], owners.stdout
             time.sleep(1.5)
+            await env.download_dir("/logs/agent", trial_paths.agent_dir)
             return answers
         finally:
             await env.stop(delete=True)

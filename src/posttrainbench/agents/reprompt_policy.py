@@ -7,6 +7,8 @@ the time left, so it is tested without an environment. Each round's outcome is o
 
 from __future__ import annotations
 
+import os
+import stat
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -100,9 +102,18 @@ class RoundRecord(BaseModel):
 
 
 def append_record(path: Path, record: RoundRecord) -> None:
-    """Append one JSON line (the file survives a crash of a later round)."""
+    """Append one JSON line (the file survives a crash of a later round).
+
+    The log sits in the trial's agent dir, beside files copied out of the sandbox: it is
+    opened without following a link (O_NOFOLLOW), so a link of that name is refused,
+    never written through.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as handle:
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o644)
+    with os.fdopen(fd, "a", encoding="utf-8") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file; not appending to it")
         handle.write(record.model_dump_json() + "\n")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 
 import typer
@@ -47,6 +48,30 @@ def _cached_base_model(task_dir: Path) -> Path | None:
     return base if (base / "config.json").is_file() else None
 
 
+def _trial_inputs(trial_dir: Path) -> tuple[dict[str, Path | None], list[str]]:
+    """The judges' inputs inside the trial directory, and '<path>: <why>' for each refused.
+
+    The agent wrote them: one that is a link (or a FIFO, or a file where a directory
+    belongs) is refused, never followed to whatever host directory it names.
+    """
+    from posttrainbench.integrity.traces.trial_files import artifacts_subdir
+    from posttrainbench.safe_fs import SafeDir, kind_of
+
+    found: dict[str, Path | None] = {}
+    refused: list[str] = []
+    with SafeDir.open(trial_dir) as root:
+        artifacts = artifacts_subdir(root)
+        wanted = {"final_model": f"{artifacts}/final_model", "code_snapshot": f"{artifacts}/code_snapshot",
+                  "data_files": f"{artifacts}/data_files", "agent": "agent", "agent_logs": f"{artifacts}/agent_logs",
+                  "write_set": f"{artifacts}/write_set"}
+        for key, relative in wanted.items():
+            st = root.lstat(relative)
+            found[key] = trial_dir / relative if st is not None and stat.S_ISDIR(st.st_mode) else None
+            if st is not None and found[key] is None:
+                refused.append(f"{relative}: {kind_of(st.st_mode)}")
+    return found, refused
+
+
 def judge(
     trial_dir: Path = typer.Argument(..., help="A Harbor trial directory (agent/, artifacts/, config.json)."),
     judges: str = typer.Option(None, "--judges", help="Comma-separated judge ids (default: all five)."),
@@ -66,7 +91,6 @@ def judge(
     from posttrainbench.integrity.judges.inputs import JudgeContext, JudgeInputError, JudgeInputs
     from posttrainbench.integrity.judges.precedence import load_overrides
     from posttrainbench.integrity.judges.runner import parse_judge_ids, run_judges
-    from posttrainbench.integrity.traces.trial_files import trial_artifacts_dir
     from posttrainbench.schemas import TaskSpec
 
     if not trial_dir.is_dir():
@@ -83,16 +107,16 @@ def judge(
         raise JudgeOptionError(str(exc)) from None
     task_dir = _task_dir(trial_dir, task)
     spec = TaskSpec.load(task_dir / "tests" / "task.json")
-    artifacts = trial_artifacts_dir(trial_dir)
+    found, refused = _trial_inputs(trial_dir)
 
     def existing(path: Path | None) -> Path | None:
         return path if path is not None and path.exists() else None
 
     inputs = JudgeInputs(
         benchmark=spec.benchmark, feedback=spec.feedback, base_model_source=spec.model_source,
-        final_model=existing(artifacts / "final_model"), code_snapshot=existing(artifacts / "code_snapshot"),
-        data_files=existing(artifacts / "data_files"),
-        agent_logs=[p for p in (trial_dir / "agent", artifacts / "agent_logs") if p.is_dir()][:1],
+        final_model=found["final_model"], code_snapshot=found["code_snapshot"], data_files=found["data_files"],
+        write_set=found["write_set"],
+        agent_logs=[p for p in (found["agent"], found["agent_logs"]) if p is not None][:1],
         trial_dir=trial_dir,
         reference=reference or task_dir / "tests" / "data" / spec.benchmark / "test.jsonl",
         base_model=base_model or _cached_base_model(task_dir),
@@ -104,6 +128,8 @@ def judge(
     except OSError as exc:
         raise JudgeOptionError(f"cannot write to output directory {out}: {exc.strerror}") from None
     console = Console()
+    for line in refused:
+        Console(stderr=True).print(f"warning: refused: {escape(line)}", highlight=False, soft_wrap=True)
     results = run_judges(JudgeContext(inputs), out, ids, llm_votes, overrides)
     for j in results:
         state = {True: "[bold red]flagged[/]", False: "[green]clean[/]", None: "[yellow]undecided[/]"}[j.flagged]

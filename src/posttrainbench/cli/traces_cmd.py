@@ -24,18 +24,22 @@ def show(
         2000, "--max-chars", help="Cut each message and tool output to this many characters (0: no limit)."),
 ) -> None:
     """Print a trace as numbered events with a usage summary, or as normalized JSON."""
-    from posttrainbench.integrity.traces.load import check_format, find_trial_traces, parse_trace
+    from rich.console import Console
+    from rich.markup import escape
+
+    from posttrainbench.integrity.traces.load import check_format, parse_trace, parse_trial_trace
     from posttrainbench.integrity.traces.render import render_trace
 
     check_format(fmt)
     if max_chars < 0:
         raise PtbError(f"invalid --max-chars {max_chars}: must be 0 (no limit) or more")
     if file.is_dir():
-        traces = find_trial_traces(file)
-        if not traces:
-            raise PtbError(f"no agent trace found in {file} (looked in {file / 'agent'} and {file})")
-        file = traces[0]
-    trace = parse_trace(file, fmt)
+        trace, refused = parse_trial_trace(file, fmt)
+        err = Console(stderr=True)
+        for line in refused:  # what the agent left that is not read: links, FIFOs, hard links
+            err.print(f"warning: refused: {escape(line)}", highlight=False, soft_wrap=True)
+    else:
+        trace = parse_trace(file, fmt)
     if as_json:
         typer.echo(trace.model_dump_json(indent=2))
     else:

@@ -1,9 +1,10 @@
 """Command lines for bubblewrap (the sandbox init) and nsenter (each exec).
 
 One long-lived ``bwrap`` per environment instance creates the namespaces (mount, pid,
-ipc, uts, cgroup and, without network, net) and runs ``sleep infinity`` as its only
-child. Every ``exec`` then joins those namespaces with ``nsenter``. Why not one
-``bwrap`` per exec: a pid namespace dies with its init, so background processes
+ipc, uts, cgroup and net: never the host's network namespace, see
+:mod:`posttrainbench.envs.user_net`) and runs ``sleep infinity`` as its only child.
+Every ``exec`` then joins those namespaces with ``nsenter``. Why not one ``bwrap`` per
+exec: a pid namespace dies with its init, so background processes
 started by one exec (``setsid nohup monitor.sh &``) would be killed when it returns,
 and a fresh net namespace per exec would hide servers started by earlier execs.
 Killing the init at stop() kills every process of the instance at once.
@@ -11,6 +12,11 @@ Killing the init at stop() kills every process of the instance at once.
 No user namespace is used (bwrap as root would otherwise map only uid 0, so other
 users could not exist). Instead the sandbox drops dangerous capabilities: with
 CAP_SYS_ADMIN a sandboxed root could remount ``/`` read-write (checked here).
+
+Every process is started with an explicit environment (:data:`HOST_HELPER_ENV` for the
+helpers, ``env -i`` for commands): ``/proc/1/environ`` of a sandbox must never hold the
+harness's own environment and its API keys. Unprivileged users run with no_new_privs, so
+a setuid-root program on the host's ``/usr`` cannot hand them euid 0.
 """
 
 from __future__ import annotations
@@ -19,6 +25,10 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+# The whole environment of the helper processes (bwrap, nsenter, setpriv, slirp4netns):
+# nothing of the harness's own environment is passed on.
+HOST_HELPER_ENV: dict[str, str] = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 
 # Read-only host directories a program needs; /etc comes from a per-instance minimal
 # copy instead (see instance_fs). /bin, /lib* are symlinks into /usr on modern Debian
@@ -69,7 +79,6 @@ class SandboxSpec:
 
     rootfs: Path
     binds: list[Bind] = field(default_factory=list)
-    network: bool = False
     hostname: str = "sandbox"
     proc_root: Path = Path("/proc")
 
@@ -117,12 +126,16 @@ def build_init_argv(spec: SandboxSpec, info_fd: int = 3, bwrap: str = "bwrap") -
         spec.hostname,
         "--die-with-parent",
         "--new-session",
+        "--unshare-net",
+        "--clearenv",
+        "--setenv",
+        "PATH",
+        HOST_HELPER_ENV["PATH"],
         "--cap-drop",
         "ALL",
     ]
     for cap in KEPT_CAPABILITIES:
         argv += ["--cap-add", f"CAP_{cap.upper()}"]
-    argv += ["--share-net"] if spec.network else ["--unshare-net"]
     # The writable instance root is "/", so new top-level dirs created on the host
     # after start (uploads to /tests, /solution, ...) appear inside immediately.
     argv += ["--bind", str(spec.rootfs), "/"]
@@ -171,6 +184,8 @@ def build_exec_argv(
         groups = ",".join(str(g) for g in extra_groups)
         argv += ["--reuid", str(uid), "--regid", str(gid)]
         argv += ["--groups", groups] if groups else ["--clear-groups"]
+    if uid != 0:
+        argv += ["--no-new-privs"]
     argv += ["--", "env", "-i", "-C", cwd]
     argv += [f"{key}={value}" for key, value in env.items()]
     argv += ["bash", "-c", command]

@@ -219,5 +219,6 @@ def ensure_built(
                 f"Building the task environment {environment_dir} failed: {exc}. "
                 f"Build log: {log_copy}"
             ) from exc
+        os.chmod(build_dir, 0o755)  # mkdtemp made it 0700; the agent's user reads /opt/ptb
         os.rename(build_dir, entry)
         return entry, True

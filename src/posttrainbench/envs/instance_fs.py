@@ -6,7 +6,8 @@ Layout under ``<instance_dir>``::
     ptb/upper,work  overlayfs upper and work dirs over the cached build
     ptb/merged      the overlay mount point (or a full copy when overlayfs is unavailable)
 
-Uploads and downloads map a sandbox path to a host path through :meth:`host_path`.
+Uploads and downloads map a sandbox path to a trusted host directory and a path below it
+through :meth:`InstanceFs.locate`.
 """
 
 from __future__ import annotations
@@ -114,6 +115,27 @@ class InstanceFs:
             (etc / "passwd").write_text("root:x:0:0:root:/root:/bin/bash\n")
         (etc / "hostname").write_text("sandbox\n")
 
+    def make_traversable(self, sandbox_path: Path) -> None:
+        """Let every user pass through the instance's own dirs on the way to ``sandbox_path``.
+
+        The sandbox Python may live under /root (pyenv), which is 0700 here: the agent's
+        unprivileged user must reach the interpreter the task venv links to, not list /root.
+        """
+        current = self.rootfs
+        for part in PurePosixPath(sandbox_path).parts[1:]:
+            current = current / part
+            if current.is_symlink():
+                return
+            # Made here, before bwrap would make the mount point's parents (0700).
+            current.mkdir(mode=0o755, exist_ok=True)
+            os.chmod(current, current.stat().st_mode & 0o7777 | 0o111)
+
+    def use_nameserver(self, address: str) -> None:
+        """Point the instance's resolver at ``address`` (the user-mode network's DNS forwarder)."""
+        resolv = self.rootfs / "etc" / "resolv.conf"
+        resolv.unlink(missing_ok=True)  # the host's may be a link; never write through it
+        resolv.write_text(f"nameserver {address}\n")
+
     def setup_ptb(self, cache_entry: Path) -> str:
         """Give the instance a writable view of the cached build at ``ptb/merged``.
 
@@ -161,42 +183,27 @@ class InstanceFs:
         except OSError:
             pass
 
-    def host_path(self, sandbox_path: str) -> Path:
-        """Map an absolute sandbox path to the host path that backs it.
+    def locate(self, sandbox_path: str) -> tuple[Path, str]:
+        """The trusted host directory that backs ``sandbox_path``, and the path below it.
 
-        Host bind mounts (trial log dirs) and ``/opt/ptb`` win over the root; read-only
-        system dirs are rejected because the sandbox cannot write there either.
+        Explicit host mounts and ``/opt/ptb`` win over the root; read-only system dirs are
+        rejected because the sandbox cannot write there either. The caller opens the path
+        below the directory without following links (:mod:`posttrainbench.envs.transfer`):
+        its components are the agent's to plant.
         """
         path = PurePosixPath(os.path.normpath(sandbox_path))
         if not path.is_absolute():
             path = PurePosixPath("/app") / path
         candidates = {**self.host_mounts, "/opt/ptb": self.ptb_merged}
-        best: tuple[int, Path] | None = None
+        best: tuple[int, Path, PurePosixPath] | None = None
         for target, source in candidates.items():
             target_path = PurePosixPath(target)
             if path == target_path or path.is_relative_to(target_path):
                 depth = len(target_path.parts)
                 if best is None or depth > best[0]:
-                    best = (depth, source.joinpath(*path.relative_to(target_path).parts))
+                    best = (depth, source, path.relative_to(target_path))
         if best is not None:
-            return self._contained(best[1], sandbox_path)
+            return best[1], best[2].as_posix()
         if path.parts[1:2] and f"/{path.parts[1]}" in ("/usr", "/proc", "/dev", "/sys"):
             raise PermissionError(f"{sandbox_path} is read-only inside the sandbox")
-        return self._contained(self.rootfs.joinpath(*path.parts[1:]), sandbox_path)
-
-    def _contained(self, host: Path, sandbox_path: str) -> Path:
-        """Refuse paths that resolve outside the instance's dirs on the host.
-
-        The agent controls the contents of its root: a symlink it plants (``/app/x ->
-        /root``) must not make a host-side copy read or write host files.
-        """
-        real = Path(os.path.realpath(host))
-        allowed = [self.instance_dir, *self.host_mounts.values()]
-        for root in allowed:
-            if real == Path(os.path.realpath(root)) or real.is_relative_to(
-                os.path.realpath(root)
-            ):
-                return host
-        raise PermissionError(
-            f"{sandbox_path} resolves outside the sandbox on the host ({real})"
-        )
+        return self.rootfs, path.relative_to("/").as_posix()

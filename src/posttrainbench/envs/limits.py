@@ -107,10 +107,7 @@ class CgroupLimits:
 
     def argv_prefix(self) -> list[str]:
         """A shell prefix that joins the cgroups, then execs the rest of the argv."""
-        if not self.dirs:
-            return []
-        joins = "; ".join(f'echo $$ > "{d}/cgroup.procs"' for d in self.dirs)
-        return ["sh", "-c", f'{joins}; exec "$@"', "ptb-cgroup"]
+        return join_cgroups_prefix(self.dirs)
 
     def pids(self) -> set[int]:
         """Pids currently in the instance's cgroups (a safety net for stop())."""
@@ -131,3 +128,15 @@ class CgroupLimits:
             except OSError as exc:
                 self.logger.debug("could not remove cgroup %s: %s", directory, exc)
         self.dirs = []
+
+
+def join_cgroups_prefix(dirs: list[Path]) -> list[str]:
+    """A shell prefix that moves itself into each cgroup dir in turn, then execs the rest of the argv.
+
+    Joining before the exec means every descendant is born inside; a failed join fails
+    the command rather than running it outside.
+    """
+    if not dirs:
+        return []
+    joins = " && ".join(f'echo $$ > "{d}/cgroup.procs"' for d in dirs)
+    return ["sh", "-c", f'{joins} && exec "$@"', "ptb-cgroup"]

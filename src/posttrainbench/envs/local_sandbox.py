@@ -3,8 +3,21 @@
 Use it with ``harbor run --env posttrainbench.envs.local_sandbox:LocalSandboxEnvironment``.
 Each instance (the agent's, and a separate verifier's) gets its own writable root under
 the trial dir, a writable overlay over the task's cached build at ``/opt/ptb``, and its
-own pid/ipc/uts(/net) namespaces; see :mod:`posttrainbench.envs.bwrap` for why one
+own pid/ipc/uts/net namespaces; see :mod:`posttrainbench.envs.bwrap` for why one
 long-lived init per instance and :mod:`posttrainbench.envs.env_cache` for the cache.
+
+Nothing of the host is reachable from inside:
+
+- no host directory is bound writable: Harbor's ``/logs/*`` live in the instance's root
+  and are copied out by :mod:`posttrainbench.envs.transfer`, which follows no link the
+  agent planted (``auto_mounting`` is refused);
+- network access goes through slirp4netns without the host's loopback
+  (:mod:`posttrainbench.envs.user_net`); ``--no-network`` gives loopback only;
+- every helper starts with an explicit environment, not the harness's.
+
+Every command run as an unprivileged user lives in the instance's agent cgroup
+(:mod:`posttrainbench.envs.agent_cgroup`); when Harbor cancels such a command (the
+agent's deadline), everything in that cgroup is killed at once.
 """
 
 from __future__ import annotations
@@ -25,8 +38,12 @@ from harbor.environments.capabilities import (
 )
 from harbor.models.task.config import TaskOS
 from harbor.models.trial.config import ResourceMode
+from harbor.models.trial.paths import EnvironmentPaths
 
+from posttrainbench.envs import transfer
+from posttrainbench.envs.agent_cgroup import AgentCgroup
 from posttrainbench.envs.bwrap import (
+    HOST_HELPER_ENV,
     Bind,
     SandboxSpec,
     build_exec_argv,
@@ -37,8 +54,9 @@ from posttrainbench.envs.bwrap import (
 )
 from posttrainbench.envs.env_cache import SANDBOX_PTB_ROOT, ensure_built, resolve_sandbox_python
 from posttrainbench.envs.instance_fs import InstanceFs
-from posttrainbench.envs.limits import CgroupLimits, detect_cgroup_mode
+from posttrainbench.envs.limits import CgroupLimits, detect_cgroup_mode, join_cgroups_prefix
 from posttrainbench.envs.service_secrets import deliver_secrets
+from posttrainbench.envs.user_net import SANDBOX_NAMESERVER, UserNetwork, check_available
 from posttrainbench.optimize.secrets_file import SECRETS_PATH
 
 TIMEOUT_RETURN_CODE = 124  # what coreutils `timeout` (and Harbor's singularity) return
@@ -48,13 +66,14 @@ _OUTPUT_GRACE_SEC = 1.0
 class LocalSandboxEnvironment(BaseEnvironment):
     """A bubblewrap sandbox on the local machine; no Docker, no image build."""
 
-    def __init__(self, *args: Any, auto_mounting: bool = True, **kwargs: Any) -> None:
-        # Bind the trial's log/artifact dirs by default (like Docker with mounts) so
-        # Harbor reads them in place instead of copying.
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._init_proc: asyncio.subprocess.Process | None = None
         self._init_pid: int | None = None
         self._limits: CgroupLimits | None = None
-        super().__init__(*args, auto_mounting=auto_mounting, **kwargs)
+        self._agent_cgroup: AgentCgroup | None = None
+        self._network: UserNetwork | None = None
+        super().__init__(*args, **kwargs)
+        self._downloader = transfer.Downloader(self.logger)
         safe_id = "".join(c if c.isalnum() or c in "-._" else "_" for c in self.session_id)
         host_mounts = {
             str(m["target"]): Path(m["source"])
@@ -74,11 +93,11 @@ class LocalSandboxEnvironment(BaseEnvironment):
 
     @property
     def capabilities(self) -> EnvironmentCapabilities:
-        """GPUs only where /dev/nvidia* exists; no allowlist networking."""
+        """GPUs only where /dev/nvidia* exists; no allowlist networking; no host log mounts."""
         return EnvironmentCapabilities(
             gpus=bool(gpu_binds()),
             disable_internet=True,
-            mounted=True,
+            mounted=False,
         )
 
     @classmethod
@@ -98,6 +117,8 @@ class LocalSandboxEnvironment(BaseEnvironment):
             raise RuntimeError(
                 "bubblewrap (`bwrap`) is not installed; `apt-get install bubblewrap`."
             )
+        if not self._network_disabled:
+            check_available()
         for mount in self._mounts:
             if mount.get("type", "bind") != "bind":
                 raise ValueError(
@@ -117,8 +138,14 @@ class LocalSandboxEnvironment(BaseEnvironment):
         entry, built = await asyncio.to_thread(ensure_built, self.environment_dir, python)
         self.logger.debug("task environment %s (%s)", entry, "built" if built else "cached")
         workspace = self.environment_dir / "workspace"
-        extra_dirs = [str(t) for t in self._mount_targets() if str(t) not in self._fs.host_mounts]
+        paths = EnvironmentPaths.for_os(self.os)
+        log_dirs = [str(d) for d in (paths.agent_dir, paths.verifier_dir, paths.artifacts_dir)]
+        extra_dirs = [d for d in dict.fromkeys([*log_dirs, *map(str, self._mount_targets())])
+                      if d not in self._fs.host_mounts]
         await asyncio.to_thread(self._fs.create, workspace, extra_dirs)
+        await asyncio.to_thread(self._fs.make_traversable, python.prefix)
+        if not self._network_disabled:
+            await asyncio.to_thread(self._fs.use_nameserver, SANDBOX_NAMESERVER)
         mode = await asyncio.to_thread(self._fs.setup_ptb, entry)
         self.logger.debug("/opt/ptb layer: %s", mode)
         self._limits = CgroupLimits(
@@ -128,6 +155,9 @@ class LocalSandboxEnvironment(BaseEnvironment):
             self.logger,
         )
         self._limits.create()
+        v2_limits = self._limits.dirs[0] if self._limits.mode == "v2" and self._limits.dirs else None
+        self._agent_cgroup = AgentCgroup(self._fs.instance_dir.name, self.logger, v2_parent=v2_limits)
+        self._agent_cgroup.create()
         binds = [
             Bind(python.prefix, str(python.prefix), read_only=True),
             Bind(self._fs.ptb_merged, SANDBOX_PTB_ROOT, read_only=False),
@@ -139,8 +169,11 @@ class LocalSandboxEnvironment(BaseEnvironment):
             )
         if self._effective_gpus > 0:
             binds += gpu_binds()
-        spec = SandboxSpec(rootfs=self._fs.rootfs, binds=binds, network=not self._network_disabled)
+        spec = SandboxSpec(rootfs=self._fs.rootfs, binds=binds)
         await self._start_init(spec)
+        if not self._network_disabled and self._init_pid is not None:
+            self._network = UserNetwork(self._fs.instance_dir / "slirp4netns.log", self.logger)
+            await self._network.start(self._init_pid)
         result = await self.exec("true", timeout_sec=30, user="root")
         if result.return_code != 0:
             raise RuntimeError(f"Sandbox did not start: {result.stderr}")
@@ -160,6 +193,7 @@ class LocalSandboxEnvironment(BaseEnvironment):
                 stdout=log,
                 stderr=log,
                 pass_fds=(write_fd,),
+                env=HOST_HELPER_ENV,
                 start_new_session=True,
             )
         finally:
@@ -196,6 +230,11 @@ class LocalSandboxEnvironment(BaseEnvironment):
                 await asyncio.wait_for(self._init_proc.wait(), 10)
             except TimeoutError:
                 self.logger.warning("sandbox init %s did not exit", self._init_proc.pid)
+        if self._network is not None:
+            await self._network.stop()
+            self._network = None
+        if self._agent_cgroup is not None:
+            await asyncio.to_thread(self._agent_cgroup.remove)
         if self._limits is not None:
             for _ in range(50):
                 pids = self._limits.pids()
@@ -246,7 +285,10 @@ class LocalSandboxEnvironment(BaseEnvironment):
             gid=gid,
             network_namespace=True,
         )
-        prefix = self._limits.argv_prefix() if self._limits else []
+        # An unprivileged user's command, and all it starts, lives in the agent cgroup.
+        agent_group = self._agent_cgroup.dir if uid != 0 and self._agent_cgroup else None
+        prefix = join_cgroups_prefix([*(self._limits.dirs if self._limits else []),
+                                      *([agent_group] if agent_group else [])])
         callback = self._output_callback()
         chunks: dict[str, list[bytes]] = {"stdout": [], "stderr": []}
         # Our own pipes instead of asyncio.subprocess.PIPE: asyncio's Process.wait()
@@ -273,6 +315,7 @@ class LocalSandboxEnvironment(BaseEnvironment):
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=write_fds[0],
                 stderr=write_fds[1],
+                env=HOST_HELPER_ENV,
                 start_new_session=True,  # its own process group: a timeout kills the tree
             )
         finally:
@@ -287,6 +330,10 @@ class LocalSandboxEnvironment(BaseEnvironment):
             await proc.wait()
         except asyncio.CancelledError:
             _killpg(proc.pid)
+            if agent_group is not None:
+                # Harbor cancels the agent's command at its deadline: nothing the agent
+                # started may run on (and write into final_model) after it.
+                self._agent_cgroup.kill()  # type: ignore[union-attr]
             raise
         finally:
             _, pending = await asyncio.wait(readers, timeout=_OUTPUT_GRACE_SEC)
@@ -304,30 +351,24 @@ class LocalSandboxEnvironment(BaseEnvironment):
     # ------------------------------------------------------------------ file transfer
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
-        """Copy a host file to ``target_path`` in the instance's writable root."""
-        target = self._fs.host_path(target_path)
-        await asyncio.to_thread(_copy_file, Path(source_path), target)
+        """Copy a host file to ``target_path`` in the instance, following no link there."""
+        root, relative = self._fs.locate(target_path)
+        await asyncio.to_thread(transfer.upload_file, Path(source_path), root, relative)
 
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
-        """Copy the contents of a host dir into ``target_dir`` (merging)."""
-        target = self._fs.host_path(target_dir)
-        await asyncio.to_thread(
-            shutil.copytree, Path(source_dir), target, symlinks=True, dirs_exist_ok=True
-        )
+        """Copy the contents of a host dir into ``target_dir`` (merging), following no link there."""
+        root, relative = self._fs.locate(target_dir)
+        await asyncio.to_thread(transfer.upload_dir, Path(source_dir), root, relative)
 
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
-        """Copy a sandbox file to the host."""
-        source = self._fs.host_path(source_path)
-        await asyncio.to_thread(_copy_file, source, Path(target_path))
+        """Copy a regular sandbox file to the host, reached without following links."""
+        root, relative = self._fs.locate(source_path)
+        await asyncio.to_thread(self._downloader.download_file, root, relative, Path(target_path))
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
-        """Copy a sandbox dir's contents to the host; symlinks stay links (not followed)."""
-        source = self._fs.host_path(source_dir)
-        if not source.is_dir():
-            raise FileNotFoundError(f"{source_dir} is not a directory in the sandbox")
-        await asyncio.to_thread(
-            shutil.copytree, source, Path(target_dir), symlinks=True, dirs_exist_ok=True
-        )
+        """Copy a sandbox dir's directories and regular files to the host (links are not copied)."""
+        root, relative = self._fs.locate(source_dir)
+        await asyncio.to_thread(self._downloader.download_dir, root, relative, Path(target_dir))
 
 
 async def _pump(
@@ -342,16 +383,10 @@ async def _pump(
             await callback(data.decode(errors="replace"), name)
 
 
-def _copy_file(source: Path, target: Path) -> None:
-    if not source.is_file():
-        raise FileNotFoundError(f"{source} does not exist")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(source, target)
-
-
 def _remove_secrets(fs: InstanceFs) -> None:
     try:
-        fs.host_path(SECRETS_PATH).unlink(missing_ok=True)
+        root, relative = fs.locate(SECRETS_PATH)
+        transfer.remove_file(root, relative)
     except OSError:
         pass  # a root that was never created
 

@@ -4,7 +4,8 @@
         --model-path /logs/artifacts/final_model --out-dir /logs/verifier [--base-model-path DIR]
 
 The test set is read from ``$PTB_DATA_DIR`` (the sealed ``/tests/data``). A missing
-or unloadable model scores 0 with ``error`` recorded. Exit code 0 whenever the
+or unloadable model scores 0 with ``error`` recorded (for one the collect hook rejected,
+its reason from ``handoff.json``). Exit code 0 whenever the
 reward was written; 2 only if the task spec itself is unreadable (reward 0 still written).
 """
 
@@ -15,6 +16,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from ..sandbox.handoff import Handoff
 from ..schemas import BaseScore, Metrics, TaskSpec, write_reward
 
 JUDGE_NOT_CONFIGURED = 3
@@ -51,7 +53,10 @@ def run(task_path: Path, model_path: str, out_dir: Path, base_model_path: str | 
     except Exception as exc:  # noqa: BLE001
         return _zero_metrics(task.benchmark, model_path, f"cannot load benchmark: {exc}", task.seed), 2
     if not Path(model_path).is_dir():
-        metrics = _zero_metrics(task.benchmark, model_path, f"final model not found at {model_path}", task.seed)
+        # The collect hook says why it handed no model over (e.g. over the size cap).
+        handoff = Handoff.read(Path(model_path).parent)
+        reason = (handoff.error() if handoff else None) or f"final model not found at {model_path}"
+        metrics = _zero_metrics(task.benchmark, model_path, reason, task.seed)
     else:
         from ..benchmarks.llm_judge import JudgeConfigError
         from .runner import evaluate_model

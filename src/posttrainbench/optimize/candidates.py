@@ -1,29 +1,44 @@
 """Candidate commits: fetched from the agent's repository into the service's own bare
-repository, and exported as clean copies (``git archive``) to be scored.
+repository, and handed out as tar streams (:class:`ArchiveSource`) to be unpacked by
+whoever uses them (see ``candidate_run``).
 
-Nothing here runs in, or writes to, the agent's working tree: the only git process
-that touches the agent's repository is ``upload-pack`` (driven by our ``fetch``), which
-git runs safely in repositories owned by others and never runs their hooks.
+Nothing here runs in, or writes to, the agent's working tree, and root never reads it:
+the only git process that touches the agent's repository is ``upload-pack``, started
+(by our ``fetch``) as the user that owns that repository, so a link the agent plants in
+``.git`` leads only where the agent itself may read. ``upload-pack`` never runs the
+repository's hooks. Root's own git then reads only root's bare repository.
 """
 
 from __future__ import annotations
 
-import io
+import os
+import pwd
 import re
+import shlex
 import shutil
 import subprocess
-import tarfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from posttrainbench.optimize.errors import CandidateError
+from posttrainbench.optimize.launcher_python import helper, launcher_python
 
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 _SHORT_SHA = re.compile(r"^[0-9a-f]{4,39}$")
 _REF_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
-# The agent's repository is owned by another user; git refuses it without this (only
-# upload-pack reads it, and upload-pack ignores the repository's hook-like settings).
+# upload-pack runs as the repository's owner, who may differ from the git that starts it.
 _UPLOAD_PACK = "git -c safe.directory=* upload-pack"
 _GIT_TIMEOUT_S = 120
+GIT_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1",
+           "HOME": "/nonexistent"}
+
+
+@dataclass(frozen=True)
+class ArchiveSource:
+    """A command (run by the trusted side) that writes one candidate's code to stdout as a tar."""
+
+    argv: tuple[str, ...]
+    label: str
 
 
 def check_commit_spec(spec: str) -> str:
@@ -42,8 +57,7 @@ def check_commit_spec(spec: str) -> str:
 
 def _git(*args: str, input_bytes: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(["git", *args], input=input_bytes, capture_output=True, timeout=_GIT_TIMEOUT_S,
-                          env={"PATH": "/usr/local/bin:/usr/bin:/bin", "GIT_TERMINAL_PROMPT": "0",
-                               "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"})
+                          env=GIT_ENV)
 
 
 def _last_line(result: subprocess.CompletedProcess[bytes]) -> str:
@@ -69,7 +83,8 @@ class CandidateRepo:
         check_commit_spec(spec)
         self.ensure()
         result = _git("--git-dir", str(self.git_dir), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                      f"--upload-pack={_UPLOAD_PACK}", str(Path(source).resolve()), f"+{spec}:{ref}")
+                      f"--upload-pack={upload_pack_command(Path(source))}", os.path.abspath(source),
+                      f"+{spec}:{ref}")
         if result.returncode != 0:
             raise CandidateError(f"cannot fetch commit {spec!r} from the agent's repository: {_last_line(result)}")
         return self.resolve(ref)
@@ -91,55 +106,56 @@ class CandidateRepo:
         """Remove a temporary ref (missing is fine)."""
         _git("--git-dir", str(self.git_dir), "update-ref", "-d", ref)
 
-    def export(self, rev: str, dest: Path) -> Path:
-        """Write a clean copy of commit *rev* into the (empty or new) directory *dest*."""
-        return export_git_tree(self.git_dir, rev, dest)
+    def source(self, rev: str) -> ArchiveSource:
+        """Commit *rev* of this repository as a tar stream."""
+        return git_source(self.git_dir, rev)
 
 
-def export_git_tree(git_dir: Path, rev: str, dest: Path) -> Path:
-    """``git archive`` *rev* of *git_dir* (a bare repo or a ``.git`` dir) into *dest*, safely."""
-    result = _git("-c", "safe.directory=*", "--git-dir", str(git_dir), "archive", "--format=tar", rev)
-    if result.returncode != 0:
-        raise CandidateError(f"cannot archive {rev} of {git_dir}: {_last_line(result)}")
-    dest.mkdir(parents=True, exist_ok=True)
+def repository_owner(source: Path) -> int:
+    """The uid owning the agent's repository: its ``.git`` entry's, else the directory's (never
+    following a link); the first non-root one wins, since that user may have planted links."""
+    for path in (Path(source) / ".git", Path(source)):
+        try:
+            uid = os.lstat(path).st_uid
+        except OSError:
+            continue
+        if uid != 0:
+            return uid
+    return 0
+
+
+def upload_pack_command(source: Path) -> str:
+    """The ``--upload-pack`` command: as the repository's owner when this process is root."""
+    owner = repository_owner(source) if os.geteuid() == 0 else 0
+    if owner == 0:
+        return _UPLOAD_PACK
     try:
-        with tarfile.open(fileobj=io.BytesIO(result.stdout), mode="r:") as archive:
-            _extract_safely(archive, dest)
-    except (tarfile.TarError, OSError) as exc:
-        raise CandidateError(f"cannot export {rev}: {exc}") from None
-    return dest
+        gid = pwd.getpwuid(owner).pw_gid
+    except KeyError:
+        gid = owner
+    setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
+    environment = " ".join(f"{k}={shlex.quote(v)}" for k, v in GIT_ENV.items())
+    return (f"{setpriv} --reuid={owner} --regid={gid} --clear-groups --no-new-privs -- "
+            f"env -i {environment} {_UPLOAD_PACK}")
 
 
-def _extract_safely(archive: tarfile.TarFile, dest: Path) -> None:
-    """Extract refusing absolute paths, `..` and links that leave *dest*, without setuid
-    bits: tarfile's 'data' filter where this Python has it (3.11.4+; the sandbox's
-    Debian 3.11.2 does not), else the same checks by hand."""
-    if hasattr(tarfile, "data_filter"):
-        archive.extractall(dest, filter="data")
-        return
-    root = dest.resolve()
-    members = []
-    for member in archive.getmembers():
-        target = (root / member.name).resolve()
-        if member.name.startswith("/") or not target.is_relative_to(root):
-            raise tarfile.TarError(f"{member.name!r} would be written outside the copy")
-        if member.issym() or member.islnk():
-            base = target.parent if member.issym() else root
-            if member.linkname.startswith("/") or not (base / member.linkname).resolve().is_relative_to(root):
-                raise tarfile.TarError(f"link {member.name!r} points outside the copy")
-        elif not (member.isfile() or member.isdir()):
-            raise tarfile.TarError(f"{member.name!r} is not a file, directory or link")
-        member.mode &= 0o777  # no setuid, setgid or sticky bits
-        members.append(member)
-    archive.extractall(dest, members=members)
+def git_source(git_dir: Path, rev: str) -> ArchiveSource:
+    """``git archive`` of *rev* of *git_dir* (a bare repository or a ``.git`` directory root owns)."""
+    return ArchiveSource(argv=("git", "-c", "safe.directory=*", "--git-dir", str(git_dir), "archive",
+                               "--format=tar", rev), label=f"{rev} of {git_dir}")
 
 
-def export_baseline(baseline: Path, dest: Path) -> Path:
-    """A clean copy of the baseline: its committed HEAD when it is a git repo, else the directory."""
+def directory_source(directory: Path) -> ArchiveSource:
+    """A trusted directory's files (no top-level ``.git``) as a tar stream."""
+    return ArchiveSource(argv=(launcher_python(), "-I", "-S", helper("tar_stream.py"), "pack", str(directory)),
+                         label=str(directory))
+
+
+def baseline_source(baseline: Path) -> ArchiveSource:
+    """The baseline: its committed HEAD when it is a git repository, else the directory."""
     baseline = Path(baseline)
     if (baseline / ".git").exists():
-        return export_git_tree(baseline / ".git", "HEAD", dest)
+        return git_source(baseline / ".git", "HEAD")
     if (baseline / "HEAD").is_file() and (baseline / "objects").is_dir():  # a bare repository
-        return export_git_tree(baseline, "HEAD", dest)
-    shutil.copytree(baseline, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"), dirs_exist_ok=True)
-    return dest
+        return git_source(baseline, "HEAD")
+    return directory_source(baseline)

@@ -18,12 +18,14 @@ Layout of the compiled task (``<out>/<name>/``)::
         lib/             the service's code (posttrainbench.optimize and what it imports)
         agent-task/private/  task.yaml (in-image paths), data/<split>.jsonl (every named
                          split, hidden ones too), baseline/ (what final scoring re-scores)
-    tests/               test.sh (final scoring), its own copy of lib/, isolation check
+    tests/               test.sh (the verifier: quiesce, final scoring, integrity audit, sealed
+                         reward) and its own copy of lib/
     solution/            solve.sh + optimize.py (scripted optimizer) + overlay/ (improved files)
 
-Why the verifier runs in the agent's environment: the service's state (ledger, candidate commits, admin token) only
-exists in the agent's environment, in root-only directories the agent's user cannot
-read or change; the verifier runs there as root after killing the agent's processes.
+Why the verifier runs in the agent's environment: the service's state (ledger, candidate
+commits, admin token) only exists in the agent's environment, in root-only directories
+the agent's user cannot read or change; the verifier runs there as root after killing
+every untrusted process (see ``verifier``). Paths inside the task: ``task_layout``.
 
 Secrets are written by NAME only, into ``environment/ptb-secrets.json``; never into
 task.toml's ``[environment.env]``/``[verifier.env]``, which Harbor gives to every command,
@@ -56,13 +58,17 @@ from posttrainbench.template_tree import render_tree
 from posttrainbench.optimize.config import AgentTaskConfig, Tier, load_config
 from posttrainbench.optimize.dataset import load_split, named_splits, split_path
 from posttrainbench.optimize.secrets_file import SECRETS_PATH
+from posttrainbench.optimize.task_layout import LAYOUT
 
-REPO_DIR = "/app"
+REPO_DIR = LAYOUT.repo
 PRIVATE_DIR = "environment/ptb/agent-task/private"
-# The service's code: this package's optimize/ (minus the compiler) and the modules it imports.
-PAYLOAD_MODULES = ("__init__.py", "errors.py", "atomic_write.py")
+# The service's code: this package's optimize/ (minus the compiler) and the modules it imports
+# (the audit writes its verdict through the judges' contract).
+PAYLOAD_MODULES = ("__init__.py", "errors.py", "atomic_write.py", "integrity/__init__.py",
+                   "integrity/judges/__init__.py", "integrity/judges/verdict.py")
 PAYLOAD_EXCLUDE = ("__pycache__", "*.pyc", "templates", "compiler.py")
 DEFAULT_BASE_IMAGE = "posttrainbench/cpu-base:bookworm"
+RUN_OVERHEAD_S = 30  # unpacking a candidate and reaping its uid, beyond the run's own timeout
 _GIT_TIMEOUT_S = 120
 
 
@@ -163,17 +169,24 @@ def _context(config: AgentTaskConfig, options: BuildOptions, sizes: dict[str, in
         "options": options,
         "version": posttrainbench.__version__,
         "repo_dir": REPO_DIR,
+        "layout": LAYOUT,
         "service_url": f"http://127.0.0.1:{options.port}",
         "split_rows": _split_rows(config, sizes),
         "first_split": evaluable[0] if evaluable else "",
         "zero_reward": {t.key: 0.0 for t in config.reward.targets},
         "secrets_path": SECRETS_PATH,
         "secrets_plugins": DELIVERING_PLUGINS,
-        # final scoring re-scores up to top_k candidates + the baseline on the selection
-        # split, then the chosen code on every target: bound it by per-eval timeouts.
-        "verifier_timeout_sec": int((config.reward.top_k + 1 + len(config.reward.targets))
-                                    * config.timeouts.per_eval_s + 300),
+        "verifier_timeout_sec": verifier_timeout_sec(config),
     }
+
+
+def verifier_timeout_sec(config: AgentTaskConfig) -> int:
+    """Final scoring re-scores up to top_k candidates and the baseline on the selection split,
+    then the chosen code on every target, and the baseline on them again when the chosen
+    code cannot be scored: that many runs, each bounded by its timeout plus unpacking and
+    reaping, and a margin for the service's drain and the audit."""
+    runs = config.reward.top_k + 1 + 2 * len(config.reward.targets)
+    return int(runs * (config.timeouts.per_eval_s + RUN_OVERHEAD_S) + 300 + config.timeouts.per_eval_s)
 
 
 def _copy_payload(lib: Path) -> None:
@@ -182,6 +195,7 @@ def _copy_payload(lib: Path) -> None:
     dest = lib / "posttrainbench"
     dest.mkdir(parents=True)
     for name in PAYLOAD_MODULES:
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(root / name, dest / name)
     shutil.copytree(root / "optimize", dest / "optimize", ignore=shutil.ignore_patterns(*PAYLOAD_EXCLUDE))
 

@@ -105,6 +105,19 @@ class Timeouts(_Strict):
         return min(self.per_eval_s, self.per_sample_s * max(n, 1))
 
 
+class CandidateLimits(_Strict):
+    """What one candidate run (its fresh uid, everything it starts) may use besides time."""
+
+    max_processes: int = Field(default=256, ge=8, description="processes of the run's uid at once")
+    max_open_files: int = Field(default=1024, ge=64, description="open files per process")
+    max_file_mb: int = Field(default=1024, ge=1, description="size of any one file it writes")
+    disk_reserve_mb: int = Field(default=256, ge=0, description="the run is stopped when less is left free on "
+                                 "its filesystem")
+    max_code_mb: int = Field(default=256, ge=1, description="the candidate commit's unpacked size")
+    max_code_files: int = Field(default=20000, ge=1, description="files in the candidate commit")
+    max_output_mb: int = Field(default=64, ge=1, description="what it may write to stdout")
+
+
 class ScoringModeA(_Strict):
     """Mode A: the service's dataset and its trusted scorer; the candidate is only a command.
 
@@ -114,7 +127,6 @@ class ScoringModeA(_Strict):
 
     mode: Literal["A"] = "A"
     entry_command: str = Field(description="e.g. 'python3 solve.py', run without a shell")
-    run_as: str = Field(default="nobody", description="user the candidate runs as when the service is root")
     path: str = Field(default=DEFAULT_CANDIDATE_PATH, description="PATH given to the candidate")
     pass_env: list[str] = Field(default_factory=list, description="non-secret variables passed to the candidate")
 
@@ -168,11 +180,10 @@ class ScoringModeB(_Strict):
     reward_key: str = Field(default="reward", description="the verifier's reward key that scores a trial")
     nested_timeout_s: Optional[float] = Field(
         default=None, gt=0, description="wall-clock limit of one nested run (None: timeouts.for_samples(n))")
-    run_as: str = Field(default="nobody",
-                        description="user the candidate's agent class runs as when the service is root")
     agent_python: Optional[str] = Field(
         default=None, description="interpreter of the candidate's agent host (None: the service's own); "
-        "run_as must be able to run it and it must load the service's harbor")
+        "any user must be able to run it (a root service runs each host as a fresh uid) and it must load "
+        "the service's harbor")
     path: str = Field(default=DEFAULT_CANDIDATE_PATH, description="PATH given to the candidate's agent host")
     pass_env: list[str] = Field(default_factory=list,
                                 description="non-secret variables passed to the candidate's agent host")
@@ -193,6 +204,7 @@ class AgentTaskConfig(_Strict):
     reward: RewardConfig
     secrets: list[str] = Field(default_factory=list, description="names of host variables; never values")
     timeouts: Timeouts = Field(default_factory=Timeouts)
+    limits: CandidateLimits = Field(default_factory=CandidateLimits)
     concurrency: int = Field(default=1, ge=1, le=64, description="evaluations the service runs at once")
     scoring: ScoringMode
 

@@ -6,7 +6,9 @@ means) on the FULL selection split; the best replaces the baseline only if it ST
 beats the baseline's score there. ``submit`` takes the submitted commit (the baseline when
 none). The chosen code is then scored on every reward target split; all runs use the
 trusted scorer of the config's mode (A: the service's scorer; B: a nested Harbor run) on
-the config's own dataset.
+the config's own dataset, each contained like the service's (fresh uid, own directory).
+When the chosen candidate cannot be scored on a target (its code cannot be unpacked, it
+hit a limit, it timed out), the baseline is scored instead and ``final.json`` says why.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
@@ -22,15 +23,16 @@ from pydantic import BaseModel, ConfigDict
 
 from posttrainbench.atomic_write import write_text_atomic
 from posttrainbench.errors import PtbError
-from posttrainbench.optimize.candidates import export_baseline, export_git_tree
+from posttrainbench.optimize.candidates import ArchiveSource, baseline_source, git_source
 from posttrainbench.optimize.config import AgentTaskConfig, RewardMode, load_config
+from posttrainbench.optimize.identity import IdentityPool
 from posttrainbench.optimize.registry import CandidateRecord, EvaluationRecord
-from posttrainbench.optimize.runas import CandidateUser, candidate_user
+from posttrainbench.optimize.runas import prepare_runs_root
 from posttrainbench.optimize.scorer import ScoreReport
-from posttrainbench.optimize.scoring import load_samples, nested_root, score_candidate
+from posttrainbench.optimize.scoring import Containment, load_samples, nested_root, score_candidate
 from posttrainbench.optimize.summary import ServiceSummary, StatePaths, read_state
 
-Exporter = Callable[[Path], object]
+UNSCORABLE = ("timeout", "limit")  # a chosen candidate ending so is replaced by the baseline
 
 
 class Considered(BaseModel):
@@ -89,20 +91,20 @@ def rank_candidates(summary: ServiceSummary, split: str) -> list[tuple[Candidate
 
 
 class _Scoring:
-    """Scores exported code on full splits of the config's dataset, as the candidate user."""
+    """Scores code on full splits of the config's dataset, each run contained."""
 
-    def __init__(self, config: AgentTaskConfig, user: CandidateUser, work_dir: Optional[Path],
-                 nested_jobs: Path):
-        self.config, self.user, self.work_dir, self.nested_jobs = config, user, work_dir, nested_jobs
+    def __init__(self, config: AgentTaskConfig, containment: Containment, nested_jobs: Path):
+        self.config, self.containment, self.nested_jobs = config, containment, nested_jobs
 
-    def run(self, export: Exporter, split: str, label: str) -> ScoreReport:
-        return score_candidate(self.config, export, load_samples(self.config, self.config.dataset, split), self.user,
-                               dataset_dir=self.config.dataset, label=label, split=split,
-                               nested_jobs=self.nested_jobs, work_dir=self.work_dir)
+    def run(self, source: ArchiveSource, split: str, label: str) -> ScoreReport:
+        return score_candidate(self.config, source, load_samples(self.config, self.config.dataset, split),
+                               self.containment, dataset_dir=self.config.dataset, label=label, split=split,
+                               nested_jobs=self.nested_jobs)
 
 
 def _choose_auto_best(config: AgentTaskConfig, summary: ServiceSummary, repo: Path, scoring: _Scoring,
-                      baseline: Exporter) -> tuple[str, Optional[str], Exporter, str, Optional[float], list[Considered]]:
+                      baseline: ArchiveSource
+                      ) -> tuple[str, Optional[str], ArchiveSource, str, Optional[float], list[Considered]]:
     split = config.reward.selection_split
     assert split is not None  # the config guarantees it in auto_best
     top = rank_candidates(summary, split)[: config.reward.top_k]
@@ -111,22 +113,36 @@ def _choose_auto_best(config: AgentTaskConfig, summary: ServiceSummary, repo: Pa
     baseline_mean = scoring.run(baseline, split, "baseline").mean
     considered: list[Considered] = []
     for record, evaluation in top:
-        report = scoring.run(lambda dest, sha=record.sha: export_git_tree(repo, sha, dest), split,
-                             f"candidate-{record.id}")
+        report = scoring.run(git_source(repo, record.sha), split, f"candidate-{record.id}")
         considered.append(Considered(candidate=record.id, sha=record.sha, recorded_mean=evaluation.mean,
                                      recorded_n=evaluation.n, rescored_mean=report.mean, status=report.status))
     winner = max(considered, key=lambda c: c.rescored_mean)  # max keeps the first (best-ranked) on ties
     if winner.rescored_mean > baseline_mean:
         reason = (f"candidate-{winner.candidate} scored {winner.rescored_mean:.4f} on the full {split!r} split, "
                   f"strictly above the baseline's {baseline_mean:.4f}")
-        return (f"candidate-{winner.candidate}", winner.sha,
-                lambda dest: export_git_tree(repo, winner.sha, dest), reason, baseline_mean, considered)
+        return (f"candidate-{winner.candidate}", winner.sha, git_source(repo, winner.sha), reason, baseline_mean,
+                considered)
     reason = (f"no re-scored candidate strictly beat the baseline's {baseline_mean:.4f} on the full {split!r} split "
               f"(best {winner.rescored_mean:.4f}): the baseline is kept")
     return "baseline", None, baseline, reason, baseline_mean, considered
 
 
-def final_score(config: AgentTaskConfig, summary: ServiceSummary, candidates_repo: Path, out_dir: Path,
+def _score_targets(config: AgentTaskConfig, scoring: _Scoring, source: ArchiveSource,
+                   label: str) -> tuple[list[TargetScore], Optional[str]]:
+    """The code of *source* on every target; stops at the first target it cannot be scored on
+    (then returns the reason)."""
+    targets = []
+    for target in config.reward.targets:
+        report = scoring.run(source, target.split, label)
+        if report.status in UNSCORABLE:
+            detail = getattr(report, "reason", None) or report.status
+            return targets, f"{label} could not be scored on {target.split!r} ({report.status}: {detail})"
+        targets.append(TargetScore(split=target.split, key=target.key, n=report.n, mean=report.mean,
+                                   status=report.status))
+    return targets, None
+
+
+def final_score(config: AgentTaskConfig, summary: ServiceSummary, state_dir: Path, out_dir: Path,
                 work_dir: Optional[Path] = None) -> FinalReport:
     """Choose the final code, score it on the reward targets, write ``reward.json`` and ``final.json``.
 
@@ -135,26 +151,30 @@ def final_score(config: AgentTaskConfig, summary: ServiceSummary, candidates_rep
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    paths = StatePaths(state_dir)
+    # The issued uids are recorded here, even when no service ever ran.
+    paths.root.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         # Mode B's nested jobs of the final scoring: apart from the agent-time ones (a fresh re-score).
-        scoring = _Scoring(config, candidate_user(config.scoring.run_as), work_dir,
-                           nested_root(Path(candidates_repo).parent) / "final")
-        baseline: Exporter = lambda dest: export_baseline(config.baseline, dest)  # noqa: E731
+        containment = Containment(IdentityPool(paths.identities), prepare_runs_root(work_dir))
+        scoring = _Scoring(config, containment, nested_root(paths.root) / "final")
+        baseline = baseline_source(config.baseline)
         baseline_mean, considered = None, []
         if config.reward.mode == RewardMode.AUTO_BEST:
-            chosen, sha, export, reason, baseline_mean, considered = _choose_auto_best(
-                config, summary, candidates_repo, scoring, baseline)
+            chosen, sha, source, reason, baseline_mean, considered = _choose_auto_best(
+                config, summary, paths.repo, scoring, baseline)
         elif summary.registry.submission is not None:
             sub = summary.registry.submission
             chosen, sha, reason = f"candidate-{sub.candidate}", sub.sha, "the agent's submission"
-            export = lambda dest: export_git_tree(candidates_repo, sub.sha, dest)  # noqa: E731
+            source = git_source(paths.repo, sub.sha)
         else:
-            chosen, sha, export, reason = "baseline", None, baseline, "nothing was submitted: the baseline is scored"
-        targets = []
-        for target in config.reward.targets:
-            report = scoring.run(export, target.split, chosen)
-            targets.append(TargetScore(split=target.split, key=target.key, n=report.n, mean=report.mean,
-                                       status=report.status))
+            chosen, sha, source, reason = "baseline", None, baseline, "nothing was submitted: the baseline is scored"
+        targets, failure = _score_targets(config, scoring, source, chosen)
+        if failure is not None and chosen != "baseline":
+            chosen, sha, reason = "baseline", None, f"{failure}: the baseline is scored instead"
+            targets, failure = _score_targets(config, scoring, baseline, "baseline")
+        if failure is not None:
+            raise PtbError(failure)
         result = FinalReport(task=config.name, mode=config.reward.mode.value, chosen=chosen, chosen_sha=sha,
                              reason=reason, baseline_selection_mean=baseline_mean, considered=considered,
                              targets=targets, rewards={t.key: t.mean for t in targets})
@@ -185,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-dir", type=Path, required=True, help="the service's state directory")
     parser.add_argument("--summary", type=Path, default=None, help="a /finalize response (default: read the state)")
     parser.add_argument("--out-dir", type=Path, required=True, help="where reward.json and final.json go")
-    parser.add_argument("--work-dir", type=Path, default=None)
+    parser.add_argument("--work-dir", type=Path, default=None, help="parent of the run directories (root's)")
     args = parser.parse_args(argv)
     try:
         config = load_config(args.config)
@@ -199,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as exc:
             write_failure(config, args.out_dir, exc)
             raise PtbError(f"cannot read the service's record: {exc}") from None
-        report = final_score(config, summary, StatePaths(args.state_dir).repo, args.out_dir, args.work_dir)
+        report = final_score(config, summary, args.state_dir, args.out_dir, args.work_dir)
     except PtbError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -18,12 +18,16 @@ environments stop), then SIGKILL after a grace period; every trial that finished
 reward is still scored.
 
 Trust note: rewards are read from the job's ``result.json`` files, written by Harbor and
-its verifier in the trusted child. When the service is root the candidate's code runs only
-as the candidate user, which can read its code and write its own trial dir under
-``agents/``, and nothing else here: ``jobs/``, ``tasks/`` (hidden tests included), the
-service's state, its token and its secrets stay out of reach; what it does inside the
-task environment is judged by the task's own verifier, as for any Harbor agent. Run
-without root, the candidate runs as the service's user and that separation is absent.
+its verifier in the trusted child. When the service is root each agent host runs as a
+fresh uid (one per trial, from the service's identity pool), confined by the launcher
+(``confine``: Landlock writes only in its own trial dir, seccomp, limits; the network
+stays open, since candidate agents call model APIs), and is reaped by uid when the trial
+ends. It can read its code and write its own trial dir under ``agents/``, and nothing
+else here: ``jobs/``, ``tasks/`` (hidden tests included), the service's state, its token
+and its secrets stay out of reach; what it does inside the task environment is judged by
+the task's own verifier, as for any Harbor agent. ``code/`` is unpacked by root into a
+directory only root can write. Run without root, the candidate runs as the service's user
+and that separation is absent.
 """
 
 from __future__ import annotations
@@ -36,13 +40,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, Optional
 
-from posttrainbench.optimize.config import ScoringModeB
+from posttrainbench.optimize.candidate_run import unpack
+from posttrainbench.optimize.candidates import ArchiveSource
+from posttrainbench.optimize.config import CandidateLimits, ScoringModeB
+from posttrainbench.optimize.identity import IdentityPool
 from posttrainbench.optimize.proxy_agent import CandidateSpec
-from posttrainbench.optimize.runas import CandidateUser
 from posttrainbench.optimize.task_set import TaskSample
 from posttrainbench.optimize.trial_selection import NestedScoreReport, build_report, read_trials, uncounted_trials
 
@@ -58,23 +63,23 @@ def work_dir_for(root: Path, label: str, split: str, tasks: list[TaskSample]) ->
     return Path(root) / label / split / f"{len(tasks)}-{digest}"
 
 
-def candidate_spec(scoring: ScoringModeB, work: Path, user: CandidateUser) -> CandidateSpec:
-    """What the proxy needs to run the candidate's class from ``work/code`` as *user*."""
+def candidate_spec(scoring: ScoringModeB, work: Path, limits: CandidateLimits, pool: IdentityPool) -> CandidateSpec:
+    """What the proxy needs to run the candidate's class from ``work/code``, each trial as a fresh uid."""
     return CandidateSpec(import_path=scoring.agent_import_path, model_name=scoring.agent_model,
                          kwargs=dict(scoring.agent_kwargs), code_dir=work / "code", host_dir=work / "agents",
-                         user_name=user.name, uid=user.uid, gid=user.gid,
-                         python=scoring.agent_python or sys.executable, path=scoring.path,
-                         pass_env=list(scoring.pass_env))
+                         identity_pool=pool.path, limits=limits, python=scoring.agent_python or sys.executable,
+                         path=scoring.path, pass_env=list(scoring.pass_env))
 
 
-def job_config(scoring: ScoringModeB, work: Path, tasks: list[TaskSample], user: CandidateUser):
+def job_config(scoring: ScoringModeB, work: Path, tasks: list[TaskSample], limits: CandidateLimits,
+               pool: IdentityPool):
     """Harbor's JobConfig of the nested run: the trusted proxy as its agent; attempts, retries
     and concurrency passed through."""
     from harbor.models.job.config import JobConfig, RetryConfig
     from harbor.models.trial.config import AgentConfig, EnvironmentConfig, TaskConfig
 
     retry = scoring.retry.model_dump(exclude_none=True)
-    spec = candidate_spec(scoring, work, user)
+    spec = candidate_spec(scoring, work, limits, pool)
     return JobConfig(
         job_name=JOB_NAME,
         jobs_dir=work / "jobs",
@@ -116,15 +121,16 @@ def _readable_by_all(path: Path) -> None:
                 os.chmod(file, (file.stat().st_mode & 0o755) | 0o444)
 
 
-def prepare(root: Path, work: Path, export: Callable[[Path], object], tasks: list[TaskSample],
-            scoring: ScoringModeB, user: CandidateUser) -> tuple[Path, list[Path]]:
+def prepare(root: Path, work: Path, source: ArchiveSource, tasks: list[TaskSample], scoring: ScoringModeB,
+            limits: CandidateLimits, pool: IdentityPool) -> tuple[Path, list[Path]]:
     """Fresh ``code/``, ``tasks/`` and ``agents/``, errored trials retired; return (job config file, retired)."""
     root.mkdir(mode=0o711, parents=True, exist_ok=True)
     os.chmod(root, 0o711)
     _make_dirs(root, work)
     for name in ("code", "tasks", "agents"):
         _clear(work / name)
-    export(work / "code")
+    (work / "code").mkdir(mode=0o700)
+    unpack(source, work / "code", None, limits)  # as root, into a directory only root can write
     _readable_by_all(work / "code")
     (work / "tasks").mkdir(mode=0o700)  # hidden tests live here: never the candidate's to read
     for task in tasks:
@@ -134,7 +140,7 @@ def prepare(root: Path, work: Path, export: Callable[[Path], object], tasks: lis
     jobs_dir.mkdir(mode=0o700, exist_ok=True)
     retired = retire(uncounted_trials(jobs_dir / JOB_NAME, scoring.reward_key), work / "retired")
     config_file = work / "job.json"
-    config_file.write_text(job_config(scoring, work, tasks, user).model_dump_json(indent=2))
+    config_file.write_text(job_config(scoring, work, tasks, limits, pool).model_dump_json(indent=2))
     os.chmod(config_file, 0o600)
     return config_file, retired
 
@@ -177,12 +183,13 @@ def _wait(proc: subprocess.Popen, timeout_s: float) -> tuple[Literal["ok", "time
     return "timeout", None
 
 
-def run_nested(root: Path, label: str, split: str, export: Callable[[Path], object], tasks: list[TaskSample],
-               scoring: ScoringModeB, user: CandidateUser, timeout_s: float) -> NestedScoreReport:
+def run_nested(root: Path, label: str, split: str, source: ArchiveSource, tasks: list[TaskSample],
+               scoring: ScoringModeB, limits: CandidateLimits, pool: IdentityPool,
+               timeout_s: float) -> NestedScoreReport:
     """Run (or resume) the nested job of one candidate on *tasks* and score every task."""
     start = time.monotonic()
     work = work_dir_for(root, label, split, tasks)
-    config_file, _ = prepare(Path(root), work, export, tasks, scoring, user)
+    config_file, _ = prepare(Path(root), work, source, tasks, scoring, limits, pool)
     stderr_path = work / "nested.log"
     with open(stderr_path, "wb") as log:
         try:

@@ -39,9 +39,10 @@ from posttrainbench.optimize.agent_pipe import (
     ExecCall, Hello, Init, PathCheckCall, PhaseDone, PhaseFailed, Reply, Start, Stop, UploadDirCall, UploadFileCall,
     _Msg, encode, pack_dir, parse_host_message, read_line, unpack_dir,
 )
-from posttrainbench.optimize.config import ScoringModeB
+from posttrainbench.optimize.config import CandidateLimits, ScoringModeB
 from posttrainbench.optimize.errors import ServiceStateError
-from posttrainbench.optimize.runas import CandidateUser, allowlisted_env, copy_tree_safely
+from posttrainbench.optimize.identity import Identity, IdentityPool, current_identity, reap
+from posttrainbench.optimize.runas import allowlisted_env, confined_argv, copy_tree_safely
 
 MAX_LOGS_BYTES = 64 * 1024 * 1024  # candidate logs copied back into the trial, in total
 MAX_IN_FLIGHT = 32  # environment calls the candidate may have running at once
@@ -60,18 +61,17 @@ class CandidateSpec(BaseModel):
     model_name: Optional[str] = None
     kwargs: dict[str, Any] = Field(default_factory=dict)
     code_dir: Path = Field(description="the candidate's clean export, put first on its PYTHONPATH")
-    host_dir: Path = Field(description="root-owned dir; one private subdir per trial is handed to the user")
-    user_name: str
-    uid: Optional[int] = None
-    gid: Optional[int] = None
+    host_dir: Path = Field(description="root-owned dir; one private subdir per trial is handed to its uid")
+    identity_pool: Optional[Path] = Field(default=None, description="the service's pool of fresh uids "
+                                          "(None: run as this process's user)")
+    limits: CandidateLimits = Field(default_factory=CandidateLimits)
     python: str = Field(description="interpreter of the agent host (must load this service's harbor)")
     path: str = Field(description="PATH of the agent host")
     pass_env: list[str] = Field(default_factory=list, description="names of non-secret variables passed on")
 
-    @property
-    def user(self) -> CandidateUser:
-        """The identity the agent host runs under."""
-        return CandidateUser(name=self.user_name, uid=self.uid, gid=self.gid)
+    def issue_identity(self) -> Identity:
+        """A fresh identity for one agent host."""
+        return IdentityPool(self.identity_pool).issue() if self.identity_pool else current_identity()
 
 
 def trusted_lib_path() -> list[str]:
@@ -83,17 +83,18 @@ def trusted_lib_path() -> list[str]:
     return list(dict.fromkeys(dirs))
 
 
-def check_agent_host(scoring: ScoringModeB, user: CandidateUser) -> None:
-    """Raise one line when *user* cannot start the agent host (checked once, before serving).
-
-    Otherwise every nested trial would error with the same cause, after the budget is charged.
-    """
-    if not user.switches:
+def check_agent_host(scoring: ScoringModeB, limits: CandidateLimits, pool: IdentityPool) -> None:
+    """Raise one line when a fresh candidate uid cannot start the agent host (checked once,
+    before serving). Otherwise every nested trial would error with the same cause, after the
+    budget is charged."""
+    identity = pool.issue()
+    if not identity.switches:
         return
     python = scoring.agent_python or sys.executable
     env = allowlisted_env(scoring.path, Path("/"), scoring.pass_env,
                           {"PYTHONPATH": os.pathsep.join(trusted_lib_path())})
-    argv = user.wrap([python, "-c", "import posttrainbench.optimize.agent_host"])
+    argv = confined_argv(identity, [python, "-c", "import posttrainbench.optimize.agent_host"], cwd=Path("/"),
+                         writable=[], limits=limits, network=True)
     try:
         result = subprocess.run(argv, env=env, cwd="/", capture_output=True, text=True,
                                 timeout=HOST_CHECK_TIMEOUT_S)
@@ -101,9 +102,11 @@ def check_agent_host(scoring: ScoringModeB, user: CandidateUser) -> None:
             if result.returncode != 0 else None
     except (OSError, subprocess.TimeoutExpired) as exc:
         problem = str(exc)
+    finally:
+        reap(identity)
     if problem:
-        raise ServiceStateError(f"candidate user {user.name!r} cannot start the Mode B agent host with {python} "
-                                f"({problem}): set scoring.agent_python to an interpreter it can run")
+        raise ServiceStateError(f"a candidate uid cannot start the Mode B agent host with {python} "
+                                f"({problem}): set scoring.agent_python to an interpreter any user can run")
 
 
 class CandidateProxyAgent(BaseAgent):
@@ -175,9 +178,9 @@ class CandidateProxyAgent(BaseAgent):
 class HostSession:
     """One running agent host: its process, socket, private dirs and in-flight calls."""
 
-    def __init__(self, spec: CandidateSpec, session_dir: Path, proc: asyncio.subprocess.Process,
+    def __init__(self, spec: CandidateSpec, identity: Identity, session_dir: Path, proc: asyncio.subprocess.Process,
                  reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.spec, self.session_dir, self.proc = spec, session_dir, proc
+        self.spec, self.identity, self.session_dir, self.proc = spec, identity, session_dir, proc
         self.reader, self.writer = reader, writer
         self.logs_dir = session_dir / "logs"
         self._write_lock = asyncio.Lock()
@@ -186,7 +189,7 @@ class HostSession:
 
     @classmethod
     async def start(cls, spec: CandidateSpec, session_id: str) -> "HostSession":
-        """Make the trial's private dirs and start ``agent_host`` as the candidate user."""
+        """Make the trial's private dirs and start ``agent_host`` as a fresh uid, confined."""
         safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in session_id)[:200]
         session_dir = spec.host_dir / safe
         if session_dir.is_symlink():
@@ -194,21 +197,26 @@ class HostSession:
         elif session_dir.exists():
             shutil.rmtree(session_dir)  # a retried trial of the same name; rmtree never follows links
         session_dir.mkdir(mode=0o711, parents=True)
+        identity = await asyncio.to_thread(spec.issue_identity)
         for name in ("home", "logs"):
             (session_dir / name).mkdir(mode=0o700)
-            spec.user.hand_over(session_dir / name)
+            if identity.switches:  # fresh uid, nothing of it running yet, parent root's: no race
+                os.chown(session_dir / name, identity.uid, identity.gid)
         env = allowlisted_env(spec.path, session_dir / "home", spec.pass_env, {
             "PYTHONPATH": os.pathsep.join([str(spec.code_dir), *trusted_lib_path()]), "HARBOR_TELEMETRY": "0",
+            "TMPDIR": str(session_dir / "home"),
             # Harbor parses model names with LiteLLM, which otherwise fetches a price list first.
             "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
         ours, theirs = socket.socketpair()
         log_fd = os.open(session_dir / "host.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
-            argv = spec.user.wrap([spec.python, "-m", "posttrainbench.optimize.agent_host",
-                                   "--fd", str(theirs.fileno()), "--parent", str(os.getpid())])
+            argv = confined_argv(identity, [spec.python, "-m", "posttrainbench.optimize.agent_host",
+                                            "--fd", str(theirs.fileno()), "--parent", str(os.getpid())],
+                                 cwd=session_dir / "home", writable=[session_dir / "home", session_dir / "logs"],
+                                 limits=spec.limits, network=True)
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, env=env,
-                cwd=session_dir / "home", pass_fds=(theirs.fileno(),), start_new_session=True)
+                cwd="/", pass_fds=(theirs.fileno(),), start_new_session=True)
         except OSError as exc:
             ours.close()
             raise CandidateAgentError(f"cannot start the candidate's agent host: {exc.strerror}") from None
@@ -216,7 +224,7 @@ class HostSession:
             theirs.close()
             os.close(log_fd)
         reader, writer = await asyncio.open_connection(sock=ours, limit=MAX_LINE)
-        return cls(spec, session_dir, proc, reader, writer)
+        return cls(spec, identity, session_dir, proc, reader, writer)
 
     async def send(self, message: _Msg) -> None:
         """Write one message (never interleaved with another)."""
@@ -299,6 +307,8 @@ class HostSession:
             await asyncio.wait_for(asyncio.shield(self.proc.wait()), STOP_GRACE_S)
         except (asyncio.TimeoutError, asyncio.CancelledError):
             pass
+        # Whatever it started, however it daemonized: gone before its logs are read.
+        await asyncio.to_thread(reap, self.identity)
         self.writer.close()
 
     def copy_logs_to(self, dest: Path) -> None:

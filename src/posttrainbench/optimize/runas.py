@@ -1,71 +1,121 @@
-"""Who a candidate's command runs as, with which environment, and how its files come back.
+"""How an untrusted command is started: its identity, its confinement, its environment,
+its run directory; and how files come back from it.
 
-When the service runs as root the candidate runs as an unprivileged user (``setpriv``
-drops uid, gid and supplementary groups and sets no-new-privs); otherwise it runs as the
-current user. Its environment is built from an allow-list, so secrets and the admin token
-never reach it. Files go to it with :meth:`CandidateUser.hand_over` and come back with
+A root service runs every candidate as a fresh uid (``identity``) through the launcher
+(``confine``), with an allow-listed environment, so secrets and the admin token never
+reach it. Its run directory is made by root for that run only: root owns the directory
+itself (0711), the run's uid owns ``code/``, ``home/`` and ``tmp/`` inside, and root
+never enters them while anything of that uid runs. Files come back with
 :func:`copy_tree_safely`, which never follows a link the candidate planted.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
-import pwd
+import resource
 import shutil
 import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from posttrainbench.optimize.config import ScoringModeA
+from posttrainbench.optimize.config import CandidateLimits, ScoringModeA
 from posttrainbench.optimize.errors import ServiceStateError
+from posttrainbench.optimize.identity import Identity
+from posttrainbench.optimize.launcher_python import helper, launcher_python
+
+_MB = 1 << 20
 
 
 @dataclass(frozen=True)
-class CandidateUser:
-    """The identity a candidate runs under (``uid is None``: the current user, no switch)."""
+class RunDir:
+    """One run's directory: ``root`` (root's, 0711) holding ``code``, ``home`` and ``tmp`` (the run's)."""
 
-    name: str
-    uid: Optional[int] = None
-    gid: Optional[int] = None
+    root: Path
 
     @property
-    def switches(self) -> bool:
-        """Whether commands are wrapped to change user."""
-        return self.uid is not None
+    def code(self) -> Path:
+        """Where the candidate's code is unpacked; the command's working directory."""
+        return self.root / "code"
 
-    def wrap(self, argv: list[str]) -> list[str]:
-        """*argv* prefixed so that it runs as this user."""
-        if not self.switches:
-            return argv
-        setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
-        return [setpriv, f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups", "--no-new-privs", "--", *argv]
+    @property
+    def home(self) -> Path:
+        """The run's HOME."""
+        return self.root / "home"
 
-    def hand_over(self, path: Path) -> None:
-        """Give *path* (recursively) to this user so the candidate can work in its copy."""
-        if not self.switches:
-            return
-        for root, dirs, files in os.walk(path):
-            os.chown(root, self.uid, self.gid)
-            for name in dirs + files:
-                os.lchown(os.path.join(root, name), self.uid, self.gid)
+    @property
+    def tmp(self) -> Path:
+        """The run's TMPDIR (its private /tmp)."""
+        return self.root / "tmp"
 
 
-def candidate_user(name: str) -> CandidateUser:
-    """*name* when this process is root (it must exist and not be root), else the current user."""
-    uid = os.geteuid()
-    if uid != 0:
-        try:
-            return CandidateUser(name=pwd.getpwuid(uid).pw_name)
-        except KeyError:  # a uid without a passwd entry (common in containers)
-            return CandidateUser(name=str(uid))
+@functools.cache
+def _default_runs_root() -> Path:
+    path = Path(tempfile.mkdtemp(prefix="ptb-runs-"))
+    atexit.register(_remove_if_empty, path)  # every run directory is deleted when its run ends
+    return path
+
+
+def _remove_if_empty(path: Path) -> None:
     try:
-        entry = pwd.getpwnam(name)
-    except KeyError:
-        raise ServiceStateError(f"candidate user {name!r} does not exist") from None
-    if entry.pw_uid == 0:
-        raise ServiceStateError(f"candidate user {name!r} is root: candidates must run unprivileged")
-    return CandidateUser(name=name, uid=entry.pw_uid, gid=entry.pw_gid)
+        path.rmdir()
+    except OSError:
+        pass
+
+
+def prepare_runs_root(path: Optional[Path]) -> Path:
+    """The parent of all run directories: root's (this process's), 0711, never a link.
+
+    ``None``: this process's own, in the system temp dir (removed at exit). An existing path
+    is accepted only when it is a real directory this process owns and nobody else may write.
+    """
+    path = _default_runs_root() if path is None else Path(path)
+    path.mkdir(mode=0o711, parents=True, exist_ok=True)
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        raise ServiceStateError(f"runs directory {path} is not a directory of this service's own user")
+    os.chmod(path, 0o711)  # enterable by the runs' uids, not listable, writable by this user only
+    return path
+
+
+def make_run_dir(runs_root: Path, identity: Identity) -> RunDir:
+    """A new run directory for *identity* (its uid owns the three empty subdirectories)."""
+    run = RunDir(Path(tempfile.mkdtemp(prefix="run-", dir=runs_root)))
+    os.chmod(run.root, 0o711)
+    for sub in (run.code, run.home, run.tmp):
+        sub.mkdir(mode=0o700)
+        if identity.switches:
+            # Fresh uid, nothing of it running yet, parent writable by root only: no race.
+            os.chown(sub, identity.uid, identity.gid)
+    return run
+
+
+def remove_run_dir(run: RunDir) -> None:
+    """Delete a run directory (call it only once nothing of the run's uid is left running)."""
+    shutil.rmtree(run.root, ignore_errors=True)  # fd-based: never follows a link inside
+
+
+def confined_argv(identity: Identity, argv: list[str], *, cwd: Path, writable: list[Path],
+                  limits: CandidateLimits, network: bool = False) -> list[str]:
+    """*argv* started as *identity* through the launcher: limits, Landlock, seccomp, then exec."""
+    processes = limits.max_processes
+    if not identity.switches:
+        # RLIMIT_NPROC counts every process of the uid: as the service's own user, keep its limit.
+        processes = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+        processes = processes if processes != resource.RLIM_INFINITY else 1 << 20
+    launcher = [launcher_python(), "-I", "-S", helper("confine.py"), "--cwd", str(cwd),
+                *[arg for path in writable for arg in ("--writable", str(path))],
+                "--max-processes", str(processes), "--max-open-files", str(limits.max_open_files),
+                "--max-file-bytes", str(limits.max_file_mb * _MB), *(["--network"] if network else []),
+                "--", *argv]
+    if not identity.switches:
+        return launcher
+    setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
+    return [setpriv, f"--reuid={identity.uid}", f"--regid={identity.gid}", "--clear-groups", "--no-new-privs",
+            "--", *launcher]
 
 
 def allowlisted_env(path: str, home: Path, pass_env: list[str],
@@ -84,9 +134,9 @@ def allowlisted_env(path: str, home: Path, pass_env: list[str],
     return env
 
 
-def candidate_env(scoring: ScoringModeA, home: Path) -> dict[str, str]:
+def candidate_env(scoring: ScoringModeA, run: RunDir) -> dict[str, str]:
     """The Mode A candidate's whole environment: an allow-list, never the service's own variables."""
-    return allowlisted_env(scoring.path, home, scoring.pass_env)
+    return allowlisted_env(scoring.path, run.home, scoring.pass_env, {"TMPDIR": str(run.tmp)})
 
 
 def copy_tree_safely(src: Path, dest: Path, budget: int, only: Optional[dict[str, str]] = None) -> int:

@@ -3,31 +3,26 @@ answers against the service's own dataset copy.
 
 The scorer is this module, in the service's process. Nothing from the candidate's copy is
 imported; the copy only provides the command's working directory, and the command only
-sees questions (never answers) on stdin.
+sees questions (never answers) on stdin. Each run is contained (``candidate_run``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import signal
-import subprocess
-import tempfile
 import time
-from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict
 
-from posttrainbench.optimize.config import ScoringModeA, Timeouts
+from posttrainbench.optimize.candidate_run import CodeRefused, RunOutcome, contained_run, run_command, unpack
+from posttrainbench.optimize.candidates import ArchiveSource
+from posttrainbench.optimize.config import CandidateLimits, ScoringModeA, Timeouts
 from posttrainbench.optimize.dataset import Sample
-from posttrainbench.optimize.runas import CandidateUser, candidate_env
-
-_STDERR_TAIL = 4000
+from posttrainbench.optimize.identity import ContainmentError, IdentityPool
+from posttrainbench.optimize.runas import candidate_env
 _NUMBER_NOISE = re.compile(r"[,$\s]")
 
 
@@ -50,11 +45,12 @@ class ScoreReport(BaseModel):
     n: int
     correct: int
     mean: float
-    status: Literal["ok", "timeout", "error"]
+    status: Literal["ok", "timeout", "error", "limit"]
     exit_code: Optional[int]
     duration_s: float
     samples: list[SampleResult]
     stderr_tail: str
+    reason: Optional[str] = None
 
 
 def normalize_answer(text: str) -> str:
@@ -93,51 +89,26 @@ def score_answers(samples: list[Sample], answers: dict[str, str]) -> list[Sample
     return results
 
 
-def _run(argv: list[str], cwd: Path, env: dict[str, str], stdin: str, timeout_s: float) -> tuple[str, str, str, Optional[int]]:
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)  # own group: killed whole
-    try:
-        out, err = proc.communicate(stdin.encode(), timeout=timeout_s)
-        return out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), \
-            ("ok" if proc.returncode == 0 else "error"), proc.returncode
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        try:
-            out, err = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:  # a grandchild escaped the group and holds the pipes
-            proc.kill()
-            out, err = b"", b""
-        return out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), "timeout", None
-
-
-def score_directory(code_dir: Path, samples: list[Sample], scoring: ScoringModeA, timeouts: Timeouts,
-                    user: CandidateUser) -> ScoreReport:
-    """Run the entry command in *code_dir* (already owned by *user*) and score its answers."""
+def score_copy(source: ArchiveSource, samples: list[Sample], scoring: ScoringModeA, timeouts: Timeouts,
+               limits: CandidateLimits, pool: IdentityPool, runs_root: Path) -> ScoreReport:
+    """Score the code *source* yields, in one contained run (fresh uid, own directory, see
+    ``candidate_run``); code that cannot be unpacked scores 0 with status ``limit``."""
     questions = "".join(json.dumps({"id": s.id, "question": s.question}) + "\n" for s in samples)
     start = time.monotonic()
     try:
-        out, err, status, code = _run(user.wrap(scoring.argv()), code_dir, candidate_env(scoring, code_dir),
-                                      questions, timeouts.for_samples(len(samples)))
-    except OSError as exc:  # e.g. the command does not exist
-        out, err, status, code = "", f"cannot start {scoring.entry_command!r}: {exc.strerror}", "error", None
-    results = score_answers(samples, parse_answers(out))
+        with contained_run(pool, runs_root) as (identity, run):
+            try:
+                unpack(source, run.code, identity, limits)
+            except CodeRefused as exc:
+                outcome = RunOutcome("", "", "limit", None, str(exc))
+            else:
+                outcome = run_command(identity, run, scoring.argv(), candidate_env(scoring, run),
+                                      questions.encode(), timeouts.for_samples(len(samples)), limits)
+    except ContainmentError as exc:  # its processes would not die: nothing it printed counts
+        outcome = RunOutcome("", "", "limit", None, str(exc))
+    results = score_answers(samples, parse_answers(outcome.stdout))
     correct = sum(r.correct for r in results)
     return ScoreReport(n=len(samples), correct=correct, mean=correct / len(samples) if samples else 0.0,
-                       status=status, exit_code=code, duration_s=round(time.monotonic() - start, 3),
-                       samples=results, stderr_tail=err[-_STDERR_TAIL:])
-
-
-def score_copy(export: Callable[[Path], object], samples: list[Sample], scoring: ScoringModeA, timeouts: Timeouts,
-               user: CandidateUser, work_dir: Optional[Path] = None) -> ScoreReport:
-    """Export a fresh copy with *export(dest)*, hand it to *user*, score it, then delete it."""
-    scratch = Path(tempfile.mkdtemp(prefix="ptb-candidate-", dir=work_dir))
-    try:
-        code_dir = scratch / "code"
-        export(code_dir)
-        user.hand_over(scratch)
-        return score_directory(code_dir, samples, scoring, timeouts, user)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+                       status=outcome.status, exit_code=outcome.exit_code,
+                       duration_s=round(time.monotonic() - start, 3), samples=results,
+                       stderr_tail=outcome.stderr_tail, reason=outcome.reason)

@@ -3,15 +3,15 @@ final scoring ask how to read a split, copy it and score a candidate on it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from posttrainbench.optimize import dataset, task_set
 from posttrainbench.optimize.config import AgentTaskConfig, ScoringModeA, ScoringModeB, Tier
 from posttrainbench.optimize.dataset import Sample
 from posttrainbench.optimize.errors import AgentTaskConfigError
-from posttrainbench.optimize.runas import CandidateUser
+from posttrainbench.optimize.candidates import ArchiveSource
+from posttrainbench.optimize.identity import IdentityPool
 from posttrainbench.optimize.scorer import ScoreReport, score_copy
 
 
@@ -52,20 +52,28 @@ def nested_root(state_dir: Path) -> Path:
     return state_dir.parent / f"{state_dir.name}.nested"
 
 
-def score_candidate(config: AgentTaskConfig, export: Callable[[Path], object], samples: list[Sample],
-                    user: CandidateUser, *, dataset_dir: Path, label: str, split: str, nested_jobs: Path,
-                    work_dir: Optional[Path] = None) -> ScoreReport:
-    """Score the code *export* writes on *samples* of *split*, by the config's scoring mode.
+@dataclass(frozen=True)
+class Containment:
+    """Where untrusted runs get their identities and directories (see ``candidate_run``)."""
+
+    pool: IdentityPool
+    runs_root: Path
+
+
+def score_candidate(config: AgentTaskConfig, source: ArchiveSource, samples: list[Sample], containment: Containment,
+                    *, dataset_dir: Path, label: str, split: str, nested_jobs: Path) -> ScoreReport:
+    """Score the code of *source* on *samples* of *split*, by the config's scoring mode.
 
     Mode B runs (or resumes) the nested job of *label* on these tasks under *nested_jobs*.
     """
     scoring = config.scoring
     if isinstance(scoring, ScoringModeA):
-        return score_copy(export, samples, scoring, config.timeouts, user, work_dir)
+        return score_copy(source, samples, scoring, config.timeouts, config.limits, containment.pool,
+                          containment.runs_root)
     assert isinstance(scoring, ScoringModeB)
     from posttrainbench.optimize.nested_harbor import run_nested
 
     wanted = {s.id for s in samples}
     tasks = [t for t in task_set.load_task_split(dataset_dir, split) if t.name in wanted]
     timeout_s = scoring.nested_timeout_s or config.timeouts.for_samples(len(tasks))
-    return run_nested(nested_jobs, label, split, export, tasks, scoring, user, timeout_s)
+    return run_nested(nested_jobs, label, split, source, tasks, scoring, config.limits, containment.pool, timeout_s)

@@ -22,7 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-dir", type=Path, required=True, help="ledger, candidates, token (made 0700)")
     parser.add_argument("--agent-repo", type=Path, required=True, help="the agent's git repository")
     parser.add_argument("--token-file", type=Path, default=None, help="admin token path (default STATE/admin_token)")
-    parser.add_argument("--work-dir", type=Path, default=None, help="where candidate copies are made (default: temp)")
+    parser.add_argument("--work-dir", type=Path, default=None,
+                        help="parent of the candidates' run directories (root's, made 0711; default: a new temp dir)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--secrets-file", type=Path, default=None,

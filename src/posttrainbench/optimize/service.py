@@ -1,9 +1,15 @@
 """The budgeted evaluation service (FastAPI): ``/status``, ``/eval``, ``/submit``, ``/finalize``.
 
 One ``EvaluationService`` holds the logic (only its admin check speaks HTTP);
-``create_app`` maps it onto routes and its typed errors onto status codes. The state directory (mode 0700) holds the ledger, the
-candidate registry, the bare candidate repository, the service's own copy of the
-evaluable splits and, unless placed elsewhere, the admin token.
+``create_app`` maps it onto routes and its typed errors onto status codes. The state
+directory (mode 0700) holds the ledger, the candidate registry, the bare candidate
+repository, the issued candidate uids, the service's own copy of the evaluable splits
+and, unless placed elsewhere, the admin token.
+
+Every candidate run is contained (``candidate_run``): when it ends, nothing of its uid runs
+and its directory is gone. An aggregate-only evaluation runs alone (``eval_gate``), so no
+other candidate can watch it and repeat what it saw in a viewable answer. ``/finalize``
+waits for the requests in flight.
 """
 
 from __future__ import annotations
@@ -27,11 +33,14 @@ from posttrainbench.optimize.config import AgentTaskConfig, RewardMode, ScoringM
 from posttrainbench.optimize.dataset import Sample
 from posttrainbench.optimize.errors import (BudgetExhausted, CandidateError, RequestRefused, ServiceClosed,
                                             ServiceStateError, SplitAccessError)
+from posttrainbench.optimize.eval_gate import EvalGate
+from posttrainbench.optimize.identity import IdentityPool
 from posttrainbench.optimize.ledger import Ledger
-from posttrainbench.optimize.runas import candidate_user
-from posttrainbench.optimize.scoring import copy_evaluable, load_samples, nested_root, score_candidate
+from posttrainbench.optimize.runas import prepare_runs_root
+from posttrainbench.optimize.scoring import Containment, copy_evaluable, load_samples, nested_root, score_candidate
 from posttrainbench.optimize.summary import ServiceSummary, StatePaths, open_registry, summarize
 
+DRAIN_GRACE_S = 60.0  # beyond one evaluation's timeout: unpacking, reaping, recording
 _STATUS_OF: dict[type[PtbError], int] = {
     SplitAccessError: 403,
     BudgetExhausted: 429,
@@ -90,7 +99,6 @@ class EvaluationService:
                  token_path: Optional[Path] = None, work_dir: Optional[Path] = None):
         self.config = config
         self.agent_repo = Path(agent_repo)
-        self.work_dir = work_dir
         self.paths = StatePaths(prepare_state_dir(state_dir))
         self.token = ensure_admin_token(token_path or self.paths.token)
         copy_evaluable(config, self.paths.dataset, config.evaluable_splits())  # never the hidden ones
@@ -99,11 +107,12 @@ class EvaluationService:
         CandidateRepo(self.paths.repo).ensure()
         self.registry = open_registry(self.paths)
         self.ledger = Ledger(self.paths.ledger, config.splits)
-        self.user = candidate_user(config.scoring.run_as)
+        self.containment = Containment(IdentityPool(self.paths.identities), prepare_runs_root(work_dir))
         if isinstance(config.scoring, ScoringModeB):
             from posttrainbench.optimize.proxy_agent import check_agent_host  # imports Harbor: Mode B only
 
-            check_agent_host(config.scoring, self.user)
+            check_agent_host(config.scoring, config.limits, self.containment.pool)
+        self.gate = EvalGate()
         self._slots = threading.BoundedSemaphore(config.concurrency)
 
     # -- reads --------------------------------------------------------------------------
@@ -146,15 +155,19 @@ class EvaluationService:
 
     def evaluate(self, request: EvalRequest) -> dict[str, Any]:
         """Check tier, fetch the commit, charge the budget, then score a clean copy."""
+        with self.gate.in_flight():
+            return self._evaluate(request)
+
+    def _evaluate(self, request: EvalRequest) -> dict[str, Any]:
         self._open()
         samples = self._pick(request.split, request.limit)
         candidate = self.registry.register(self.agent_repo, request.commit)
         self.ledger.charge(request.split, samples=len(samples), candidate=candidate.label)
-        with self._slots:
-            report = score_candidate(self.config, lambda dest: self.registry.repo.export(candidate.sha, dest),
-                                     samples, self.user, dataset_dir=self.paths.dataset, label=candidate.label,
-                                     split=request.split, nested_jobs=nested_root(self.paths.root) / "eval",
-                                     work_dir=self.work_dir)
+        aggregate = self.config.tier(request.split) == Tier.AGGREGATE
+        with self._slots, (self.gate.alone() if aggregate else self.gate.side_by_side()):
+            report = score_candidate(self.config, self.registry.repo.source(candidate.sha), samples,
+                                     self.containment, dataset_dir=self.paths.dataset, label=candidate.label,
+                                     split=request.split, nested_jobs=nested_root(self.paths.root) / "eval")
         self.registry.record_evaluation(candidate, request.split, report.n, report.mean, report.status)
         budget = self.ledger.usage()[request.split].model_dump()
         head = {"candidate": candidate.label, "commit": candidate.sha, "split": request.split}
@@ -163,12 +176,16 @@ class EvaluationService:
             return {**head, "tier": "aggregate", "n": report.n, "mean": report.mean, "status": report.status,
                     "budget": budget}
         return {**head, "tier": "viewable", "n": report.n, "correct": report.correct, "mean": report.mean,
-                "status": report.status, "exit_code": report.exit_code, "duration_s": report.duration_s,
-                "samples": [s.model_dump() for s in report.samples], "stderr_tail": report.stderr_tail,
-                "budget": budget}
+                "status": report.status, "reason": getattr(report, "reason", None), "exit_code": report.exit_code,
+                "duration_s": report.duration_s, "samples": [s.model_dump() for s in report.samples],
+                "stderr_tail": report.stderr_tail, "budget": budget}
 
     def submit(self, request: SubmitRequest) -> dict[str, Any]:
         """Record the final submission (reward mode ``submit`` only)."""
+        with self.gate.in_flight():
+            return self._submit(request)
+
+    def _submit(self, request: SubmitRequest) -> dict[str, Any]:
         self._open()
         if self.config.reward.mode != RewardMode.SUBMIT:
             raise ServiceClosed("this task's reward mode is auto_best: the best evaluated candidate is chosen, "
@@ -180,7 +197,10 @@ class EvaluationService:
     def finalize(self, authorization: Optional[str]) -> ServiceSummary:
         """Close the service and return its record; needs ``Bearer <admin token>``."""
         self.check_admin(authorization)
-        return summarize(self.config, self.registry.finalize(), self.ledger)
+        self.registry.finalize()
+        # Requests past their open check still finish; the record includes them.
+        self.gate.drain(self.config.timeouts.per_eval_s + DRAIN_GRACE_S)
+        return summarize(self.config, self.registry.snapshot(), self.ledger)
 
     def check_admin(self, authorization: Optional[str]) -> None:
         """Raise 401/403 unless *authorization* carries the admin token."""

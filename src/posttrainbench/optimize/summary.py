@@ -24,6 +24,8 @@ class StatePaths:
         self.repo = self.root / "candidates.git"
         self.dataset = self.root / "dataset"
         self.token = self.root / "admin_token"
+        self.identities = self.root / "identities.json"
+        self.final = self.root / "final"  # final scoring's own output, before it is published
 
 
 class ServiceSummary(BaseModel):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Literal, Optional
@@ -19,18 +20,21 @@ from typing import Callable, Iterator, Literal, Optional
 from pydantic import BaseModel, Field
 
 from posttrainbench.errors import PtbError
+from posttrainbench.integrity.traces.trial_files import TRIAL_LOG
 from posttrainbench.results.harbor_trial import (
     RESULT_FILE,
     TrialInProgress,
     TrialReadError,
-    TrialSource,
     fingerprint,
     is_trial_result,
+    read_harbor_file,
     read_trial,
     trial_id,
 )
+from posttrainbench.results.run_files import stage_run_files
 from posttrainbench.results.store import ResultsStore
-from posttrainbench.results.trial_volumes import fetch_into, release_volumes
+from posttrainbench.results.trial_volumes import release_volumes
+from posttrainbench.safe_fs import SafeDir
 
 # Trial subdirectories that never hold another trial: not worth walking into.
 _LEAF_DIRS = {"agent", "artifacts", "verifier", "judges", "environment", "solution", "tests", "tasks"}
@@ -66,6 +70,7 @@ class _Outcome:
     run_id: str = ""
     fingerprint: str = ""
     message: str = ""
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,16 +82,25 @@ class FoundTrial:
     readable: bool = True
 
 
+def _is_regular(root: SafeDir, name: str) -> bool:
+    found = root.lstat(name)
+    return found is not None and stat.S_ISREG(found.st_mode)
+
+
 def _classify(directory: Path) -> Optional[FoundTrial]:
-    result = directory / RESULT_FILE
-    # Harbor writes trial.log only in trial directories (a job has job.log).
-    is_trial = (directory / "trial.log").is_file()
-    if not result.is_file():
-        return FoundTrial(directory, None) if is_trial else None
     try:
-        text = result.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        text = ""
+        root = SafeDir.open(directory)
+    except OSError:
+        return None
+    with root:
+        # Harbor writes trial.log only in trial directories (a job has job.log).
+        is_trial = _is_regular(root, TRIAL_LOG)
+        if root.lstat(RESULT_FILE) is None:
+            return FoundTrial(directory, None) if is_trial else None
+        try:
+            text = read_harbor_file(root, RESULT_FILE)  # a link or FIFO in its place is refused
+        except (OSError, UnicodeDecodeError):
+            text = ""
     if text and is_trial_result(text):
         return FoundTrial(directory, text)
     return FoundTrial(directory, text, readable=False) if is_trial else None
@@ -111,30 +125,6 @@ def find_trials(root: Path) -> Iterator[FoundTrial]:
         stack.extend((child, depth + 1) for child in children if child.name not in _LEAF_DIRS)
 
 
-def _copy_into(staged: Path, source: TrialSource, with_final_model: bool, trial_dir: Path) -> str:
-    """Stage the run's files; returns a warning line ('' if none)."""
-    record = source.record
-    warning = ""
-    traces: list[str] = []
-    for i, path in enumerate(source.traces):
-        name = f"trace/{i:02d}-{path.name}"
-        (staged / "trace").mkdir(exist_ok=True)
-        shutil.copy2(path, staged / name)
-        traces.append(name)
-    record.trace_files = traces
-    if source.snapshot is not None:
-        shutil.copytree(source.snapshot, staged / "snapshot", symlinks=True)
-        record.snapshot_dir = "snapshot"
-    if with_final_model and source.final_model is not None:
-        shutil.copytree(source.final_model, staged / "final_model", symlinks=True)
-    elif with_final_model:
-        warning = fetch_into(trial_dir, staged) or ""  # a cloud trial's model is on its volume
-    if (staged / "final_model").is_dir():
-        record.final_model_dir = "final_model"
-    record.write(staged)
-    return warning
-
-
 def _prepare(job: _Job) -> _Outcome:
     """Read one trial and stage its run directory (runs in a worker process)."""
     where = job.trial.path
@@ -156,11 +146,11 @@ def _prepare(job: _Job) -> _Outcome:
     shutil.rmtree(staged, ignore_errors=True)
     try:
         staged.mkdir(parents=True)
-        warning = _copy_into(staged, source, job.with_final_model, where)
+        warnings = stage_run_files(staged, source, where, job.with_final_model)
     except OSError as exc:
         shutil.rmtree(staged, ignore_errors=True)
         return _Outcome("skipped", where, message=f"cannot copy its files ({exc.strerror or exc})")
-    return _Outcome("staged", where, record.id, record.fingerprint, message=warning)
+    return _Outcome("staged", where, record.id, record.fingerprint, warnings=tuple(warnings))
 
 
 def export(job_dirs: list[Path], results_dir: Path, *, with_final_model: bool = False,
@@ -237,8 +227,7 @@ def _record(store: ResultsStore, outcome: _Outcome, known: dict[str, str], summa
     elif outcome.kind == "skipped":
         summary.skipped.append(f"{where}: {outcome.message}")
     else:
-        if outcome.message:
-            summary.warnings.append(outcome.message)
+        summary.warnings.extend(outcome.warnings)
         previous = known.get(outcome.run_id)
         store.commit(store.staging / outcome.run_id, outcome.run_id)
         known[outcome.run_id] = outcome.fingerprint

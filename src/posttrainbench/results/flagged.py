@@ -7,7 +7,7 @@ from typing import Optional
 from pydantic import BaseModel, Field
 
 from posttrainbench.errors import PtbError
-from posttrainbench.integrity.judges.verdict import JUDGE_IDS, Judgement
+from posttrainbench.integrity.judges.verdict import VERDICT_IDS, Judgement
 from posttrainbench.results.record import ResultRecord
 
 
@@ -26,8 +26,8 @@ class FlaggedRun(BaseModel):
 
 def flagged_runs(records: list[ResultRecord], judge: Optional[str] = None) -> list[FlaggedRun]:
     """Runs flagged by any judge, or by *judge* only; ordered by agent, benchmark, model, start."""
-    if judge is not None and judge not in JUDGE_IDS:
-        raise PtbError(f"unknown judge {judge!r}; choose one of: {', '.join(JUDGE_IDS)}")
+    if judge is not None and judge not in VERDICT_IDS:
+        raise PtbError(f"unknown judge {judge!r}; choose one of: {', '.join(VERDICT_IDS)}")
     found: list[FlaggedRun] = []
     for r in sorted(records, key=lambda r: (r.agent_label, r.benchmark, r.base_model, str(r.time.started_at))):
         hits = [v for v in r.flagging_judges if judge is None or v.judge == judge]

@@ -4,6 +4,10 @@ Harbor writes `result.json` (its `TrialResult`) when a trial starts and again wh
 ends; only a trial with `finished_at` is exported. The verifier writes `metrics.json`,
 `task.json` and the judges' `judgement_<id>.json` into `verifier/`; `ptb judge` run
 later on the host writes newer verdicts into `judges/`, which win per judge.
+
+The agent could write below `agent/`, `artifacts/` and `verifier/`, so everything is read
+through `safe_fs`: no link is followed, special files, hard links and sparse files are
+refused, and each refusal is kept in the record with its reason.
 """
 
 from __future__ import annotations
@@ -11,21 +15,29 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Optional
 
 from harbor.models.trial.result import TrialResult
 from pydantic import ValidationError
 
-from posttrainbench.integrity.judges.verdict import JUDGE_IDS, Judgement
-from posttrainbench.integrity.traces.trial_files import find_trial_traces, trial_artifacts_dir
+from posttrainbench.integrity.judges.verdict import JUDGE_IDS, VERDICT_IDS, Judgement
+from posttrainbench.integrity.traces.trial_files import MAX_TRACE_BYTES, artifacts_subdir, scan_trial_traces
 from posttrainbench.results.record import ResultRecord, TimeUsed, Usage, combine_flags
+from posttrainbench.safe_fs import Refused, SafeDir, kind_of
 from posttrainbench.schemas import Metrics, TaskSpec
 
 RESULT_FILE = "result.json"
+CONFIG_FILE = "config.json"
 JUDGE_DIRS = ("verifier", "judges")  # later wins
+MAX_JSON_BYTES = 64 * 2**20  # result, metrics, task spec or verdict: far larger is not one
+# Part of every fingerprint: bump it when what an export reads changes, so that runs an
+# older exporter stored (which followed links) are exported again.
+READER_VERSION = "safe-1"
 
 
 class TrialReadError(Exception):
@@ -38,12 +50,13 @@ class TrialInProgress(Exception):
 
 @dataclass
 class TrialSource:
-    """A readable finished trial: its record and the files to copy with it."""
+    """A readable finished trial: its record and the files to copy with it (paths relative to
+    the trial directory; what was refused is in `record.refused_files`)."""
 
     record: ResultRecord
-    traces: list[Path] = field(default_factory=list)
-    snapshot: Optional[Path] = None
-    final_model: Optional[Path] = None
+    traces: list[str] = field(default_factory=list)
+    snapshot: Optional[str] = None
+    final_model: Optional[str] = None
 
 
 def is_trial_result(text: str) -> bool:
@@ -62,7 +75,7 @@ def trial_id(text: str) -> Optional[str]:
 
 def fingerprint(trial_dir: Path) -> str:
     """Changes when result.json, metrics.json or any verdict file changes (size and mtime)."""
-    parts: list[str] = []
+    parts: list[str] = [READER_VERSION]
     for sub, names in (("", (RESULT_FILE,)), ("verifier", None), ("judges", None)):
         try:
             entries = sorted(os.scandir(trial_dir / sub), key=lambda e: e.name)
@@ -73,10 +86,10 @@ def fingerprint(trial_dir: Path) -> str:
                 entry.name == "metrics.json" or entry.name.startswith("judgement_"))
             if wanted:
                 try:
-                    stat = entry.stat()
+                    found = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                parts.append(f"{sub}/{entry.name}:{stat.st_size}:{stat.st_mtime_ns}")
+                parts.append(f"{sub}/{entry.name}:{found.st_mode:o}:{found.st_size}:{found.st_mtime_ns}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
@@ -84,8 +97,25 @@ def read_trial(trial_dir: Path, text: str | None = None) -> TrialSource:
     """Read a finished trial; TrialInProgress or TrialReadError otherwise."""
     trial_dir = Path(trial_dir)
     try:
-        text = text if text is not None else (trial_dir / RESULT_FILE).read_text(encoding="utf-8")
+        root = SafeDir.open(trial_dir)
+    except OSError as exc:
+        raise TrialReadError(f"cannot open the trial directory: {exc.strerror or exc}") from None
+    with root:
+        return _read(root, trial_dir, text)
+
+
+def read_harbor_file(root: SafeDir, name: str) -> str:
+    """A file Harbor wrote at the trial's top level (the agent cannot write there, so a hard
+    link to it is someone's backup, not an attack; a link or special file is still refused)."""
+    return root.read_bytes(name, MAX_JSON_BYTES, hard_links_ok=True).decode("utf-8")
+
+
+def _read(root: SafeDir, trial_dir: Path, text: str | None) -> TrialSource:
+    try:
+        text = text if text is not None else read_harbor_file(root, RESULT_FILE)
         result = TrialResult.model_validate_json(text)
+    except UnicodeDecodeError:
+        raise TrialReadError(f"{RESULT_FILE} is not UTF-8 text") from None
     except OSError as exc:
         raise TrialReadError(f"cannot read {RESULT_FILE}: {exc.strerror or exc}") from None
     except ValidationError as exc:
@@ -93,17 +123,21 @@ def read_trial(trial_dir: Path, text: str | None = None) -> TrialSource:
         raise TrialReadError(f"{RESULT_FILE} is not a Harbor trial result ({' '.join(lines[:3])})") from None
     if result.finished_at is None:
         raise TrialInProgress(result.trial_name)
-    spec = _task_spec(trial_dir, result)
-    metrics = _metrics(trial_dir)
+    refused: list[str] = []
+    spec = _task_spec(root, result, refused)
+    metrics = _metrics(root)
     benchmark, base_model = _benchmark_and_model(result.task_name, spec, metrics)
-    verdicts = _verdicts(trial_dir)
+    verdicts = _verdicts(root, refused)
     reward = None
     if result.verifier_result and result.verifier_result.rewards:
         value = result.verifier_result.rewards.get("reward")
         reward = float(value) if value is not None else None
     status, error, score = _outcome(result, metrics, reward)
-    traces = find_trial_traces(trial_dir)
-    artifacts = trial_artifacts_dir(trial_dir)
+    scan = scan_trial_traces(root)
+    refused += scan.refused
+    artifacts = artifacts_subdir(root)
+    snapshot = _artifact_dir(root, f"{artifacts}/code_snapshot", refused)
+    final_model = _artifact_dir(root, f"{artifacts}/final_model", refused)
     model_info = result.agent_info.model_info
     record = ResultRecord(
         id=str(result.id), job_name=trial_dir.parent.name, trial_name=result.trial_name,
@@ -111,43 +145,62 @@ def read_trial(trial_dir: Path, text: str | None = None) -> TrialSource:
         agent_model=_model_name(model_info) if model_info else result.config.agent.model_name,
         benchmark=benchmark, base_model=base_model, hours=spec.hours if spec else None,
         feedback=spec.feedback if spec else None, status=status, error=error, score=score, reward=reward,
-        metrics=metrics, verdicts=verdicts, flagged=combine_flags(verdicts, len(JUDGE_IDS)),
-        usage=_usage(result, traces, spec, trial_dir), time=_time(result, spec),
+        metrics=metrics, verdicts=verdicts,
+        # An audit verdict flags a run but never stands in for a judge that cleared it.
+        flagged=combine_flags([v for v in verdicts if v.judge in JUDGE_IDS or v.flagged], len(JUDGE_IDS)),
+        usage=_usage(result, root, scan.files, spec), time=_time(result, spec),
         source_dir=str(trial_dir.resolve()), fingerprint=fingerprint(trial_dir),
-        exported_at=datetime.now(timezone.utc))
-    return TrialSource(
-        record=record, traces=traces,
-        snapshot=artifacts / "code_snapshot" if (artifacts / "code_snapshot").is_dir() else None,
-        final_model=artifacts / "final_model" if (artifacts / "final_model").is_dir() else None)
+        exported_at=datetime.now(timezone.utc), refused_files=refused)
+    return TrialSource(record=record, traces=scan.files, snapshot=snapshot, final_model=final_model)
+
+
+def _artifact_dir(root: SafeDir, relative: str, refused: list[str]) -> Optional[str]:
+    """*relative* when it is a real directory; a link or file in its place is refused."""
+    found = root.lstat(relative)
+    if found is None:
+        return None
+    if stat.S_ISDIR(found.st_mode):
+        return relative
+    refused.append(f"{relative}: {kind_of(found.st_mode)}")
+    return None
 
 
 def _model_name(info) -> str:
     return f"{info.provider}/{info.name}" if info.provider and "/" not in info.name else info.name
 
 
-def _task_spec(trial_dir: Path, result: TrialResult) -> Optional[TaskSpec]:
+def _task_spec(root: SafeDir, result: TrialResult, refused: list[str]) -> Optional[TaskSpec]:
     """The verifier's copy of the task spec, else the task directory's, if either is there."""
-    candidates = [trial_dir / "verifier" / "task.json"]
+    if root.lstat("verifier/task.json") is not None:
+        try:
+            return TaskSpec.model_validate_json(root.read_bytes("verifier/task.json", MAX_JSON_BYTES))
+        except Refused as exc:
+            refused.append(str(exc))
+        except (OSError, ValueError):
+            pass
     task_path = getattr(result.config.task, "path", None)
-    if task_path is not None:
-        candidates.append(Path(task_path) / "tests" / "task.json")
-    for path in candidates:
+    if task_path is not None:  # the compiled task: written on the host, before the agent ran
+        path = Path(task_path) / "tests" / "task.json"
         if path.is_file():
             try:
                 return TaskSpec.load(path)
             except (OSError, ValueError):
-                continue
+                pass
     return None
 
 
-def _metrics(trial_dir: Path) -> Optional[Metrics]:
-    path = trial_dir / "verifier" / "metrics.json"
-    if not path.is_file():
+def _metrics(root: SafeDir) -> Optional[Metrics]:
+    name = "verifier/metrics.json"
+    if root.lstat(name) is None:
         return None
     try:
-        return Metrics.load(path)
-    except (OSError, ValueError) as exc:
-        raise TrialReadError(f"verifier/metrics.json is not valid: {str(exc).splitlines()[0]}") from None
+        return Metrics.model_validate_json(root.read_bytes(name, MAX_JSON_BYTES))
+    except Refused as exc:
+        raise TrialReadError(f"refused to read {exc}") from None
+    except OSError as exc:
+        raise TrialReadError(f"cannot read {name}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise TrialReadError(f"{name} is not valid: {str(exc).splitlines()[0]}") from None
 
 
 def _benchmark_and_model(task_name: str, spec: Optional[TaskSpec], metrics: Optional[Metrics]) -> tuple[str, str]:
@@ -165,17 +218,24 @@ def _benchmark_and_model(task_name: str, spec: Optional[TaskSpec], metrics: Opti
     return benchmark, model
 
 
-def _verdicts(trial_dir: Path) -> list[Judgement]:
+def _verdicts(root: SafeDir, refused: list[str]) -> list[Judgement]:
     """One verdict per judge; an unreadable verdict file counts as no verdict."""
     found: dict[str, Judgement] = {}
     for sub in JUDGE_DIRS:
-        for path in sorted((trial_dir / sub).glob("judgement_*.json")):
+        if not root.is_dir(sub):
+            continue
+        for name, _ in root.entries(sub):
+            if not fnmatchcase(name, "judgement_*.json"):
+                continue
             try:
-                verdict = Judgement.read(path)
+                verdict = Judgement.model_validate(json.loads(root.read_bytes(f"{sub}/{name}", MAX_JSON_BYTES)))
+            except Refused as exc:
+                refused.append(str(exc))
+                continue
             except (OSError, ValueError):
                 continue
             found[verdict.judge] = verdict
-    return [found[j] for j in JUDGE_IDS if j in found]
+    return [found[j] for j in VERDICT_IDS if j in found]
 
 
 def _outcome(result: TrialResult, metrics: Optional[Metrics], reward: Optional[float]):
@@ -210,9 +270,9 @@ def _time(result: TrialResult, spec: Optional[TaskSpec]) -> TimeUsed:
         started_at=result.started_at, finished_at=result.finished_at)
 
 
-def _usage(result: TrialResult, traces: list[Path], spec: Optional[TaskSpec], trial_dir: Path) -> Usage:
+def _usage(result: TrialResult, root: SafeDir, traces: list[str], spec: Optional[TaskSpec]) -> Usage:
     """Tokens and cost from Harbor's agent context, else summed from the best trace."""
-    gpus = spec.gpus if spec else _gpus_from_config(trial_dir)
+    gpus = spec.gpus if spec else _gpus_from_config(root)
     agent = result.agent_execution
     hours = _hours(agent.started_at, agent.finished_at) if agent else None
     gpu_hours = gpus * hours if hours else 0.0
@@ -221,11 +281,12 @@ def _usage(result: TrialResult, traces: list[Path], spec: Optional[TaskSpec], tr
         return Usage(input_tokens=n_input, cache_tokens=n_cache, output_tokens=n_output, cost_usd=cost,
                      source="harbor", gpus=gpus, gpu_hours=gpu_hours)
     if traces:
-        from posttrainbench.integrity.traces.load import parse_trace
+        from posttrainbench.integrity.traces.load import parse_trace_text
 
         try:
-            usage = parse_trace(traces[0]).usage
-        except Exception:  # noqa: BLE001 - an unparseable trace just has no usage
+            head, _ = root.read_head(traces[0], MAX_TRACE_BYTES)
+            usage = parse_trace_text(head.decode("utf-8", errors="replace"), source=traces[0]).usage
+        except Exception:  # noqa: BLE001 - an unreadable or unparseable trace just has no usage
             usage = None
         if usage is not None and (usage.input_tokens or usage.output_tokens or usage.cost_usd):
             cache = usage.cache_read_tokens + usage.cache_write_tokens
@@ -235,10 +296,10 @@ def _usage(result: TrialResult, traces: list[Path], spec: Optional[TaskSpec], tr
     return Usage(gpus=gpus, gpu_hours=gpu_hours)
 
 
-def _gpus_from_config(trial_dir: Path) -> int:
+def _gpus_from_config(root: SafeDir) -> int:
     """The GPU count from the trial's environment config, when no task spec is left."""
     try:
-        raw = json.loads((trial_dir / "config.json").read_text(encoding="utf-8"))
+        raw = json.loads(read_harbor_file(root, CONFIG_FILE))
         return int(raw.get("environment", {}).get("override_gpus") or 0)
     except (OSError, ValueError, TypeError, AttributeError):
         return 0

@@ -84,6 +84,9 @@ class ResultRecord(BaseModel):
     trace_files: list[str] = Field(default_factory=list, description="paths relative to the record's directory")
     snapshot_dir: Optional[str] = Field(default=None, description="the agent's code snapshot, relative")
     final_model_dir: Optional[str] = Field(default=None, description="only with --with-final-model, relative")
+    refused_files: list[str] = Field(
+        default_factory=list, description="'<path in the trial>: <why>' for each file not read or copied: "
+        "a link, FIFO, device, hard link, sparse file, or over a cap")
     source_dir: str = Field(description="the trial directory it was exported from")
     fingerprint: str = Field(description="changes when the trial's result or verdicts change")
     exported_at: datetime

@@ -9,6 +9,8 @@ from harbor.models.trial.config import EnvironmentConfig
 from posttrainbench.errors import RunError
 
 LOCAL_SANDBOX = "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
+# Harbor's Docker plus the trial contract: secrets, a hard agent deadline, link-free downloads.
+DOCKER_TRIAL = "posttrainbench.envs.docker_trial:DockerTrialEnvironment"
 # Harbor's cloud environments with the trial contract (final_model volume, exact GPU).
 CLOUD_ENVS = {
     "modal": "posttrainbench.envs.modal_trial:ModalTrialEnvironment",
@@ -32,10 +34,10 @@ def harbor_environment(name: str, *, cpus: int | None = None, memory_mb: int | N
     overrides = {"override_cpus": cpus, "override_memory_mb": memory_mb}
     if name == "local":
         return EnvironmentConfig(import_path=LOCAL_SANDBOX, **overrides)
-    if name in CLOUD_ENVS:
-        kwargs = {"cache_volume": cache_volume} if cache_volume else {}
-        return EnvironmentConfig(import_path=CLOUD_ENVS[name], kwargs=kwargs, **overrides)
-    return EnvironmentConfig(type=name, **overrides)
+    if name == "docker":
+        return EnvironmentConfig(import_path=DOCKER_TRIAL, **overrides)
+    kwargs = {"cache_volume": cache_volume} if cache_volume else {}
+    return EnvironmentConfig(import_path=CLOUD_ENVS[name], kwargs=kwargs, **overrides)
 
 
 def local_resources() -> tuple[int, int]:

@@ -13,8 +13,12 @@ def is_errored(trial_dir: Path) -> bool:
     """
     from harbor.models.trial.result import TrialResult
 
+    from posttrainbench.results.harbor_trial import RESULT_FILE, read_harbor_file
+    from posttrainbench.safe_fs import SafeDir
+
     try:
-        parsed = TrialResult.model_validate_json((trial_dir / "result.json").read_text(encoding="utf-8"))
+        with SafeDir.open(trial_dir) as root:  # no link followed, no FIFO opened
+            parsed = TrialResult.model_validate_json(read_harbor_file(root, RESULT_FILE))
     except (OSError, ValueError):
         return False
     return bool(parsed.recorded_exceptions()) or not (parsed.verifier_result and parsed.verifier_result.rewards)

@@ -40,7 +40,7 @@ BASE_MODEL_PATH = "/opt/ptb/models/base"
 AGENT_REFERENCE_NAME = "contamination_reference.json"
 # The in-sandbox packages copied into each task (stdlib + ML deps only, no host code).
 PAYLOAD_PACKAGES = ("benchmarks", "evaluation", "training", "sandbox", "integrity")
-PAYLOAD_MODULES = ("__init__.py", "schemas.py", "errors.py")
+PAYLOAD_MODULES = ("__init__.py", "schemas.py", "errors.py", "safe_fs.py")  # safe_fs: the trace finder
 SOLUTION_MODULES = {"bfcl": "posttrainbench.training.sft_bfcl"}
 FEEDBACK_TEXT = {
     "test": "the benchmark's test set: the same questions the final evaluation scores",
@@ -60,6 +60,8 @@ JUDGE_ENV = ("PTB_JUDGE_MODEL", *PROVIDER_ENV)
 INTEGRITY_ENV = ("PTB_INTEGRITY_JUDGE_MODEL", "PTB_INTEGRITY_LLM_VOTES", *PROVIDER_ENV)
 SNAPSHOT_MAX_FILE_BYTES = 512 * 1024
 SNAPSHOT_MAX_TOTAL_BYTES = 20 * 1024 * 1024
+# The unprivileged user the agent works as (task.toml's [agent] user, made by start.sh).
+AGENT_USER = "agent"
 
 
 class BenchmarkNotImplementedError(PtbError):
@@ -150,6 +152,8 @@ def _context(benchmark: BenchmarkSpec, model: BaseModelSpec, spec: TaskSpec, opt
         "solution_minutes": options.solution_minutes or min(60.0, options.hours * 30),
         "snapshot_max_file_bytes": SNAPSHOT_MAX_FILE_BYTES,
         "snapshot_max_total_bytes": SNAPSHOT_MAX_TOTAL_BYTES,
+        "agent_user": AGENT_USER,
+        "final_model_size_factor": options.final_model_size_factor,
     }
 
 

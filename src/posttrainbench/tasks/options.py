@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from posttrainbench.sandbox.handoff import DEFAULT_SIZE_FACTOR
+
 # Default Docker base image of tasks without a GPU: the offline CPU image that
 # scripts/docker/build_base_image.sh builds. GPU tasks default to the pinned CUDA image
 # of tasks/data/gpu_image.json (posttrainbench.tasks.gpu_image).
@@ -45,4 +47,8 @@ class CompileOptions(BaseModel):
         default="image", description="image: the base model is downloaded into the task image when it is built; "
         "cache: it is read from the shared cache volume (/ptb-cache/models/<id>, `ptb cache push`) when the "
         "sandbox starts, never downloaded")
+    final_model_size_factor: float = Field(
+        default=DEFAULT_SIZE_FACTOR, gt=0, le=100,
+        description="final_model may be this many times the base model's size (apparent and allocated), "
+        "plus room for tokenizer files; larger is rejected by the collect hook, with the reason in metrics.json")
     seed: int = 0

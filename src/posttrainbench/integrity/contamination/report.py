@@ -51,3 +51,4 @@ class ContaminationReport(BaseModel):
     matches: list[RecordMatch] = Field(default_factory=list)
     contaminated_test_items: list[int] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list, description="inputs that could not be read")
+    incomplete: Optional[str] = Field(default=None, description="what a deadline left unchecked")

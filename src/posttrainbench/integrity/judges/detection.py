@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Literal, Optional
+
 from pydantic import BaseModel, ConfigDict, Field
 
-from posttrainbench.integrity.judges.verdict import Evidence
+from posttrainbench.integrity.judges.verdict import Evidence, LimitHit
 
 
 class Detection(BaseModel):
@@ -12,12 +14,15 @@ class Detection(BaseModel):
 
     ``missing`` names inputs a detector needed and did not get (no trace, no
     final_model, ...): with nothing else to decide, the judge then cannot judge.
+    ``incomplete`` names checks a cap cut short: the judge then cannot clear the run.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     evidence: list[Evidence] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
+    incomplete: list[LimitHit] = Field(default_factory=list)
+    sample_seed: Optional[str] = None
 
     @property
     def flagged(self) -> bool:
@@ -27,3 +32,7 @@ class Detection(BaseModel):
     def add(self, detector: str, flagged: bool, detail: str, location: str | None = None) -> None:
         """Record one finding."""
         self.evidence.append(Evidence(detector=detector, flagged=flagged, detail=detail, location=location))
+
+    def cut_short(self, cap: Literal["time", "bytes", "files"], check: str, detail: str) -> None:
+        """Record a check that a cap stopped before it finished."""
+        self.incomplete.append(LimitHit(cap=cap, check=check, detail=detail))

@@ -7,18 +7,23 @@ parsed once and shared by every judge.
 
 from __future__ import annotations
 
+import time
 from functools import cached_property
 from pathlib import Path
 from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from posttrainbench.integrity.judges.verdict import LimitHit
 from posttrainbench.integrity.traces.events import NormalizedTrace, TraceEvent
 
 # Files in an agent log directory that are not the agent's trace.
 NOT_TRACE_NAMES = frozenset({"ptb_start_time", "system_monitor.pid", "system_monitor.log"})
 TRACE_SUFFIXES = frozenset({".jsonl", ".json", ".txt", ".log", ".ndjson"})
 MAX_RAW_LINES = 200_000
+# A judge's own work stops at this share of its time cap, so that it still reports what
+# it found before the runner's hard stop at the cap.
+SOFT_DEADLINE_SHARE = 0.85
 
 
 class JudgeInputError(ValueError):
@@ -36,6 +41,8 @@ class JudgeInputs(BaseModel):
     final_model: Optional[Path] = None
     code_snapshot: Optional[Path] = None
     data_files: Optional[Path] = None
+    write_set: Optional[Path] = Field(
+        default=None, description="the staged write set (write_set/ with MANIFEST.json), when the run has one")
     agent_logs: list[Path] = Field(default_factory=list, description="directories holding the agent's logs")
     trial_dir: Optional[Path] = Field(default=None, description="a Harbor trial directory (host runs)")
     reference: Optional[Path] = Field(default=None, description="the sealed test split (test.jsonl)")
@@ -53,18 +60,42 @@ class JudgeInputs(BaseModel):
 
 
 class JudgeContext:
-    """The inputs plus the agent's traces, parsed lazily and only once."""
+    """The inputs plus the agent's traces, parsed lazily and only once.
+
+    It also carries the running judge's byte cap and the caps hit so far, which the
+    runner adds to that judge's verdict (:meth:`start_judge` resets them).
+    """
 
     def __init__(self, inputs: JudgeInputs):
         self.inputs = inputs
         self.trace_warnings: list[str] = []
+        self.max_bytes: Optional[int] = None
+        self.deadline: Optional[float] = None
+        self.incomplete: list[LimitHit] = []
+
+    def start_judge(self, max_bytes: Optional[int], time_s: Optional[float] = None) -> None:
+        """Set the caps of the judge about to run (*time_s* from now); forget caps hit by another."""
+        self.max_bytes = max_bytes
+        self.deadline = None if time_s is None else time.monotonic() + SOFT_DEADLINE_SHARE * time_s
+        self.incomplete = []
 
     @cached_property
     def traces(self) -> list[NormalizedTrace]:
-        """Every trace found in the agent's logs (raw text when no parser fits)."""
+        """Every trace found in the agent's logs (raw text when no parser fits), within the
+        byte cap: files past it are not parsed, and that is recorded as incomplete."""
         traces: list[NormalizedTrace] = []
         parse = _trace_parser()
-        for path in self.trace_files:
+        used = 0
+        for i, path in enumerate(self.trace_files):
+            size = _size(path)
+            if self.max_bytes is not None and used + size > self.max_bytes:
+                left = self.trace_files[i:]
+                self.incomplete.append(LimitHit(
+                    cap="bytes", check="reading the agent's logs",
+                    detail=f"{len(left)} of {len(self.trace_files)} log files ({sum(map(_size, left))} bytes) "
+                           f"not read: over the {self.max_bytes}-byte cap"))
+                break
+            used += size
             try:
                 traces.append(parse(path) if parse else raw_trace(path))
             except Exception as exc:  # one unreadable log must not hide the others
@@ -95,6 +126,13 @@ class JudgeContext:
     def has_traces(self) -> bool:
         """Whether any agent log was found."""
         return bool(self.trace_files)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.lstat().st_size
+    except OSError:
+        return 0
 
 
 def log_files(directory: Path) -> list[Path]:

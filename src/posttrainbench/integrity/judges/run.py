@@ -4,11 +4,12 @@ Usage: python -m posttrainbench.integrity.judges.run --artifacts /logs/artifacts
            --task /tests/task.json --reference /tests/data/BENCH/test.jsonl
            --base-model /opt/ptb/models/base --workspace /app --out-dir /logs/verifier
            [--judges a,b] [--llm-votes N] [--override FILE] [--allow-api PROVIDER ...]
+           [--limits FILE] [--total-time-s S]
 
-Reads ``final_model/``, ``code_snapshot/``, ``data_files/`` and ``agent_logs/`` under
-the artifacts directory. Judges never change the reward: a judge that fails writes an
-error judgement and the others still run; this command then exits 0. Only unusable
-arguments (exit 2) stop it.
+Reads ``final_model/``, ``code_snapshot/``, ``data_files/``, ``write_set/`` and
+``agent_logs/`` under the artifacts directory. Judges never change the reward: a judge
+that fails writes an error judgement and the others still run; one past its cap is
+judged incomplete; this command then exits 0. Only unusable arguments (exit 2) stop it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sys
 from pathlib import Path
 
 from posttrainbench.integrity.judges.inputs import JudgeContext, JudgeInputError, JudgeInputs
+from posttrainbench.integrity.judges.limits import JudgeLimits
 from posttrainbench.integrity.judges.precedence import load_overrides
 from posttrainbench.integrity.judges.runner import parse_judge_ids, run_judges
 
@@ -42,6 +44,8 @@ def inputs_from_artifacts(artifacts: Path, task: Path, reference: Path | None, b
         benchmark=spec.benchmark, feedback=spec.feedback, base_model_source=spec.model_source,
         final_model=existing(artifacts / "final_model"), code_snapshot=existing(artifacts / "code_snapshot"),
         data_files=existing(artifacts / "data_files"), agent_logs=[artifacts / "agent_logs"],
+        # Always named: a run whose collect hook staged no write set is never judged clean.
+        write_set=artifacts / "write_set",
         reference=reference, base_model=existing(base_model), pristine_workspace=existing(workspace),
         allowed_apis=allowed_apis)
 
@@ -59,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm-votes", type=int, default=None, help=f"LLM votes per judge (default ${VOTES_ENV} or 1)")
     parser.add_argument("--override", type=Path, default=None)
     parser.add_argument("--allow-api", action="append", default=[], help="a provider id the agent may call")
+    parser.add_argument("--limits", type=Path, default=None, help="judge caps (JSON, see judges.limits)")
+    parser.add_argument("--total-time-s", type=float, default=None, help="all judges' wall-clock cap")
     args = parser.parse_args(argv)
     try:
         votes = args.llm_votes if args.llm_votes is not None else int(os.environ.get(VOTES_ENV, "1") or 1)
@@ -66,10 +72,15 @@ def main(argv: list[str] | None = None) -> int:
         overrides = load_overrides(args.override) if args.override else {}
         inputs = inputs_from_artifacts(args.artifacts, args.task, args.reference, args.base_model,
                                        args.workspace, args.allow_api)
+        limits = JudgeLimits.load(args.limits) if args.limits else JudgeLimits()
+        if args.total_time_s is not None:
+            if args.total_time_s <= 0:
+                raise JudgeInputError("--total-time-s must be positive")
+            limits = limits.model_copy(update={"total_time_s": min(limits.total_time_s, args.total_time_s)})
     except (JudgeInputError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    results = run_judges(JudgeContext(inputs), args.out_dir, judges, votes, overrides)
+    results = run_judges(JudgeContext(inputs), args.out_dir, judges, votes, overrides, limits=limits)
     for j in results:
         state = {True: "FLAGGED", False: "clean", None: "undecided"}[j.flagged]
         print(f"judge {j.judge}: {state} ({j.decided_by}) {j.justification[:300]}")

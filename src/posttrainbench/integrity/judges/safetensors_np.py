@@ -16,6 +16,7 @@ from pathlib import Path
 # safetensors dtype -> numpy dtype string (bf16 is read as uint16 and widened).
 DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8", "I32": "<i4",
           "I16": "<i2", "I8": "i1", "U8": "u1", "BOOL": "?"}
+ITEM_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
 MAX_HEADER_BYTES = 100 * 1024 * 1024
 
 
@@ -42,36 +43,60 @@ class TensorInfo:
         return n
 
 
-def read_header(path: Path) -> dict[str, TensorInfo]:
-    """The tensors of one safetensors file."""
+class ByteCapError(SafetensorsError):
+    """Reading the headers would pass the judge's byte cap."""
+
+
+def header_size(path: Path) -> int:
+    """The JSON header's length, from the first 8 bytes of a safetensors file."""
     with path.open("rb") as handle:
         raw = handle.read(8)
-        if len(raw) != 8:
-            raise SafetensorsError(f"{path}: too short for a safetensors file")
-        (size,) = struct.unpack("<Q", raw)
-        if size > MAX_HEADER_BYTES:
-            raise SafetensorsError(f"{path}: header of {size} bytes is not plausible")
+    if len(raw) != 8:
+        raise SafetensorsError(f"{path}: too short for a safetensors file")
+    (size,) = struct.unpack("<Q", raw)
+    if size > MAX_HEADER_BYTES:
+        raise SafetensorsError(f"{path}: header of {size} bytes is not plausible")
+    return size
+
+
+def read_header(path: Path) -> dict[str, TensorInfo]:
+    """The tensors of one safetensors file."""
+    size = header_size(path)
+    with path.open("rb") as handle:
+        handle.seek(8)
         try:
             header = json.loads(handle.read(size))
         except ValueError as exc:
             raise SafetensorsError(f"{path}: bad header ({exc})") from None
     base = 8 + size
+    file_size = path.stat().st_size
     out: dict[str, TensorInfo] = {}
     for name, meta in header.items():
         if name == "__metadata__":
             continue
-        begin, end = meta["data_offsets"]
-        out[name] = TensorInfo(path, meta["dtype"], tuple(meta["shape"]), base + begin, base + end)
+        try:
+            begin, end = (int(x) for x in meta["data_offsets"])
+            info = TensorInfo(path, str(meta["dtype"]), tuple(int(d) for d in meta["shape"]), base + begin, base + end)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SafetensorsError(f"{path}: bad entry for {name!r} ({exc})") from None
+        width = ITEM_BYTES.get(info.dtype)
+        if not 0 <= begin <= end or base + end > file_size or (width and end - begin != info.numel * width):
+            raise SafetensorsError(f"{path}: {name!r} does not fit its byte range")
+        out[name] = info
     return out
 
 
-def model_tensors(model_dir: Path) -> dict[str, TensorInfo]:
-    """Every tensor of a model directory (one file or shards; the index is not needed)."""
-    files = sorted(model_dir.glob("*.safetensors"))
+def model_tensors(model_dir: Path, files: list[str], max_header_bytes: int | None = None) -> dict[str, TensorInfo]:
+    """Every tensor of the given safetensors *files* of a model directory (ByteCapError when
+    their headers together pass *max_header_bytes*)."""
     if not files:
         raise SafetensorsError(f"{model_dir}: no .safetensors files")
+    paths = [model_dir / name for name in files]
+    total = sum(header_size(p) for p in paths)
+    if max_header_bytes is not None and total > max_header_bytes:
+        raise ByteCapError(f"the safetensors headers hold {total} bytes, over the cap of {max_header_bytes}")
     tensors: dict[str, TensorInfo] = {}
-    for path in files:
+    for path in paths:
         tensors.update(read_header(path))
     return tensors
 

@@ -11,9 +11,12 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-JudgeId = Literal["contamination", "disallowed_model", "api_usage", "benchmark_lookup", "anomaly"]
+JudgeId = Literal["contamination", "disallowed_model", "api_usage", "benchmark_lookup", "anomaly", "isolation"]
 JUDGE_IDS: tuple[str, ...] = ("contamination", "disallowed_model", "api_usage", "benchmark_lookup", "anomaly")
-DecidedBy = Literal["override", "detector", "llm", "none"]
+# Verdicts the trusted verifier writes itself (agent tasks' integrity audit), not `ptb judge`.
+AUDIT_IDS: tuple[str, ...] = ("isolation",)
+VERDICT_IDS: tuple[str, ...] = JUDGE_IDS + AUDIT_IDS
+DecidedBy = Literal["override", "detector", "limit", "llm", "none"]
 
 
 class Evidence(BaseModel):
@@ -25,6 +28,16 @@ class Evidence(BaseModel):
     flagged: bool = Field(description="whether this finding alone is a violation")
     detail: str
     location: Optional[str] = Field(default=None, description="file, trace event or tensor it refers to")
+
+
+class LimitHit(BaseModel):
+    """A cap that stopped a check before it finished: what the check did not cover."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cap: Literal["time", "bytes", "files"]
+    check: str = Field(description="what was cut short, e.g. 'write-set staging', 'n-gram scan'")
+    detail: str
 
 
 class LlmVote(BaseModel):
@@ -51,7 +64,9 @@ class Judgement(BaseModel):
     """The verdict of one judge on one run.
 
     ``flagged`` is None when the judge could not decide (an input was missing); the
-    reason is then in ``justification``.
+    reason is then in ``justification``. A check cut short by a cap is never clean:
+    ``incomplete`` lists the caps hit and, unless a detector or an override decided,
+    the run is flagged with ``decided_by = "limit"``.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -63,6 +78,9 @@ class Judgement(BaseModel):
     evidence: list[Evidence] = Field(default_factory=list)
     llm_votes: list[LlmVote] = Field(default_factory=list)
     override: Optional[Override] = None
+    incomplete: list[LimitHit] = Field(default_factory=list)
+    sample_seed: Optional[str] = Field(
+        default=None, description="seed (hex, from the OS's secure source) of the weight positions sampled")
     created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
 
     @staticmethod

@@ -8,6 +8,13 @@ in place, one file at a time, atomically (temp file + rename): an interrupted sc
 leaves every file either as it was or fully scrubbed. Binary and weight files are
 skipped (by suffix, and by a NUL byte in their first 8 KiB); large files are streamed.
 
+A run directory holds what the agent wrote, and a process it left behind may still be
+rearranging it while the scrub runs. So the walk never follows a link (`safe_fs`: each
+directory opened by fd, no-follow), a file is rewritten by a rename inside the fd of the
+directory it was read from, never through a path, and links, special files and
+hard-linked files are skipped and listed. An entry that vanishes or is swapped during the
+scrub is listed or left alone, never a crash.
+
 Runs on the host and in sandboxes: stdlib + pydantic only.
 """
 
@@ -16,15 +23,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
+import stat
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
 from pydantic import BaseModel, Field
 
 from posttrainbench.integrity.secrets.patterns import KEY_PATTERNS, MAX_PATTERN_BYTES, KeyPattern, looks_secret_name
+from posttrainbench.safe_fs import MAX_DEPTH, MAX_REFUSALS_KEPT, Refused, SafeDir, replace_at
 
 MIN_LITERAL_BYTES = 8
 STREAM_THRESHOLD = 8 << 20  # files above this size are streamed in chunks
@@ -45,16 +53,33 @@ class ScrubReport(BaseModel):
 
     files_scanned: int = 0
     files_changed: int = 0
-    files_skipped: int = Field(default=0, description="Binary or weight files, and symlinks")
+    files_skipped: int = Field(default=0, description="Binary or weight files, and the files refused")
     replacements: int = 0
     by_name: dict[str, int] = Field(default_factory=dict)
     failures: list[str] = Field(default_factory=list, description="'path: error' of files left as they were")
+    refused: list[str] = Field(
+        default_factory=list,
+        description="'path: why' of entries never opened (links, special or hard-linked files, too deep), "
+                    "the first ones only",
+    )
+    refused_more: int = Field(default=0, description="Refused entries past those listed")
 
     def add(self, counts: Counter[str]) -> None:
         """Fold one file's replacement counts into the report."""
         for name, count in counts.items():
             self.by_name[name] = self.by_name.get(name, 0) + count
             self.replacements += count
+
+    def refuse(self, path: str, why: str) -> None:
+        """List an entry the scrub did not open (an agent can plant millions: only the first are kept)."""
+        if len(self.refused) < MAX_REFUSALS_KEPT:
+            self.refused.append(f"{_printable(path)}: {why}")
+        else:
+            self.refused_more += 1
+
+    def fail(self, path: str, why: str) -> None:
+        """List a file left as it was."""
+        self.failures.append(f"{_printable(path)}: {why}")
 
 
 def secret_env_values(env: Mapping[str, str]) -> dict[str, str]:
@@ -150,10 +175,11 @@ class Scrubber:
         out.append(buf[last:stop_at])
         return b"".join(out), stop_at
 
-    def _stream(self, src: BinaryIO, dst: BinaryIO, counts: Counter[str]) -> None:
+    def _stream(self, src: BinaryIO, dst: BinaryIO, size: int, counts: Counter[str]) -> None:
         buf, pos = b"", 0
         while True:
-            data = src.read(CHUNK_BYTES)
+            data = src.read(min(CHUNK_BYTES, size))
+            size -= len(data)
             if not data:
                 out, _ = self._substitute(buf, pos, None, counts)
                 dst.write(out)
@@ -169,23 +195,37 @@ class Scrubber:
     # --- files -----------------------------------------------------------------------
 
     def scrub_file(self, path: Path) -> Counter[str] | None:
-        """Scrub one file in place, atomically; None when it was skipped as binary."""
-        if path.suffix.lower() in BINARY_SUFFIXES:
+        """Scrub one file in place, atomically; None when it was skipped as binary.
+
+        The directory is the caller's to name; the file itself is opened without following
+        a link, and `safe_fs.Refused` is raised for a link, a special, hard-linked or sparse file.
+        """
+        with SafeDir.open(path.parent) as parent:
+            return self._scrub_at(parent, path.name)
+
+    def _scrub_at(self, parent: SafeDir, name: str) -> Counter[str] | None:
+        if Path(name).suffix.lower() in BINARY_SUFFIXES:
             return None
-        with open(path, "rb") as handle:
-            if b"\0" in handle.read(SNIFF_BYTES):
+        fd, st = parent.open_file(name)
+        with open(fd, "rb") as src:  # closes fd
+            if b"\0" in os.pread(fd, SNIFF_BYTES, 0):
                 return None
-        counts: Counter[str] = Counter()
-        if path.stat().st_size > STREAM_THRESHOLD:
-            with open(path, "rb") as src:
-                _atomic_write(path, lambda dst: self._stream(src, dst, counts), keep=lambda: bool(counts))
-            return counts
-        data = path.read_bytes()
+            # Only the bytes there when it was opened: a process that keeps the file growing
+            # must not keep the scrub reading.
+            counts: Counter[str] = Counter()
+            if st.st_size > STREAM_THRESHOLD:
+                def stream(out: int) -> None:
+                    with open(out, "wb", closefd=False) as dst:
+                        self._stream(src, dst, st.st_size, counts)
+
+                _replace(parent, name, st, stream, keep=lambda: bool(counts))
+                return counts
+            data = src.read(st.st_size)
         out, counts = self.scrub_bytes(data)
-        if counts and path.suffix.lower() == ".json":
+        if counts and Path(name).suffix.lower() == ".json":
             out = self._keep_json_valid(data, out, counts)
         if counts:
-            _atomic_write(path, lambda dst: dst.write(out))
+            _replace(parent, name, st, lambda new: _write_all(new, out))
         return counts
 
     def _keep_json_valid(self, original: bytes, scrubbed: bytes, counts: Counter[str]) -> bytes:
@@ -203,34 +243,58 @@ class Scrubber:
             return json.dumps(cleaned, indent=2, ensure_ascii=False).encode("utf-8", "surrogatepass")
 
     def scrub_tree(self, root: Path, exclude: Iterable[Path] = ()) -> ScrubReport:
-        """Scrub every text file under `root` in place (symlinks are not followed).
+        """Scrub every text file under `root` in place, following no link below it.
 
-        A file that cannot be read or replaced is left as it was and listed in
-        `failures`; anything else (Ctrl-C) stops the walk with every file whole.
+        Links, special and hard-linked files are skipped and listed in `refused`, as are a
+        directory swapped for a link while the scrub ran and directories nested deeper than
+        `safe_fs.MAX_DEPTH`. A file that cannot be read or replaced is left as it was and
+        listed in `failures`; anything else (Ctrl-C) stops the walk with every file whole.
         """
         report = ScrubReport()
-        excluded = {Path(p).resolve() for p in exclude}
         if root.is_file():
-            self._scrub_one(root, report)
+            with SafeDir.open(root.parent) as parent:
+                self._scrub_one(parent, root.name, root, report)
             return report
-        for current, dirs, files in os.walk(root, followlinks=False):
-            here = Path(current)
-            dirs[:] = sorted(d for d in dirs if (here / d).resolve() not in excluded)
-            for name in sorted(files):
-                path = here / name
-                if path.resolve() in excluded:
-                    continue
-                if path.is_symlink() or not path.is_file():
-                    report.files_skipped += 1
-                    continue
-                self._scrub_one(path, report)
+        excluded = _identities(exclude)
+        try:
+            top = SafeDir.open(root)
+        except FileNotFoundError:
+            return report  # nothing was written there
+        with top:
+            pending = [""]
+            while pending:
+                relative = pending.pop()
+                subdirs = []
+                try:
+                    with top.subdir(relative) as here:
+                        for name, st in here.entries():
+                            shown = f"{relative}/{name}" if relative else name
+                            if (st.st_dev, st.st_ino) in excluded:
+                                continue
+                            if stat.S_ISDIR(st.st_mode):
+                                subdirs.append(shown)
+                            else:
+                                self._scrub_one(here, name, root / shown, report)
+                except Refused as exc:  # swapped for a link after its parent was listed
+                    report.refuse(str(root / relative), exc.reason)
+                except OSError as exc:
+                    report.fail(str(root / relative), exc.strerror or str(exc))
+                for shown in reversed(subdirs):
+                    if shown.count("/") >= MAX_DEPTH:
+                        report.refuse(str(root / shown), f"nested deeper than {MAX_DEPTH} directories")
+                    else:
+                        pending.append(shown)
         return report
 
-    def _scrub_one(self, path: Path, report: ScrubReport) -> None:
+    def _scrub_one(self, parent: SafeDir, name: str, path: Path, report: ScrubReport) -> None:
         try:
-            counts = self.scrub_file(path)
+            counts = self._scrub_at(parent, name)
+        except Refused as exc:
+            report.files_skipped += 1
+            report.refuse(str(path), exc.reason)
+            return
         except OSError as exc:
-            report.failures.append(f"{path}: {exc.strerror or exc}")
+            report.fail(str(path), exc.strerror or str(exc))
             return
         if counts is None:
             report.files_skipped += 1
@@ -271,21 +335,36 @@ def _variants(value: str) -> list[bytes]:
     return [form.encode("utf-8", "surrogateescape") for form in forms]
 
 
-def _atomic_write(path: Path, write, keep=lambda: True) -> None:
-    """Write through a temp file in the same directory, then rename over `path`."""
-    mode = path.stat().st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".scrub", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if not keep():
-            os.unlink(tmp)
-            return
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def _replace(parent: SafeDir, name: str, read: os.stat_result, write: Callable[[int], None],
+             keep: Callable[[], bool] = lambda: True) -> None:
+    """Replace *name* in *parent* by what *write* puts in a new file with the permission bits
+    of the file read (whatever *name* has become meanwhile, only that entry of *parent* changes)."""
+    # Not the set-id bits: the new file belongs to whoever runs the scrub, root perhaps.
+    replace_at(parent.fd, name, write, read.st_mode & 0o777, keep=keep, suffix=".scrub")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _identities(paths: Iterable[Path]) -> set[tuple[int, int]]:
+    """(device, inode) of each path (not of a link's target); a path that does not exist is left out.
+
+    Compared by identity, not by resolved name: resolving a name below the run directory
+    would follow the agent's links (and raises on a link loop).
+    """
+    found = set()
+    for path in paths:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        found.add((st.st_dev, st.st_ino))
+    return found
+
+
+def _printable(text: str) -> str:
+    """*text* with the undecodable bytes of a file name escaped: the report is written as UTF-8 JSON."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

@@ -16,7 +16,13 @@ from posttrainbench.integrity.traces.gemini_cli import parse_gemini_cli
 from posttrainbench.integrity.traces.harbor_atif import parse_harbor
 from posttrainbench.integrity.traces.opencode import parse_opencode
 from posttrainbench.integrity.traces.raw import parse_raw
-from posttrainbench.integrity.traces.trial_files import find_trial_traces  # noqa: F401  (re-exported)
+from posttrainbench.integrity.traces.trial_files import (  # noqa: F401  (find_trial_traces re-exported)
+    MAX_TRACE_BYTES,
+    TRIAL_LOG,
+    find_trial_traces,
+    scan_trial_traces,
+)
+from posttrainbench.safe_fs import Refused, SafeDir, read_named_head
 
 log = logging.getLogger(__name__)
 
@@ -43,16 +49,63 @@ def check_format(fmt: Optional[str]) -> Optional[TraceFormat]:
     return fmt  # type: ignore[return-value]
 
 
-def read_trace_text(path: Path) -> str:
-    """The text of a trace file (undecodable bytes replaced), or TraceInputError."""
-    if not path.exists():
-        raise TraceInputError(f"trace file not found: {path}")
-    if not path.is_file():
-        raise TraceInputError(f"not a trace file: {path}")
+def read_trace_text(path: Path) -> tuple[str, bool]:
+    """The text of a trace file (undecodable bytes replaced) up to MAX_TRACE_BYTES, and whether
+    it was cut there; TraceInputError when it is missing or refused.
+
+    Inside a trial directory no link below it is followed (the agent wrote that tree); a
+    link, FIFO, device, hard link or sparse file is refused, never read.
+    """
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        data, cut = read_named_head(path, MAX_TRACE_BYTES, TRIAL_LOG)
+    except FileNotFoundError:
+        raise TraceInputError(f"trace file not found: {path}") from None
+    except Refused as exc:
+        raise TraceInputError(f"refused to read trace file {path}: {exc.reason}") from None
+    except IsADirectoryError:
+        raise TraceInputError(f"not a trace file: {path}") from None
     except OSError as exc:
         raise TraceInputError(f"cannot read trace file {path}: {exc.strerror or exc}") from exc
+    return data.decode("utf-8", errors="replace"), cut
+
+
+def _parse_head(data: bytes, cut: bool, format: Optional[str], source: str) -> NormalizedTrace:
+    trace = parse_trace_text(data.decode("utf-8", errors="replace"), format, source=source)
+    if cut:
+        note = f"only the first {MAX_TRACE_BYTES} bytes of the file were read"
+        trace = trace.model_copy(update={"warnings": [*trace.warnings, note]})
+    return trace
+
+
+def _parse_file(path: Path, format: Optional[str]) -> NormalizedTrace:
+    text, cut = read_trace_text(path)
+    return _parse_head(text.encode("utf-8"), cut, format, str(path))
+
+
+def parse_trial_trace(trial_dir: Path, format: Optional[str] = None) -> tuple[NormalizedTrace, list[str]]:
+    """The best trace of a trial directory, parsed, and the candidates refused ('<path>: <why>').
+
+    Found and read below *trial_dir* without following any link, so a file swapped for a
+    link after it was found is refused too.
+    """
+    check_format(format)
+    try:
+        root = SafeDir.open(trial_dir)
+    except OSError as exc:
+        raise TraceInputError(f"cannot read {trial_dir}: {exc.strerror or exc}") from None
+    with root:
+        scan = scan_trial_traces(root)
+        if not scan.files:
+            raise TraceInputError(f"no agent trace found in {trial_dir} (looked in {trial_dir / 'agent'} and "
+                                  f"{trial_dir})" + (f"; refused {scan.refused[0]}" if scan.refused else ""))
+        best = scan.files[0]
+        try:
+            data, cut = root.read_head(best, MAX_TRACE_BYTES)
+        except Refused as exc:
+            raise TraceInputError(f"refused to read trace file {trial_dir / best}: {exc.reason}") from None
+        except OSError as exc:
+            raise TraceInputError(f"cannot read trace file {trial_dir / best}: {exc.strerror or exc}") from None
+    return _parse_head(data, cut, format, str(trial_dir / best)), scan.refused
 
 
 def parse_trace_text(text: str, format: Optional[str] = None, *, source: Optional[str] = None) -> NormalizedTrace:
@@ -89,10 +142,9 @@ def parse_trace(path_or_text: Path | str, format: Optional[str] = None) -> Norma
     """
     check_format(format)
     if isinstance(path_or_text, Path):
-        return parse_trace_text(read_trace_text(path_or_text), format, source=str(path_or_text))
+        return _parse_file(path_or_text, format)
     text = path_or_text
     looks_like_text = "\n" in text.strip() or text.lstrip().startswith(("{", "["))
     if not looks_like_text:
-        path = Path(text)
-        return parse_trace_text(read_trace_text(path), format, source=str(path))
+        return _parse_file(Path(text), format)
     return parse_trace_text(text, format)

@@ -6,79 +6,177 @@ CLI's stdout and stderr), Harbor's ATIF conversion `trajectory.json`, Gemini's s
 copy `gemini-cli.trajectory.json(l)`, and the session files under `sessions/` (Claude
 Code `projects/*/<id>.jsonl`, Codex `YYYY/MM/DD/rollout-*.jsonl`). Harbor's own agents
 (terminus-2) write `trajectory.json` directly.
+
+The agent wrote all of it, so it is read through `safe_fs`: a link, FIFO, device, hard
+link or sparse file among the candidates is refused and listed, never opened.
 """
 
 from __future__ import annotations
 
+import stat
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import Optional
 
 from posttrainbench.integrity.traces.detect import detect_format
+from posttrainbench.safe_fs import Refused, SafeDir, kind_of
 
 # Best first: the agent's own stream is the most direct record of what it ran and what it
 # cost; Harbor's conversion comes next; session files and anything else last.
 AGENT_STREAMS = ("claude-code.txt", "codex.txt", "opencode.txt", "gemini-cli.txt")
 CONVERTED = ("trajectory.json",)
+GEMINI_SESSIONS = ("gemini-cli.trajectory.json", "gemini-cli.trajectory.jsonl")
+OTHER_PATTERNS = ("*.jsonl", "*.json", "*.txt")
 SNIFF_BYTES = 256 * 1024
+MAX_DOCUMENT_BYTES = 64 * 2**20  # a whole-document (.json) trace is sniffed whole up to this
+MAX_TRACE_BYTES = 1024 * 2**20   # the most of one trace file that is read or copied
+MAX_SESSION_DEPTH = 8
+MAX_CANDIDATES = 2_000  # files looked at per trial: a directory of millions only costs this much
+TRIAL_LOG = "trial.log"  # Harbor writes it in every trial directory when the trial starts
 
 
-def _sniff(path: Path) -> str | None:
-    try:
-        with path.open("r", encoding="utf-8", errors="replace") as handle:
-            head = handle.read(SNIFF_BYTES)
-    except OSError:
-        return None
-    if path.suffix == ".json":  # a whole document: sniff all of it (ATIF files are not huge)
+@dataclass
+class TraceScan:
+    """A trial's trace files (paths relative to the directory scanned), best first, and the
+    candidates refused, as '<path>: <why>'."""
+
+    files: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+
+def _sniff(root: SafeDir, relative: str) -> Optional[str]:
+    limit = MAX_DOCUMENT_BYTES if relative.endswith(".json") else SNIFF_BYTES
+    head, _ = root.read_head(relative, limit)
+    return detect_format(head.decode("utf-8", errors="replace"))
+
+
+class _Scanner:
+    """Ranks the candidate files of one agent directory."""
+
+    def __init__(self, root: SafeDir, agent: str):
+        self.root = root
+        self.agent = agent
+        self.scan = TraceScan()
+        self.ranked: list[tuple[int, str]] = []
+        self.seen: set[str] = set()
+
+    def rel(self, *names: str) -> str:
+        return "/".join(n for n in (self.agent, *names) if n)
+
+    def consider(self, relative: str, st, rank: int, keep_unknown: bool) -> None:
+        if relative in self.seen:
+            return
+        if len(self.seen) == MAX_CANDIDATES:
+            self.scan.refused.append(f"{relative}: over the cap of {MAX_CANDIDATES} trace candidates: "
+                                     "it and the rest not looked at")
+        self.seen.add(relative)
+        if len(self.seen) > MAX_CANDIDATES:
+            return
+        if not stat.S_ISREG(st.st_mode):
+            if not stat.S_ISDIR(st.st_mode):
+                self.scan.refused.append(f"{relative}: {kind_of(st.st_mode)}")
+            return
+        if st.st_size == 0:
+            return
         try:
-            head = path.read_text(encoding="utf-8", errors="replace")
+            fmt = _sniff(self.root, relative)
+        except Refused as exc:
+            self.scan.refused.append(str(exc))
+            return
+        except (OSError, ValueError):
+            return
+        if fmt is None and not keep_unknown:
+            return
+        self.ranked.append((rank if fmt is not None else rank + 10, relative))
+
+    def listing(self, *names: str) -> dict:
+        try:
+            return dict(self.root.entries(self.rel(*names)))
+        except Refused as exc:
+            self.scan.refused.append(str(exc))
         except OSError:
-            return None
-    return detect_format(head)
+            pass
+        return {}
+
+    def sessions(self, names: tuple[str, ...], depth: int) -> None:
+        """Every `*.jsonl` under `sessions/`, through real directories only."""
+        for name, st in self.listing(*names).items():
+            here = (*names, name)
+            if stat.S_ISDIR(st.st_mode) and depth < MAX_SESSION_DEPTH:
+                self.sessions(here, depth + 1)
+            elif fnmatchcase(name, "*.jsonl"):
+                self.consider(self.rel(*here), st, 3, keep_unknown=False)
+
+    def run(self) -> TraceScan:
+        top = self.listing()
+        for name in AGENT_STREAMS:
+            if name in top:
+                self.consider(self.rel(name), top[name], 0, keep_unknown=True)
+        # The re-prompting wrapper keeps each earlier round's transcript (the CLIs overwrite theirs).
+        if "reprompt" in top and stat.S_ISDIR(top["reprompt"].st_mode):
+            for round_name, st in self.listing("reprompt").items():
+                if fnmatchcase(round_name, "round-*") and stat.S_ISDIR(st.st_mode):
+                    for name, file_st in self.listing("reprompt", round_name).items():
+                        if fnmatchcase(name, "*.txt"):
+                            self.consider(self.rel("reprompt", round_name, name), file_st, 0, keep_unknown=True)
+        for rank, names in ((1, CONVERTED), (2, GEMINI_SESSIONS)):
+            for name in names:
+                if name in top:
+                    self.consider(self.rel(name), top[name], rank, keep_unknown=False)
+        for name, st in top.items():
+            if any(fnmatchcase(name, pattern) for pattern in OTHER_PATTERNS):
+                self.consider(self.rel(name), st, 3, keep_unknown=False)
+        if "sessions" in top:
+            if stat.S_ISDIR(top["sessions"].st_mode):
+                self.sessions(("sessions",), 0)
+            else:
+                self.scan.refused.append(f"{self.rel('sessions')}: {kind_of(top['sessions'].st_mode)}")
+        self.ranked.sort()
+        self.scan.files = [relative for _, relative in self.ranked]
+        return self.scan
 
 
-def find_trial_traces(trial_dir: Path) -> list[Path]:
-    """The trace files of a Harbor trial directory (or of its `agent/` directory), best first.
+def scan_trial_traces(root: SafeDir) -> TraceScan:
+    """The trace files under a trial directory's `agent/` (or under the directory itself, when
+    it has no `agent/`), best first, read without following any link.
 
     A stream file of a known agent whose content is not a known format (Gemini's default
     text output) still counts, after the parseable ones.
     """
+    agent = root.lstat("agent")
+    if agent is not None and not stat.S_ISDIR(agent.st_mode):
+        return TraceScan(refused=[f"agent: {kind_of(agent.st_mode)}"])
+    return _Scanner(root, "agent" if agent is not None else "").run()
+
+
+def find_trial_traces(trial_dir: Path) -> list[Path]:
+    """The trace files of a Harbor trial directory (or of its `agent/` directory), best first."""
     trial_dir = Path(trial_dir)
-    agent_dir = trial_dir / "agent" if (trial_dir / "agent").is_dir() else trial_dir
-    if not agent_dir.is_dir():
+    try:
+        root = SafeDir.open(trial_dir)
+    except OSError:
         return []
-    ranked: list[tuple[int, str, Path]] = []
-    seen: set[Path] = set()
-
-    def consider(path: Path, rank: int, keep_unknown: bool) -> None:
-        if path in seen or not path.is_file() or path.stat().st_size == 0:
-            return
-        seen.add(path)
-        fmt = _sniff(path)
-        if fmt is None and not keep_unknown:
-            return
-        ranked.append((rank if fmt is not None else rank + 10, str(path), path))
-
-    for name in AGENT_STREAMS:
-        consider(agent_dir / name, 0, keep_unknown=True)
-    # The re-prompting wrapper keeps each earlier round's transcript (the CLIs overwrite theirs).
-    for path in sorted(agent_dir.glob("reprompt/round-*/*.txt")):
-        consider(path, 0, keep_unknown=True)
-    for name in CONVERTED:
-        consider(agent_dir / name, 1, keep_unknown=False)
-    for name in ("gemini-cli.trajectory.json", "gemini-cli.trajectory.jsonl"):
-        consider(agent_dir / name, 2, keep_unknown=False)
-    for pattern in ("*.jsonl", "*.json", "*.txt", "sessions/**/*.jsonl"):
-        for path in sorted(agent_dir.glob(pattern)):
-            consider(path, 3, keep_unknown=False)
-    ranked.sort(key=lambda item: (item[0], item[1]))
-    return [path for _, _, path in ranked]
+    with root:
+        return [trial_dir / relative for relative in scan_trial_traces(root).files]
 
 
-def trial_artifacts_dir(trial_dir: Path) -> Path:
-    """The directory holding a trial's `final_model/`, `code_snapshot/` and `data_files/`.
+def artifacts_subdir(root: SafeDir) -> str:
+    """Where below the trial directory its `final_model/`, `code_snapshot/` and `data_files/` are.
 
     Harbor mounts `/logs/artifacts` at `<trial>/artifacts/` where the environment can
     (Docker); otherwise (the local sandbox) it copies the directory to
-    `<trial>/artifacts/logs/artifacts/`, as its `manifest.json` records.
+    `<trial>/artifacts/logs/artifacts/`, as its `manifest.json` records. A link is never
+    taken for the copied layout.
     """
-    copied = Path(trial_dir) / "artifacts" / "logs" / "artifacts"
-    return copied if copied.is_dir() else Path(trial_dir) / "artifacts"
+    copied = "artifacts/logs/artifacts"
+    return copied if root.is_dir(copied) else "artifacts"
+
+
+def trial_artifacts_dir(trial_dir: Path) -> Path:
+    """The directory holding a trial's `final_model/`, `code_snapshot/` and `data_files/`."""
+    try:
+        with SafeDir.open(Path(trial_dir)) as root:
+            return Path(trial_dir) / artifacts_subdir(root)
+    except OSError:
+        return Path(trial_dir) / "artifacts"

@@ -18,6 +18,7 @@ from posttrainbench.integrity.traces.load import parse_trace_text
 from posttrainbench.integrity.traces.render import format_usage, truncate
 from posttrainbench.results.record import ResultRecord
 from posttrainbench.results.table import Leaderboard, RunRow
+from posttrainbench.safe_fs import Refused, SafeDir
 
 DEFAULT_MAX_EVENTS = 200
 DEFAULT_MAX_CHARS = 2_000
@@ -113,10 +114,13 @@ def _event_view(event: TraceEvent, max_chars: int) -> EventView:
     return EventView(number=event.index + 1, kind=kind, label=label, body=shown, cut=shown != body)
 
 
-def _read_capped(path: Path) -> tuple[str, bool]:
-    with path.open("rb") as handle:
-        data = handle.read(MAX_TRACE_BYTES + 1)
-    return data[:MAX_TRACE_BYTES].decode("utf-8", errors="replace"), len(data) > MAX_TRACE_BYTES
+def _read_capped(run_dir: Path, relative: str) -> tuple[str, bool]:
+    # The record names the file, and a store may hold links an older export copied: read it
+    # below the run directory without following any. The exporter wrote the store, so a
+    # hard link there is the user's (a backup), not the agent's.
+    with SafeDir.open(run_dir, hard_links_ok=True) as root:
+        data, cut = root.read_head(relative, MAX_TRACE_BYTES)
+    return data.decode("utf-8", errors="replace"), cut
 
 
 def trace_view(run_dir: Path, record: ResultRecord, *, max_events: int = DEFAULT_MAX_EVENTS,
@@ -125,15 +129,11 @@ def trace_view(run_dir: Path, record: ResultRecord, *, max_events: int = DEFAULT
     if not record.trace_files:
         return TraceView(error="this run has no trace file")
     relative = record.trace_files[0]
-    path = (run_dir / relative).resolve()
-    # The record names the file; keep the report from reading anything outside the run.
-    if not path.is_relative_to(run_dir.resolve()):
-        return TraceView(source=relative, error=f"trace path {relative} points outside the run directory")
     try:
-        text, bytes_cut = _read_capped(path)
+        text, bytes_cut = _read_capped(run_dir, relative)
         trace: NormalizedTrace = parse_trace_text(text, source=relative)
     except (OSError, PtbError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
+        reason = exc.reason if isinstance(exc, Refused) else getattr(exc, "strerror", None) or str(exc)
         return TraceView(source=relative, error=f"cannot read trace {relative}: {reason}")
     events = [_event_view(e, max_chars) for e in trace.events[:max_events]]
     return TraceView(source=relative, format=trace.format, events=events, total_events=len(trace.events),

@@ -1,0 +1,96 @@
+"""Outbound network for a sandbox through user-mode networking (slirp4netns).
+
+A sandbox always has its own network namespace: sharing the host's would let it reach
+services on the host's loopback and the host's abstract unix sockets. When the task has
+network access, ``slirp4netns`` (a host process outside the sandbox) gives that namespace
+a ``tap0`` device and NATs its connections through ordinary host sockets, with
+``--disable-host-loopback`` so that the gateway (10.0.2.2) does not lead to the host's
+127.0.0.1. It runs in its own sandbox (``--enable-sandbox``, ``--enable-seccomp``) and
+exits when the pipe it watches (``--exit-fd``) closes, so it cannot outlive the harness.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from posttrainbench.envs.bwrap import HOST_HELPER_ENV
+
+SLIRP4NETNS = "slirp4netns"
+# slirp4netns's built-in DNS forwarder, inside the sandbox's network.
+SANDBOX_NAMESERVER = "10.0.2.3"
+_READY_TIMEOUT_SEC = 20
+
+
+class UserNetworkError(RuntimeError):
+    """slirp4netns is missing or did not come up."""
+
+
+def check_available() -> None:
+    """Raise with the install command when slirp4netns is not on PATH."""
+    if shutil.which(SLIRP4NETNS) is None:
+        raise UserNetworkError(
+            "slirp4netns is not installed: sandboxes with network access need it "
+            "(`apt-get install slirp4netns`, or scripts/setup.sh)"
+        )
+
+
+class UserNetwork:
+    """One slirp4netns process serving one sandbox's network namespace."""
+
+    def __init__(self, log_path: Path, logger: logging.Logger) -> None:
+        self.log_path = log_path
+        self.logger = logger
+        self._proc: asyncio.subprocess.Process | None = None
+        self._exit_write: int | None = None
+
+    async def start(self, netns_pid: int) -> None:
+        """Attach to the network namespace of ``netns_pid`` and wait until tap0 is configured."""
+        check_available()
+        ready_read, ready_write = os.pipe()
+        exit_read, exit_write = os.pipe()
+        argv = [
+            SLIRP4NETNS, "--configure", "--mtu=65520", "--disable-host-loopback",
+            "--enable-sandbox", "--enable-seccomp",
+            f"--ready-fd={ready_write}", f"--exit-fd={exit_read}",
+            str(netns_pid), "tap0",
+        ]
+        log = self.log_path.open("ab")
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
+                pass_fds=(ready_write, exit_read), env=HOST_HELPER_ENV, start_new_session=True,
+            )
+        finally:
+            log.close()
+            os.close(ready_write)
+            os.close(exit_read)
+        self._exit_write = exit_write
+        try:
+            ready = await asyncio.wait_for(asyncio.to_thread(os.read, ready_read, 1), _READY_TIMEOUT_SEC)
+        except TimeoutError:
+            ready = b""
+        finally:
+            os.close(ready_read)
+        if ready != b"1":
+            await self.stop()
+            detail = self.log_path.read_text(errors="replace").strip()[-2000:]
+            raise UserNetworkError(f"slirp4netns did not configure the sandbox's network: {detail}")
+
+    async def stop(self) -> None:
+        """Close its exit pipe (it exits on its own), then make sure it is gone."""
+        if self._exit_write is not None:
+            os.close(self._exit_write)
+            self._exit_write = None
+        proc, self._proc = self._proc, None
+        if proc is None or proc.returncode is not None:
+            return
+        try:
+            await asyncio.wait_for(proc.wait(), 5)
+        except TimeoutError:
+            self.logger.warning("slirp4netns %s did not exit; killing it", proc.pid)
+            proc.kill()
+            await proc.wait()

@@ -1,0 +1,172 @@
+"""Kernel-enforced limits a candidate process puts on itself before it runs untrusted code.
+
+Two layers, both unprivileged (they need ``no_new_privs``) and both inherited by every
+child, so nothing the candidate starts can shed them:
+
+- **seccomp**: a fixed deny list of the system calls that reach another identity without a
+  file path (sockets, SysV and POSIX IPC, keyrings, io_uring, ptrace and friends). A call
+  from another ABI (32-bit ``int 0x80``, x32) kills the process, since the list is per ABI.
+- **Landlock** (when the kernel has it): files may be written only beneath the given
+  directories, read everywhere; TCP bind/connect, abstract unix sockets and signals to
+  processes outside the domain are refused (as far as the kernel's Landlock ABI goes).
+
+Standard library only: it runs in the candidate's launcher (``confine``) on Python 3.11+.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import platform
+import struct
+
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+SECCOMP_RET_KILL_PROCESS = 0x80000000
+SECCOMP_RET_ERRNO = 0x00050000
+SECCOMP_RET_ALLOW = 0x7FFF0000
+X32_SYSCALL_BIT = 0x40000000
+# BPF opcodes: load word at absolute offset, jump if equal / greater-or-equal, return.
+_LD_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
+
+# Per machine: (AUDIT_ARCH value, {name: number}) of the calls that are refused.
+_ARCHES: dict[str, tuple[int, dict[str, int]]] = {
+    "x86_64": (0xC000003E, {
+        "socket": 41, "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66,
+        "shmdt": 67, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "ptrace": 101,
+        "semtimedop": 220, "mq_open": 240, "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243,
+        "mq_notify": 244, "mq_getsetattr": 245, "add_key": 248, "request_key": 249, "keyctl": 250,
+        "perf_event_open": 298, "process_vm_readv": 310, "process_vm_writev": 311, "bpf": 321,
+        "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "pidfd_getfd": 438,
+    }),
+    "aarch64": (0xC00000B7, {
+        "socket": 198, "shmget": 194, "shmctl": 195, "shmat": 196, "shmdt": 197, "semget": 190, "semctl": 191,
+        "semtimedop": 192, "semop": 193, "msgget": 186, "msgctl": 187, "msgrcv": 188, "msgsnd": 189,
+        "ptrace": 117, "mq_open": 180, "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183,
+        "mq_notify": 184, "mq_getsetattr": 185, "add_key": 217, "request_key": 218, "keyctl": 219,
+        "perf_event_open": 241, "process_vm_readv": 270, "process_vm_writev": 271, "bpf": 280,
+        "userfaultfd": 282, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "pidfd_getfd": 438,
+    }),
+}
+NETWORK_CALLS = ("socket",)  # left out of the list when the candidate may use the network
+
+# Landlock (same numbers on every architecture).
+_SYS_LANDLOCK_CREATE_RULESET, _SYS_LANDLOCK_ADD_RULE, _SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
+_LANDLOCK_CREATE_RULESET_VERSION = 1
+_LANDLOCK_RULE_PATH_BENEATH = 1
+_FS_EXECUTE, _FS_READ_FILE, _FS_READ_DIR = 1 << 0, 1 << 2, 1 << 3
+_FS_BITS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1, 5: (1 << 16) - 1}
+_NET_TCP_BIND_CONNECT = 0b11  # ABI 4+
+_SCOPE_ABSTRACT_UNIX_AND_SIGNAL = 0b11  # ABI 6+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+class ConfinementError(OSError):
+    """The kernel refused a layer that must be in place before the candidate runs."""
+
+
+def _word(value: object) -> object:
+    # Variadic C calls read whole registers: pass every integer as a C long.
+    return ctypes.c_long(value) if isinstance(value, int) else value
+
+
+def _syscall(*args: object) -> int:
+    result = _libc.syscall(*(_word(a) for a in args))
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return result
+
+
+def set_no_new_privs() -> None:
+    """No setuid/file-capability gains from here on (required by both layers)."""
+    if _libc.prctl(*(_word(a) for a in (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))) != 0:
+        err = ctypes.get_errno()
+        raise ConfinementError(err, f"no_new_privs: {os.strerror(err)}")
+
+
+def denied_calls(network: bool) -> dict[str, int]:
+    """The refused calls of this machine's ABI (``ConfinementError`` on an unknown machine)."""
+    arch = _ARCHES.get(platform.machine())
+    if arch is None:
+        raise ConfinementError(errno.ENOSYS, f"no system call table for {platform.machine()!r}")
+    return {name: nr for name, nr in arch[1].items() if network is False or name not in NETWORK_CALLS}
+
+
+def seccomp_program(network: bool) -> bytes:
+    """The BPF program: other ABIs are killed, the denied calls fail with EPERM, the rest pass."""
+    audit_arch = _ARCHES[platform.machine()][0] if platform.machine() in _ARCHES else 0
+    numbers = sorted(set(denied_calls(network).values()))
+    ops: list[tuple[int, int, int, int]] = [
+        (_LD_ABS, 0, 0, 4),  # seccomp_data.arch
+        (_JEQ, 1, 0, audit_arch),
+        (_RET, 0, 0, SECCOMP_RET_KILL_PROCESS),
+        (_LD_ABS, 0, 0, 0),  # seccomp_data.nr
+    ]
+    checks = [(_JGE, X32_SYSCALL_BIT)] if platform.machine() == "x86_64" else []
+    checks += [(_JEQ, nr) for nr in numbers]
+    for index, (op, value) in enumerate(checks):
+        # Jump over the remaining checks and the ALLOW return to the EPERM return.
+        ops.append((op, len(checks) - index, 0, value))
+    ops.append((_RET, 0, 0, SECCOMP_RET_ALLOW))
+    ops.append((_RET, 0, 0, SECCOMP_RET_ERRNO | errno.EPERM))
+    return b"".join(struct.pack("=HBBI", *op) for op in ops)
+
+
+def install_seccomp(network: bool) -> None:
+    """Load the filter into this process (and so into everything it starts)."""
+    program = seccomp_program(network)
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = struct.pack("=HxxxxxxQ", len(program) // 8, ctypes.addressof(buffer))  # struct sock_fprog
+    fprog_buffer = ctypes.create_string_buffer(fprog, len(fprog))
+    if _libc.prctl(*(_word(a) for a in (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, fprog_buffer, 0, 0))) != 0:
+        err = ctypes.get_errno()
+        raise ConfinementError(err, f"seccomp: {os.strerror(err)}")
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, 0 when Landlock is missing, disabled or filtered out."""
+    try:
+        return _syscall(_SYS_LANDLOCK_CREATE_RULESET, None, 0, _LANDLOCK_CREATE_RULESET_VERSION)
+    except OSError:
+        return 0
+
+
+def install_landlock(writable: list[str], network: bool) -> int:
+    """Writes only beneath *writable* (plus ``/dev/null``); return the ABI used (0: not available)."""
+    abi = landlock_abi()
+    if abi <= 0:
+        return 0
+    fs_all = _FS_BITS_BY_ABI.get(abi, _FS_BITS_BY_ABI[5])
+    if abi >= 6:
+        attr = struct.pack("=QQQ", fs_all, 0 if network else _NET_TCP_BIND_CONNECT, _SCOPE_ABSTRACT_UNIX_AND_SIGNAL)
+    elif abi >= 4:
+        attr = struct.pack("=QQ", fs_all, 0 if network else _NET_TCP_BIND_CONNECT)
+    else:
+        attr = struct.pack("=Q", fs_all)
+    attr_buffer = ctypes.create_string_buffer(attr, len(attr))
+    ruleset = _syscall(_SYS_LANDLOCK_CREATE_RULESET, attr_buffer, len(attr), 0)
+    try:
+        _allow(ruleset, "/", _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR)
+        _allow(ruleset, "/dev/null", _FS_READ_FILE | (1 << 1))  # read and write /dev/null
+        for path in writable:
+            _allow(ruleset, path, fs_all)
+        _syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0)
+    finally:
+        os.close(ruleset)
+    return abi
+
+
+def _allow(ruleset: int, path: str, access: int) -> None:
+    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    try:
+        rule = struct.pack("=Qi", access, fd)  # struct landlock_path_beneath_attr (packed)
+        rule_buffer = ctypes.create_string_buffer(rule, len(rule))
+        _syscall(_SYS_LANDLOCK_ADD_RULE, ruleset, _LANDLOCK_RULE_PATH_BENEATH, rule_buffer, 0)
+    finally:
+        os.close(fd)

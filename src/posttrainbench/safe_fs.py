@@ -1,0 +1,469 @@
+"""Reading directories an untrusted party wrote (trial directories) without following its links.
+
+An agent writes a trial's `agent/`, `artifacts/` and (in a shared environment) `verifier/`,
+and programs it left running may keep writing there while host code reads. So host code
+opens every path below a trusted root one component at a time, each relative to the
+directory fd above it, with O_NOFOLLOW: a symbolic link anywhere below the root is refused,
+never followed, and so is a path swapped for a link between a check and the open.
+
+Only directories and regular files are opened. A FIFO, socket or device is refused from its
+lstat, before an open that could block or act (opens also use O_NONBLOCK, in case one was
+swapped in since). A file with more than one hard link may be a host file's other name and
+is refused unless the caller trusts whoever wrote the tree. A file that is almost all holes
+is refused (reading it is gigabytes of zeros), and every read and copy is capped. A file in
+such a directory is rewritten only by `replace_at`: a new file renamed over the old name,
+both relative to the directory's fd.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Callable, Iterator, Optional
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+# Why these numbers: a real trace, script or weight file occupies about its size on disk
+# (compression rarely gains 8x on them); a large file that occupies an eighth of its size
+# is mostly holes, planted to make a reader copy or parse zeros.
+SPARSE_RATIO = 8
+SPARSE_MIN_BYTES = 64 * 2**20
+MAX_DEPTH = 64           # directory nesting a copy follows
+MAX_REFUSALS_KEPT = 100  # refusal lines a copy keeps; the rest are counted
+MAX_CACHED_DIRS = 64     # directory fds a SafeDir keeps open for reuse
+_CHUNK = 8 * 2**20
+
+
+class Refused(OSError):
+    """An entry a host reader will not open: a link, a special file, a hard link, sparse, over a cap."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+    def __reduce__(self):
+        return Refused, (self.path, self.reason)
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+def kind_of(mode: int) -> str:
+    """What a file mode is, in words."""
+    for test, word in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISREG, "a regular file")):
+        if test(mode):
+            return word
+    return "not a regular file"
+
+
+def split_relative(relative: str | PurePosixPath) -> list[str]:
+    """The components of a path below a root; Refused for an absolute path or one with `..`."""
+    parts = [p for p in PurePosixPath(relative).parts if p not in ("", ".")]
+    if parts and (parts[0].startswith("/") or ".." in parts):
+        raise Refused(str(relative), "not a path inside the directory")
+    return parts
+
+
+def is_sparse(st: os.stat_result) -> bool:
+    """Whether a file is large and mostly holes."""
+    return st.st_size >= SPARSE_MIN_BYTES and st.st_blocks * 512 * SPARSE_RATIO < st.st_size
+
+
+def check_file(st: os.stat_result, shown: str, hard_links_ok: bool) -> None:
+    """Refused unless *st* is a regular file with one name (or *hard_links_ok*) and not sparse."""
+    if stat.S_ISDIR(st.st_mode):  # not an attack, just not a file
+        raise IsADirectoryError(errno.EISDIR, "a directory", shown)
+    if not stat.S_ISREG(st.st_mode):
+        raise Refused(shown, kind_of(st.st_mode))
+    if st.st_nlink > 1 and not hard_links_ok:
+        raise Refused(shown, f"a hard link ({st.st_nlink} names; another may be outside the trial)")
+    if is_sparse(st):
+        raise Refused(shown, f"a sparse file ({st.st_size} bytes, {st.st_blocks * 512} on disk)")
+
+
+def _open_dir_at(dir_fd: int, name: str, shown: str) -> int:
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTDIR, errno.ELOOP):
+            raise
+    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    if stat.S_ISLNK(st.st_mode):
+        raise Refused(shown, "a symbolic link")
+    raise NotADirectoryError(errno.ENOTDIR, f"{kind_of(st.st_mode)}, not a directory", shown)
+
+
+def _open_file_at(dir_fd: int, name: str, shown: str, hard_links_ok: bool) -> tuple[int, os.stat_result]:
+    # lstat first: a FIFO or device is refused before it is ever opened.
+    check_file(os.stat(name, dir_fd=dir_fd, follow_symlinks=False), shown, hard_links_ok)
+    try:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # swapped for a link since the lstat
+            raise Refused(shown, "a symbolic link") from None
+        raise
+    try:
+        st = os.fstat(fd)  # what was opened is what counts
+        check_file(st, shown, hard_links_ok)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def _read_fd(fd: int, limit: int) -> bytes:
+    chunks, total = [], 0
+    while total < limit:
+        chunk = os.read(fd, min(_CHUNK, limit - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
+def _copy_fd(src: int, dst: int, size: int) -> int:
+    """Copy at most *size* bytes (the size seen when it was opened: a growing file stops there)."""
+    copied = 0
+    try:
+        while copied < size:
+            sent = os.sendfile(dst, src, None, min(size - copied, 2**30))
+            if sent == 0:
+                break
+            copied += sent
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOSYS) or copied:
+            raise
+        while copied < size:
+            chunk = os.read(src, min(_CHUNK, size - copied))
+            if not chunk:
+                break
+            os.write(dst, chunk)
+            copied += len(chunk)
+    return copied
+
+
+def replace_at(dir_fd: int, name: str, write: Callable[[int], None], mode: int, *,
+               keep: Callable[[], bool] = lambda: True, suffix: str = ".tmp") -> bool:
+    """Replace the entry *name* of the directory *dir_fd* with a new file that *write* fills.
+
+    The new file is created in that same directory fd (O_EXCL | O_NOFOLLOW) and renamed over
+    *name* relative to it, so whatever *name* has become by then (a file, a link an agent
+    swapped in) only that directory entry changes: nothing is written through a path, and
+    nothing a link names is touched. *write* gets the new file's fd; *mode* is its mode.
+    An interruption leaves *name* as it was and no temp file behind. False, with nothing
+    changed, when *keep* (asked after the write) says no.
+    """
+    tmp = f".ptb-{secrets.token_hex(8)}{suffix}"
+    fd = os.open(tmp, _NEW_FILE_FLAGS, 0o600, dir_fd=dir_fd)
+    try:
+        try:
+            write(fd)
+            os.fchmod(fd, mode)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if keep():
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            return True
+        os.unlink(tmp, dir_fd=dir_fd)
+        return False
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except OSError:
+            pass  # already renamed, or removed by whoever else writes the directory
+        raise
+
+
+@dataclass
+class CopyBudget:
+    """What a copy may still write, and every entry it refused, with why."""
+
+    max_bytes: int
+    max_files: int
+    max_file_bytes: Optional[int] = None
+    bytes: int = 0
+    files: int = 0
+    refused: list[str] = field(default_factory=list)
+    refused_more: int = 0
+
+    def refuse(self, exc: Refused) -> None:
+        """Keep a refusal line (counting, not keeping, those past MAX_REFUSALS_KEPT)."""
+        if len(self.refused) < MAX_REFUSALS_KEPT:
+            self.refused.append(str(exc))
+        else:
+            self.refused_more += 1
+
+    def refusal_lines(self) -> list[str]:
+        """The refusal lines, with one more line for those only counted."""
+        more = [f"... and {self.refused_more} more refused"] if self.refused_more else []
+        return self.refused + more
+
+
+class _FilesCapReached(Exception):
+    """Stops a tree copy at its file-count cap."""
+
+
+class SafeDir:
+    """A trusted directory opened once; every path below it is opened fd-relative, never via a link.
+
+    *hard_links_ok*: the tree's writer is trusted not to plant hard links (a results store
+    the exporter wrote); otherwise a file with several names is refused.
+    """
+
+    def __init__(self, fd: int, path: Path, *, hard_links_ok: bool = False):
+        self.fd = fd
+        self.path = Path(path)
+        self.hard_links_ok = hard_links_ok
+        # Directories already reached without a link. A cached fd keeps naming the directory
+        # it was opened on even if the agent later swaps its name for a link, so reusing it
+        # is as safe as the first walk, and saves a path walk per file.
+        self._dirs: dict[tuple[str, ...], int] = {}
+
+    @classmethod
+    def open(cls, path: Path, *, hard_links_ok: bool = False) -> "SafeDir":
+        """Open the root itself as the caller named it: the root is trusted, what is below it is not."""
+        return cls(os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), Path(path), hard_links_ok=hard_links_ok)
+
+    def close(self) -> None:
+        """Close the root's fd and those of the directories below it."""
+        for fd in self._dirs.values():
+            os.close(fd)
+        self._dirs.clear()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> "SafeDir":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _walk(self, parts: list[str]) -> int:
+        """A new fd of the directory *parts* name below the root (the caller closes it)."""
+        fd, owned = self._borrow(parts)
+        return fd if owned else os.dup(fd)
+
+    @contextmanager
+    def _dir(self, parts: list[str]) -> Iterator[int]:
+        """The fd of the directory *parts* name below the root, for the duration of a `with`."""
+        fd, owned = self._borrow(parts)
+        try:
+            yield fd
+        finally:
+            if owned:
+                os.close(fd)
+
+    def _borrow(self, parts: list[str]) -> tuple[int, bool]:
+        """(fd, whether the caller owns it): a cached fd is lent, a fresh one past the cache is given."""
+        key = tuple(parts)
+        if not key:
+            return self.fd, False
+        if key in self._dirs:
+            return self._dirs[key], False
+        start = next((i for i in range(len(key) - 1, 0, -1) if key[:i] in self._dirs), 0)
+        fd, owned = (self._dirs[key[:start]] if start else self.fd), False
+        for i in range(start, len(parts)):
+            try:
+                below = _open_dir_at(fd, parts[i], "/".join(parts[: i + 1]))
+            finally:
+                if owned:
+                    os.close(fd)
+            fd, owned = below, True
+            if len(self._dirs) < MAX_CACHED_DIRS:
+                self._dirs[key[: i + 1]], owned = fd, False
+        return fd, owned
+
+    def subdir(self, relative: str) -> "SafeDir":
+        """The directory *relative* names, as a SafeDir of its own (Refused if any part is a link)."""
+        return SafeDir(self._walk(split_relative(relative)), self.path / relative, hard_links_ok=self.hard_links_ok)
+
+    def lstat(self, relative: str) -> Optional[os.stat_result]:
+        """The entry's own stat; None when it does not exist without following a link."""
+        parts = split_relative(relative)
+        if not parts:
+            return os.fstat(self.fd)
+        try:
+            with self._dir(parts[:-1]) as parent:
+                return os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError, Refused):
+            return None
+
+    def is_dir(self, relative: str) -> bool:
+        """Whether *relative* is a real directory (a link to one is not)."""
+        st = self.lstat(relative)
+        return st is not None and stat.S_ISDIR(st.st_mode)
+
+    def entries(self, relative: str = "") -> list[tuple[str, os.stat_result]]:
+        """(name, lstat) of each entry of a directory below the root, sorted by name."""
+        found = []
+        with self._dir(split_relative(relative)) as fd, os.scandir(fd) as listing:
+            for entry in listing:
+                try:
+                    found.append((entry.name, entry.stat(follow_symlinks=False)))
+                except FileNotFoundError:
+                    continue
+        return sorted(found, key=lambda item: item[0])
+
+    def open_file(self, relative: str, *, hard_links_ok: Optional[bool] = None) -> tuple[int, os.stat_result]:
+        """An fd of the regular file *relative* names, and its fstat (the caller closes the fd).
+
+        *hard_links_ok* overrides the directory's rule for one file the caller knows only
+        trusted code wrote.
+        """
+        parts = split_relative(relative)
+        if not parts:
+            raise IsADirectoryError(errno.EISDIR, "a directory", str(self.path))
+        shown = "/".join(parts)
+        linked = self.hard_links_ok if hard_links_ok is None else hard_links_ok
+        with self._dir(parts[:-1]) as parent:
+            return _open_file_at(parent, parts[-1], shown, linked)
+
+    def read_head(self, relative: str, limit: int, *, hard_links_ok: Optional[bool] = None) -> tuple[bytes, bool]:
+        """The first *limit* bytes of a file, and whether there was more."""
+        fd, _ = self.open_file(relative, hard_links_ok=hard_links_ok)
+        try:
+            data = _read_fd(fd, limit + 1)
+        finally:
+            os.close(fd)
+        return data[:limit], len(data) > limit
+
+    def read_bytes(self, relative: str, limit: int, *, hard_links_ok: Optional[bool] = None) -> bytes:
+        """A whole file; Refused when it is larger than *limit* bytes."""
+        data, more = self.read_head(relative, limit, hard_links_ok=hard_links_ok)
+        if more:
+            raise Refused("/".join(split_relative(relative)), f"larger than the {limit}-byte cap for this file")
+        return data
+
+    def copy_file(self, relative: str, dest_dir: Path, name: str, budget: CopyBudget) -> bool:
+        """Copy one file into *dest_dir* (a directory the caller made) as *name*, within *budget*.
+
+        False, with the reason in `budget.refused` and nothing written, when it is not a plain
+        file reached without a link, or does not fit the budget.
+        """
+        parts = split_relative(relative)
+        files_before = budget.files
+        try:
+            src = self._walk(parts[:-1])
+        except Refused as exc:
+            budget.refuse(exc)
+            return False
+        try:
+            out = os.open(dest_dir, _DIR_FLAGS)
+            try:
+                self._copy_one(src, parts[-1], "/".join(parts), out, name, budget)
+            except _FilesCapReached:
+                pass
+            finally:
+                os.close(out)
+        finally:
+            os.close(src)
+        return budget.files > files_before
+
+    def copy_tree(self, relative: str, dest: Path, budget: CopyBudget) -> None:
+        """Copy the directory *relative* to the new directory *dest*: real directories and plain
+        files only, within *budget*; each entry left out is in `budget.refused`.
+
+        Raises Refused only when *relative* itself is a link or not a directory.
+        """
+        parts = split_relative(relative)
+        src = self._walk(parts)
+        try:
+            os.mkdir(dest, 0o755)
+            out = os.open(dest, _DIR_FLAGS)
+            try:
+                self._copy_level(src, out, "/".join(parts), budget, depth=0)
+            except _FilesCapReached:
+                pass
+            finally:
+                os.close(out)
+        finally:
+            os.close(src)
+
+    def _copy_level(self, src: int, out: int, shown: str, budget: CopyBudget, depth: int) -> None:
+        with os.scandir(src) as listing:
+            names = sorted(entry.name for entry in listing)
+        for name in names:
+            where = f"{shown}/{name}" if shown else name
+            try:
+                st = os.stat(name, dir_fd=src, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            try:
+                if not stat.S_ISDIR(st.st_mode):
+                    self._copy_one(src, name, where, out, name, budget)
+                    continue
+                if depth >= MAX_DEPTH:
+                    raise Refused(where, f"nested deeper than {MAX_DEPTH} directories")
+                below = _open_dir_at(src, name, where)
+                try:
+                    os.mkdir(name, 0o755, dir_fd=out)
+                    below_out = os.open(name, _DIR_FLAGS, dir_fd=out)
+                    try:
+                        self._copy_level(below, below_out, where, budget, depth + 1)
+                    finally:
+                        os.close(below_out)
+                finally:
+                    os.close(below)
+            except Refused as exc:
+                budget.refuse(exc)
+            except (FileNotFoundError, NotADirectoryError):
+                continue  # removed or replaced while we copied: nothing of it is taken
+
+    def _copy_one(self, src: int, name: str, shown: str, out: int, target: str, budget: CopyBudget) -> None:
+        if budget.files >= budget.max_files:
+            budget.refuse(Refused(shown, f"over the cap of {budget.max_files} files: it and the rest not copied"))
+            raise _FilesCapReached
+        try:
+            fd, st = _open_file_at(src, name, shown, self.hard_links_ok)
+        except Refused as exc:
+            budget.refuse(exc)
+            return
+        try:
+            if budget.max_file_bytes is not None and st.st_size > budget.max_file_bytes:
+                budget.refuse(Refused(shown, f"{st.st_size} bytes: over the cap of {budget.max_file_bytes} bytes a file"))
+                return
+            if budget.bytes + st.st_size > budget.max_bytes:
+                budget.refuse(Refused(shown, f"{st.st_size} bytes: over the copy cap of {budget.max_bytes} bytes"))
+                return
+            dst = os.open(target, _NEW_FILE_FLAGS, 0o755 if st.st_mode & 0o111 else 0o644, dir_fd=out)
+            try:
+                copied = _copy_fd(fd, dst, st.st_size)
+                os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+            finally:
+                os.close(dst)
+        finally:
+            os.close(fd)
+        budget.bytes += copied
+        budget.files += 1
+
+
+def read_named_head(path: Path, limit: int, root_marker: str, *, hard_links_ok: bool = False) -> tuple[bytes, bool]:
+    """The head of a file a user named by path, and whether there was more.
+
+    Below the outermost directory on the path that holds *root_marker* (a trial directory's
+    own file), no link is followed; the directories above it are the user's to name. A path
+    through no such directory only has its last component opened without following.
+    """
+    absolute = Path(os.path.abspath(path))  # lexical: resolving would follow the links
+    for ancestor in reversed(absolute.parents):
+        try:
+            marked = stat.S_ISREG(os.lstat(ancestor / root_marker).st_mode)
+        except OSError:
+            marked = False
+        if marked:
+            with SafeDir.open(ancestor, hard_links_ok=hard_links_ok) as root:
+                return root.read_head(absolute.relative_to(ancestor).as_posix(), limit)
+    with SafeDir.open(absolute.parent, hard_links_ok=hard_links_ok) as parent:
+        return parent.read_head(absolute.name, limit)
