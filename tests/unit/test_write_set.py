@@ -137,3 +137,18 @@ def test_excluded_paths_and_the_destination_are_not_walked(tmp_path):
     assert paths == [str(root / "app" / "kept.jsonl")]
     again = stage_write_set(root / "app" / "out", None, [], Caps(), proc=proc)  # replaces its own output
     assert not any("/out/" in e.path for e in again.entries)
+
+
+def test_a_huge_sparse_file_is_scanned_by_its_data_only(tmp_path):
+    """1 TiB of holes with a test question hidden in the middle: found, without reading the holes."""
+    root, proc = sandbox(tmp_path)
+    sparse = root / "app" / "blob.dat"
+    with sparse.open("wb") as handle:
+        handle.truncate(1 << 40)
+        handle.seek(1 << 39)
+        handle.write(RECORD.encode())
+    manifest = stage(tmp_path, root, proc, caps=Caps(time_s=60))
+    assert not manifest.incomplete
+    assert manifest.read_bytes < 1 << 20  # the data region, not the terabyte of holes
+    texts = staged_text(tmp_path, manifest)
+    assert any(QUESTION in text for origin, text in texts.items() if "blob.dat" in origin)

@@ -192,6 +192,21 @@ def build_exec_argv(
     return argv
 
 
+# Only root (gid 0) sees every process: an unprivileged user sees its own, so the agent
+# cannot read a candidate's or the service's /proc entries (cmdline, environ, counters).
+PROC_HIDEPID_OPTIONS = "hidepid=invisible,gid=0"
+
+
+def build_hidepid_argv(init_pid: int) -> list[str]:
+    """Return the argv that remounts the instance's ``/proc`` with :data:`PROC_HIDEPID_OPTIONS`.
+
+    bwrap's ``--proc`` takes no mount options, and the sandbox's root lacks CAP_SYS_ADMIN,
+    so the host (with its full capabilities) remounts it in the instance's mount namespace.
+    """
+    return ["nsenter", "--target", str(init_pid), "--mount", "--root", "--",
+            "mount", "-o", f"remount,{PROC_HIDEPID_OPTIONS}", "/proc"]
+
+
 def sandbox_base_env() -> dict[str, str]:
     """Environment every sandboxed command starts from (task env vars merge on top)."""
     return {

@@ -47,6 +47,7 @@ from posttrainbench.envs.bwrap import (
     Bind,
     SandboxSpec,
     build_exec_argv,
+    build_hidepid_argv,
     build_init_argv,
     gpu_binds,
     lookup_user,
@@ -171,6 +172,7 @@ class LocalSandboxEnvironment(BaseEnvironment):
             binds += gpu_binds()
         spec = SandboxSpec(rootfs=self._fs.rootfs, binds=binds)
         await self._start_init(spec)
+        await self._hide_other_users_processes()
         if not self._network_disabled and self._init_pid is not None:
             self._network = UserNetwork(self._fs.instance_dir / "slirp4netns.log", self.logger)
             await self._network.start(self._init_pid)
@@ -179,6 +181,20 @@ class LocalSandboxEnvironment(BaseEnvironment):
             raise RuntimeError(f"Sandbox did not start: {result.stderr}")
         # Before Harbor's healthcheck, which starts an agent task's service.
         await deliver_secrets(self)
+
+    async def _hide_other_users_processes(self) -> None:
+        if self._init_pid is None:
+            return
+        proc = await asyncio.create_subprocess_exec(
+            *build_hidepid_argv(self._init_pid),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env=HOST_HELPER_ENV,
+        )
+        output, _ = await asyncio.wait_for(proc.communicate(), 30)
+        if proc.returncode != 0:
+            raise RuntimeError(f"could not hide other users' processes in the sandbox: {output.decode().strip()}")
 
     async def _start_init(self, spec: SandboxSpec) -> None:
         read_fd, write_fd = os.pipe()

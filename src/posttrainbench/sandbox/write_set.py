@@ -20,18 +20,22 @@ Usage: python -P -m posttrainbench.sandbox.write_set --dest /logs/artifacts/writ
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import shutil
 import stat
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import BinaryIO, Optional
 
 from posttrainbench.integrity.contamination.staging import TextStager
 from posttrainbench.integrity.contamination.unpack import UnpackBudget
 from posttrainbench.integrity.judges.verdict import LimitHit
+from posttrainbench.safe_fs import is_sparse
 from posttrainbench.sandbox.writable_roots import agent_clock_start, writable_mounts
 from posttrainbench.sandbox.write_set_manifest import (
     MAX_LISTED,
@@ -53,6 +57,7 @@ TRUSTED_OUTPUTS = ("/logs/artifacts", "/logs/verifier")
 NOT_FILES = ("/proc", "/sys")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -131,7 +136,48 @@ def _stage_one(stager: TextStager, found: Found) -> Optional[str]:
         st = os.fstat(handle.fileno())
         if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (found.st.st_dev, found.st.st_ino):
             return "replaced since it was listed"
+        if is_sparse(st):
+            return _stage_sparse(stager, handle, found.path)
         return stager.add_file(handle, st.st_size, found.path)
+
+
+def data_extents(fd: int, size: int) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of each region of *fd* that holds data (holes read as zeros)."""
+    offset = 0
+    while offset < size:
+        try:
+            start = os.lseek(fd, offset, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # only a hole is left
+                return
+            raise
+        end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
+        yield start, end
+        offset = end
+
+
+def _stage_sparse(stager: TextStager, handle: BinaryIO, origin: str) -> Optional[str]:
+    """Stage only a sparse file's data regions: reading its holes would cost time for
+    zeros (a 1 TiB file is a few MB on disk), while data hidden between them is scanned."""
+    budget = stager.budget
+    fd = handle.fileno()
+    with tempfile.TemporaryFile() as spool:
+        for start, end in data_extents(fd, os.fstat(fd).st_size):
+            handle.seek(start)
+            while start < end and budget.in_time(origin):
+                room = budget.max_bytes - budget.used - spool.tell()
+                chunk = handle.read(min(_CHUNK, end - start, max(room, 0) + 1))
+                if not chunk:
+                    break
+                spool.write(chunk)
+                start += len(chunk)
+                if room < len(chunk):  # one byte past the cap: add_file records the hit
+                    break
+            if budget.hit is not None or spool.tell() > budget.max_bytes - budget.used:
+                break
+        size = spool.tell()
+        spool.seek(0)
+        return stager.add_file(spool, size, f"{origin} (data regions of a sparse file)")
 
 
 def stage_write_set(dest: Path, stamp: Optional[Path], exclude: list[str], caps: Caps,

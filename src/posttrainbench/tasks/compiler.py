@@ -27,6 +27,7 @@ from posttrainbench.staged_output import staged_output
 from posttrainbench.template_tree import render_tree
 from posttrainbench.integrity.contamination.reference import reference_from_split, write_reference
 from posttrainbench.integrity.contamination.tokens import cl100k_file
+from posttrainbench.integrity.judges.limits import LIMITS_FILE_NAME
 from posttrainbench.schemas import TaskSpec
 from posttrainbench.tasks.gpu_image import gpu_requirements, load_gpu_image_pins
 from posttrainbench.tasks.options import (
@@ -154,6 +155,7 @@ def _context(benchmark: BenchmarkSpec, model: BaseModelSpec, spec: TaskSpec, opt
         "snapshot_max_total_bytes": SNAPSHOT_MAX_TOTAL_BYTES,
         "agent_user": AGENT_USER,
         "final_model_size_factor": options.final_model_size_factor,
+        "judge_limits_file": LIMITS_FILE_NAME,
     }
 
 
