@@ -27,7 +27,7 @@ import pytest
 
 from posttrainbench.benchmarks import get_benchmark
 from posttrainbench.benchmarks.base import Sample
-from posttrainbench.benchmarks.humaneval import landlock
+from posttrainbench import landlock
 from posttrainbench.benchmarks.humaneval.execution import Problem, run_check, run_checks
 from tests.unit.conftest_sandbox import make_env, sandbox_cache, task_env_dir  # noqa: F401  (fixtures)
 
@@ -363,7 +363,8 @@ def test_containment_inside_a_local_sandbox_verifier(make_env, tmp_path):
     lib = env_dir / "ptb" / "lib" / "posttrainbench"
     shutil.copytree(SRC / "posttrainbench" / "benchmarks", lib / "benchmarks",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copyfile(SRC / "posttrainbench" / "__init__.py", lib / "__init__.py")
+    for module in ("__init__.py", "landlock.py"):
+        shutil.copyfile(SRC / "posttrainbench" / module, lib / module)
     upload = tmp_path / "tests"
     (upload / "data").mkdir(parents=True)
     (upload / "data" / "HumanEval.jsonl").write_text("canonical solutions\n")

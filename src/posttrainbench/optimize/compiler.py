@@ -63,8 +63,8 @@ from posttrainbench.optimize.task_layout import LAYOUT
 REPO_DIR = LAYOUT.repo
 PRIVATE_DIR = "environment/ptb/agent-task/private"
 # The service's code: this package's optimize/ (minus the compiler) and the modules it imports
-# (the audit writes its verdict through the judges' contract).
-PAYLOAD_MODULES = ("__init__.py", "errors.py", "atomic_write.py", "integrity/__init__.py",
+# (the audit writes its verdict through the judges' contract; landlock confines candidates).
+PAYLOAD_MODULES = ("__init__.py", "errors.py", "atomic_write.py", "landlock.py", "integrity/__init__.py",
                    "integrity/judges/__init__.py", "integrity/judges/verdict.py")
 PAYLOAD_EXCLUDE = ("__pycache__", "*.pyc", "templates", "compiler.py")
 DEFAULT_BASE_IMAGE = "posttrainbench/cpu-base:bookworm"

@@ -23,7 +23,9 @@ import resource
 import signal
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves this dir out: root-owned
+# -I leaves these root-owned dirs out: this one, and the one holding the package (landlock).
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_HERE, os.path.dirname(os.path.dirname(_HERE))]
 import syscall_filter  # noqa: E402
 
 CONFINE_FAILED = 126

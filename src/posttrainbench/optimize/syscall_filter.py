@@ -21,6 +21,8 @@ import os
 import platform
 import struct
 
+from posttrainbench import landlock
+
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
@@ -54,14 +56,6 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
 }
 NETWORK_CALLS = ("socket",)  # left out of the list when the candidate may use the network
 
-# Landlock (same numbers on every architecture).
-_SYS_LANDLOCK_CREATE_RULESET, _SYS_LANDLOCK_ADD_RULE, _SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
-_LANDLOCK_CREATE_RULESET_VERSION = 1
-_LANDLOCK_RULE_PATH_BENEATH = 1
-_FS_EXECUTE, _FS_READ_FILE, _FS_READ_DIR = 1 << 0, 1 << 2, 1 << 3
-_FS_BITS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1, 5: (1 << 16) - 1}
-_NET_TCP_BIND_CONNECT = 0b11  # ABI 4+
-_SCOPE_ABSTRACT_UNIX_AND_SIGNAL = 0b11  # ABI 6+
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 
@@ -131,42 +125,16 @@ def install_seccomp(network: bool) -> None:
 
 def landlock_abi() -> int:
     """The kernel's Landlock ABI version, 0 when Landlock is missing, disabled or filtered out."""
-    try:
-        return _syscall(_SYS_LANDLOCK_CREATE_RULESET, None, 0, _LANDLOCK_CREATE_RULESET_VERSION)
-    except OSError:
-        return 0
+    return landlock.abi_version()
 
 
 def install_landlock(writable: list[str], network: bool) -> int:
-    """Writes only beneath *writable* (plus ``/dev/null``); return the ABI used (0: not available)."""
-    abi = landlock_abi()
-    if abi <= 0:
-        return 0
-    fs_all = _FS_BITS_BY_ABI.get(abi, _FS_BITS_BY_ABI[5])
-    if abi >= 6:
-        attr = struct.pack("=QQQ", fs_all, 0 if network else _NET_TCP_BIND_CONNECT, _SCOPE_ABSTRACT_UNIX_AND_SIGNAL)
-    elif abi >= 4:
-        attr = struct.pack("=QQ", fs_all, 0 if network else _NET_TCP_BIND_CONNECT)
-    else:
-        attr = struct.pack("=Q", fs_all)
-    attr_buffer = ctypes.create_string_buffer(attr, len(attr))
-    ruleset = _syscall(_SYS_LANDLOCK_CREATE_RULESET, attr_buffer, len(attr), 0)
+    """Read and execute everywhere, write only beneath *writable* (and ``/dev/null``);
+    TCP refused unless *network*. Return the ABI used (0: not available)."""
+    rules = {"/": landlock.READ | landlock.EXECUTE, "/dev/null": landlock.READ_FILE | landlock.WRITE_FILE}
+    rules.update(dict.fromkeys(writable, landlock.ALL))
     try:
-        _allow(ruleset, "/", _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR)
-        _allow(ruleset, "/dev/null", _FS_READ_FILE | (1 << 1))  # read and write /dev/null
-        for path in writable:
-            _allow(ruleset, path, fs_all)
-        _syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0)
-    finally:
-        os.close(ruleset)
-    return abi
+        return landlock.restrict_self(rules, block_tcp=not network)
+    except landlock.LandlockError as exc:
+        raise ConfinementError(exc.errno, f"landlock: {exc.strerror}") from None
 
-
-def _allow(ruleset: int, path: str, access: int) -> None:
-    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-    try:
-        rule = struct.pack("=Qi", access, fd)  # struct landlock_path_beneath_attr (packed)
-        rule_buffer = ctypes.create_string_buffer(rule, len(rule))
-        _syscall(_SYS_LANDLOCK_ADD_RULE, ruleset, _LANDLOCK_RULE_PATH_BENEATH, rule_buffer, 0)
-    finally:
-        os.close(fd)

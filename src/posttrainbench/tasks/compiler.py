@@ -41,7 +41,8 @@ BASE_MODEL_PATH = "/opt/ptb/models/base"
 AGENT_REFERENCE_NAME = "contamination_reference.json"
 # The in-sandbox packages copied into each task (stdlib + ML deps only, no host code).
 PAYLOAD_PACKAGES = ("benchmarks", "evaluation", "training", "sandbox", "integrity")
-PAYLOAD_MODULES = ("__init__.py", "schemas.py", "errors.py", "safe_fs.py")  # safe_fs: the trace finder
+# safe_fs: the trace finder; landlock: the HumanEval candidate's confinement.
+PAYLOAD_MODULES = ("__init__.py", "schemas.py", "errors.py", "safe_fs.py", "landlock.py")
 SOLUTION_MODULES = {"bfcl": "posttrainbench.training.sft_bfcl"}
 FEEDBACK_TEXT = {
     "test": "the benchmark's test set: the same questions the final evaluation scores",

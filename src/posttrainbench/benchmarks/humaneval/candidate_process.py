@@ -25,12 +25,14 @@ import socket
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # python -I leaves this folder out
+# python -I leaves these root-owned folders out: this one, and the one holding the package.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_HERE, os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))]
 import containment  # noqa: E402
-import landlock  # noqa: E402
 import wire  # noqa: E402
+from posttrainbench import landlock  # noqa: E402
 
-del sys.path[0]  # model code imports from the standard path only
+del sys.path[:2]  # model code imports from the standard path only
 
 MAX_MESSAGE_CHARS = 1000  # of an exception message sent back
 
@@ -103,12 +105,17 @@ def _serve(sock: socket.socket, reader: wire.Reader, function) -> None:
         wire.send(sock, "return", body)
 
 
+def _read_only(paths: list[str]) -> int:
+    """Landlock: read-only beneath *paths*, nothing else (no writes, no exec, no TCP)."""
+    return landlock.restrict_self(dict.fromkeys(paths, landlock.READ), block_tcp=True)
+
+
 def main() -> int:
     sock = socket.socket(fileno=int(sys.argv[1]))
     reader = wire.Reader(sock)
     _, setup = reader.receive(("setup",))
     try:
-        confine = landlock.restrict_self if setup["landlock"] else None
+        confine = _read_only if setup["landlock"] else None
         report = containment.contain(setup["limits"], setup["uid"], setup["gid"], confine, setup["preload"])
     except containment.ContainmentError as exc:
         wire.send(sock, "setup_failed", str(exc))
