@@ -75,6 +75,28 @@ class GenerationAttempt(BaseModel):
     ok: bool
     seconds: float = Field(ge=0.0)
     error: Optional[str] = None
+    time_limit_s: Optional[float] = Field(
+        default=None, description="the limit of the attempt's questions after the first batch "
+        "(evaluation.time_budget); None: no limit")
+
+
+# The verifier's live progress, beside metrics.json in /logs/verifier (host-side readers
+# treat it as untrusted: it is display only, never a score).
+PROGRESS_FILENAME = "progress.json"
+
+
+class VerifierProgress(BaseModel):
+    """How far the verifier's current generation attempt is; rewritten every second or so."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    phase: Literal["final_model", "base_model"]
+    done: int = Field(ge=0)
+    total: int = Field(ge=0)
+    attempt: int = Field(ge=1)
+    max_new_tokens: int = Field(ge=1)
+    elapsed_s: float = Field(ge=0.0)
+    questions_per_min: float = Field(ge=0.0)
 
 
 class ScorerFinding(BaseModel):

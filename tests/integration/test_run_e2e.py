@@ -87,6 +87,7 @@ def test_demo(tmp_path: Path) -> None:
     gap = metrics.accuracy - metrics.base_model.accuracy
     assert gap > 2 * (metrics.stderr**2 + metrics.base_model.stderr**2) ** 0.5, metrics
     assert re.search(r"post-trained \(final_model\)\s*│\s*\d+\.\d%", output), output
+    assert f"(n={metrics.n})" in output and "reference fine-tune: 20 steps" in output, output
     artifacts = Path(trial.trial_dir) / "artifacts"
     manifest = json.loads(next(artifacts.rglob("code_snapshot/MANIFEST.json")).read_text())
     assert manifest["kept"], manifest
@@ -101,7 +102,7 @@ def test_demo(tmp_path: Path) -> None:
     (run,) = _exported(tmp_path / "results")
     assert (run.agent, run.benchmark, run.base_model, run.status) == ("oracle", "bfcl", "smollm2-135m", "scored")
     assert run.score == metrics.accuracy and run.flagged is False and len(run.verdicts) == 5
-    assert run.time.budget_hours == 0.5 and 0 < run.time.agent_hours < 0.5
+    assert run.time.budget_hours == 1.0 and 0 < run.time.agent_hours < 1.0
     assert (tmp_path / "results" / "runs" / run.id / "snapshot" / "MANIFEST.json").is_file()
     collected = run_ptb("results", "collect", str(tmp_path / "results"))
     assert collected.returncode == 0, collected.stderr

@@ -27,11 +27,16 @@ def test_workers_give_the_single_process_outputs(tiny_model, monkeypatch):
     settings = GenerationSettings(max_new_tokens=12, stop=("w5",))
     backend = make_backend(str(tiny_model), batch_size=2)
     assert isinstance(backend, DataParallelBackend) and backend.workers == 3
+    finished: list[int] = []  # the live progress: answers as the workers finish them
     try:
-        ours = backend.generate(prompts, settings, seed=0)
+        ours = backend.generate(prompts, settings, seed=0, progress=finished.append)
     finally:
         backend.close()
-    assert ours == TransformersBackend(str(tiny_model), batch_size=4).generate(prompts, settings, seed=0)
+    assert sum(finished) == len(prompts)
+    single: list[int] = []
+    assert ours == TransformersBackend(str(tiny_model), batch_size=4).generate(prompts, settings, seed=0,
+                                                                               progress=single.append)
+    assert sum(single) == len(prompts) and len(single) > 1  # one report per finished row, not one at the end
 
 
 def test_auto_uses_one_process_on_request_and_workers_for_small_models(tiny_model, monkeypatch):

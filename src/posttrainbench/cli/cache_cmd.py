@@ -1,4 +1,5 @@
-"""`ptb cache push`: base models into the shared cache volume that cloud sandboxes mount."""
+"""`ptb cache`: the local sandbox's layer cache (`list`, `prune`) and the shared cache volume
+that cloud sandboxes mount (`push`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from rich.markup import escape
 
 from posttrainbench.errors import PtbError
 
-app = typer.Typer(help="The shared cache volume of cloud runs (--cache-volume).", no_args_is_help=True)
+app = typer.Typer(help="The local sandbox's layer cache (list, prune) and the shared cache volume of "
+                  "cloud runs (push, --cache-volume).", no_args_is_help=True)
 
 
 @app.command("push")
@@ -41,3 +43,74 @@ def push(
         raise PtbError(str(exc)) from None
     console.print(f"uploaded {', '.join(prepared)} to Modal volume {escape(volume)} under models/",
                   highlight=False, soft_wrap=True)
+
+
+def _envs_dir() -> Path:
+    from posttrainbench.envs.env_cache import cache_root
+
+    return cache_root() / "envs"
+
+
+def _when(stamp: float) -> str:
+    from datetime import datetime
+
+    return datetime.fromtimestamp(stamp).strftime("%Y-%m-%d %H:%M")
+
+
+@app.command("list")
+def list_entries(
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """The local sandbox's layer cache ($PTB_CACHE_DIR/envs): each entry's size, last use and
+    the running trials that hold it."""
+    import json
+
+    from posttrainbench.envs.cache_admin import list_entries as entries_of
+
+    entries = sorted(entries_of(_envs_dir()), key=lambda e: e.last_used, reverse=True)
+    if as_json:
+        rows = [{"path": str(e.path), "layer": e.layer, "size_bytes": e.size_bytes,
+                 "last_used": e.last_used, "in_use": e.in_use, "held_by": list(e.held_by)} for e in entries]
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    console = Console()
+    if not entries:
+        console.print(f"no cache entries in {escape(str(_envs_dir()))}", highlight=False, soft_wrap=True)
+        return
+    for e in entries:
+        held = ", ".join(e.held_by) or ("a running trial" if e.in_use else "-")
+        console.print(f"{escape(e.path.name[:22])}  {e.size_bytes / 2**20:>9.1f} MB  used {_when(e.last_used)}  "
+                      f"held by {escape(held)}", highlight=False, soft_wrap=True)
+    total = sum(e.size_bytes for e in entries) / 2**30
+    console.print(f"{len(entries)} entries, {total:.2f} GB in {escape(str(_envs_dir()))}", highlight=False,
+                  soft_wrap=True)
+
+
+@app.command("prune")
+def prune_entries(
+    max_size: Optional[float] = typer.Option(None, "--max-size", min=0, help="Remove the least recently used "
+                                             "entries until the cache is at most this many GB."),
+    older_than: Optional[float] = typer.Option(None, "--older-than", min=0, help="Remove entries unused for "
+                                               "this many days."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be removed; remove nothing."),
+) -> None:
+    """Remove local layer cache entries that no running trial holds (never one that a trial uses).
+    Builds also prune past $PTB_CACHE_MAX_GB when it is set."""
+    from posttrainbench.envs.cache_admin import list_entries as entries_of
+    from posttrainbench.envs.cache_admin import prune
+
+    if max_size is None and older_than is None:
+        raise PtbError("say what to prune: --max-size GB and/or --older-than DAYS")
+    envs = _envs_dir()
+    removed = prune(envs, None if max_size is None else int(max_size * 2**30),
+                    None if older_than is None else older_than * 86400, dry_run=dry_run)
+    console = Console()
+    verb = "would remove" if dry_run else "removed"
+    for e in removed:
+        console.print(f"{verb} {escape(str(e.path))} ({e.size_bytes / 2**20:.1f} MB)", highlight=False, soft_wrap=True)
+    for e in entries_of(envs):
+        if e.in_use:
+            console.print(f"kept {escape(str(e.path))}: in use by {escape(', '.join(e.held_by) or 'a running trial')}",
+                          highlight=False, soft_wrap=True)
+    freed = sum(e.size_bytes for e in removed) / 2**30
+    console.print(f"{verb} {len(removed)} entries, {freed:.2f} GB", highlight=False)

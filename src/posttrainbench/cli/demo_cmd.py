@@ -3,39 +3,87 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import typer
+from rich import get_console
 from rich.console import Console
 from rich.table import Table
 
 from posttrainbench.errors import PtbError
 from posttrainbench.runner.preflight import check_local_sandbox
+from posttrainbench.schemas import VerifierProgress
+
+PHASE_LABELS = {"final_model": "verifier: post-trained model", "base_model": "verifier: base model"}
+PRINT_EVERY_S = 10.0
 
 
 def demo(
     runs_dir: Path = typer.Option(Path("ptb-runs"), "--runs-dir", help="Where the demo run is written."),
     limit: int = typer.Option(50, "--limit", help="BFCL questions scored for both models."),
-    train_minutes: float = typer.Option(3.5, "--train-minutes", help="Training time of the reference solution."),
+    train_steps: int | None = typer.Option(
+        None, "--train-steps", min=1,
+        help="Optimizer steps of the reference fine-tune (default: the solution's, 20): a fixed amount of "
+        "training, so the result does not depend on how busy the machine is, only its time."),
 ) -> None:
     """Post-train SmolLM2-135M for BFCL offline on this machine and compare with the base model."""
     from posttrainbench.runner.demo import DemoSettings, run_demo
 
     check_local_sandbox()
-    console = Console()
+    console = get_console()  # the console Harbor's live job display uses
     console.print(
         "[bold]ptb demo[/]: BFCL x SmolLM2-135M, reference solution (oracle agent), local sandbox.\n"
         "The first run builds the task environment (Python packages, base model) and caches it."
     )
-    result = asyncio.run(run_demo(DemoSettings(runs_dir=runs_dir, limit=limit, train_minutes=train_minutes)))
-    table = Table("model", f"BFCL simple_python accuracy (n={result.n or '?'})")
+    settings = DemoSettings(runs_dir=runs_dir, limit=limit, train_steps=train_steps)
+    result = asyncio.run(run_demo(settings, on_progress=_VerifierLines(console)))
+    table = Table("model", f"BFCL simple_python accuracy (n={result.n})")
     table.add_row("base (SmolLM2-135M)", _pct(result.base_score))
     table.add_row("post-trained (final_model)", _pct(result.final_score))
     console.print(table)
+    _print_training(console, result.training)
+    if result.final_score is not None and result.base_score is not None and result.final_score <= result.base_score:
+        console.print("[yellow]warning:[/] the post-trained model did not beat the base model")
     console.print(f"time: {result.seconds / 60:.1f} min; results: {Path(result.record.job_dir)}")
     console.print(f"run record: {result.record.path}")
     if result.error or result.final_score is None:
         raise PtbError(f"the demo trial did not produce a score: {result.error}")
+
+
+class _VerifierLines:
+    """Prints the verifier's progress as it scores: one line per model every few seconds.
+
+    Lines, not a live bar of our own: Harbor's job display is already live on the same
+    console, and rich keeps printed lines above it (two live displays would garble it).
+    """
+
+    def __init__(self, console: Console, every_s: float = PRINT_EVERY_S):
+        self.console = console
+        self.every_s = every_s
+        self._last: tuple[str, int] | None = None  # (phase, attempt) of the last line
+        self._printed_at = 0.0
+
+    def __call__(self, state: VerifierProgress) -> None:
+        now = time.monotonic()
+        new_run = self._last != (state.phase, state.attempt)
+        finished = state.done == state.total
+        if not (new_run or finished or now - self._printed_at >= self.every_s):
+            return
+        self._last, self._printed_at = (state.phase, state.attempt), now
+        retry = f" (attempt {state.attempt}, {state.max_new_tokens} tokens)" if state.attempt > 1 else ""
+        self.console.print(f"{PHASE_LABELS[state.phase]}{retry}: {state.done}/{state.total} questions, "
+                           f"{state.questions_per_min:.1f} questions/min, {state.elapsed_s:.0f}s", highlight=False)
+
+
+def _print_training(console: Console, training) -> None:
+    if training is None:
+        return
+    took = f" in {training.train_seconds / 60:.1f} min" if training.train_seconds is not None else ""
+    console.print(f"reference fine-tune: {training.steps} steps{took}")
+    if training.stopped_early:
+        console.print(f"[yellow]warning:[/] the fine-tune hit its time cap after {training.steps} of "
+                      f"{training.steps_planned} steps: the machine was too busy to finish it")
 
 
 def _pct(value: float | None) -> str:

@@ -39,13 +39,16 @@ def _task_dir(trial_dir: Path, task: Path | None) -> Path:
 def _cached_base_model(task_dir: Path) -> Path | None:
     """The base model the local sandbox built for this task, if it is in the cache."""
     try:
-        from posttrainbench.envs.env_cache import cache_root, compute_cache_key, resolve_sandbox_python
+        from posttrainbench.envs.env_cache import plan_layers, resolve_sandbox_python
 
-        key = compute_cache_key(task_dir / "environment", resolve_sandbox_python())
+        layers = plan_layers(task_dir / "environment", resolve_sandbox_python())
     except Exception:  # no sandbox python here: the judge reports the missing base model
         return None
-    base = cache_root() / "envs" / key / "models" / "base"
-    return base if (base / "config.json").is_file() else None
+    for layer in reversed(layers):  # the topmost layer that has one, as in the sandbox's /opt/ptb
+        base = layer.entry / "models" / "base"
+        if (base / "config.json").is_file():
+            return base
+    return None
 
 
 def _trial_inputs(trial_dir: Path) -> tuple[dict[str, Path | None], list[str]]:

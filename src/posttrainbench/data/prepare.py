@@ -2,12 +2,15 @@
 
 Layout: ``<cache>/data/<benchmark>/{test,dev}.jsonl`` + ``manifest.json`` and
 ``<cache>/raw/`` (downloaded files). A prepared benchmark is reused; the task compiler
-reads from here, so an air-gapped cluster works after one ``prepare`` elsewhere.
+reads from here, so an air-gapped cluster works after one ``prepare`` elsewhere, or after
+``ptb data import`` of files brought in by hand (posttrainbench.data.importer). Both
+routes end in :func:`store_benchmark`, so they write the same entry from the same files.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
 import random
 import shutil
@@ -17,8 +20,9 @@ from pathlib import Path
 from posttrainbench.benchmarks.base import Sample
 from posttrainbench.benchmarks.datafiles import read_split, write_split
 from posttrainbench.benchmarks.fetch import Fetcher, FetchError
-from posttrainbench.benchmarks.source import get_source
-from posttrainbench.data.manifest import DataManifest, SplitInfo
+from posttrainbench.benchmarks.rows import Row, check_columns, read_rows
+from posttrainbench.benchmarks.source import DataSource, RawFile, get_source
+from posttrainbench.data.manifest import DataManifest, SourceFileInfo, SplitInfo
 from posttrainbench.errors import PtbError
 
 CACHE_ENV = "PTB_CACHE_DIR"
@@ -27,7 +31,7 @@ DEV_SEED = 20250101  # fixed: the carved dev split must be the same everywhere
 
 
 class DataPrepareError(PtbError):
-    """A benchmark's data could not be fetched or is malformed."""
+    """A benchmark's data could not be fetched or read, or is malformed."""
 
 
 def default_cache_dir() -> Path:
@@ -60,41 +64,106 @@ def prepare_benchmark(benchmark_id: str, cache_dir: Path | None = None, offline:
         return existing
     source = get_source(benchmark_id)
     try:
-        splits = source.fetch(Fetcher(cache_dir, offline=offline))
+        raw = source.download(Fetcher(cache_dir, offline=offline))
     except FetchError as exc:
         raise DataPrepareError(f"{benchmark_id}: {exc}") from None
+    return store_benchmark(source, {role: [f] for role, f in raw.items()}, cache_dir,
+                           provenance=source.provenance)
+
+
+def store_benchmark(source: DataSource, raw: dict[str, list[RawFile]], cache_dir: Path, *,
+                    provenance: str, imported_from: Path | None = None) -> DataManifest:
+    """Check *raw* against *source*'s columns, build its splits and write the cache entry.
+
+    *raw* holds each of ``source.files`` by role (several files: shards, read in order).
+    The one route from source files to a cache entry, for downloads and imports alike.
+    Any problem is a DataPrepareError before anything is written; an existing entry is
+    replaced only by a complete new one.
+    """
+    bid = source.benchmark_id
+    try:
+        rows, files = _read_sources(source, raw)
+        splits = source.build(rows)
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        # Rows that pass the column check can still be wrong inside (a field of the
+        # wrong type, an answer without its marker): one line naming it, not a traceback.
+        raise DataPrepareError(f"{bid}: {_reason(exc)}") from None
+    dev_source, carved = _settle_dev(bid, splits)
+    manifest = DataManifest(
+        benchmark=bid, provenance=provenance,
+        prepared_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        splits={}, dev_source=dev_source, carved_dev_ids=carved,
+        origin="download" if imported_from is None else "import",
+        imported_from=None if imported_from is None else str(imported_from), source_files=files,
+    )
+    return _write_entry(data_root(cache_dir) / bid, splits, manifest)
+
+
+def _read_sources(source: DataSource, raw: dict[str, list[RawFile]]) -> tuple[dict[str, list[Row]], list[SourceFileInfo]]:
+    """Each role's rows (checked for its columns) and what each file was."""
+    rows: dict[str, list[Row]] = {}
+    infos: list[SourceFileInfo] = []
+    for spec in source.files:
+        if not raw.get(spec.role):
+            raise ValueError(f"no {spec.role} file ({spec.name})")
+        rows[spec.role] = []
+        for f in raw[spec.role]:
+            got = read_rows(f.name, f.body, where=f.location)
+            check_columns(got, spec.columns, f.location)
+            rows[spec.role].extend(got)
+            infos.append(SourceFileInfo(role=spec.role, location=f.location,
+                                        sha256=hashlib.sha256(f.body).hexdigest(), rows=len(got)))
+    return rows, infos
+
+
+def _settle_dev(benchmark_id: str, splits: dict[str, list[Sample]]) -> tuple[str, list[str]]:
+    """Check the splits; carve a dev split when the source has none. (dev source, carved ids)."""
     if not splits.get("test"):
         raise DataPrepareError(f"{benchmark_id}: source returned no test items")
     test_ids = {s.id for s in splits["test"]}
     if len(test_ids) != len(splits["test"]):
         raise DataPrepareError(f"{benchmark_id}: duplicate test ids")
-    carved: list[str] = []
     if splits.get("dev"):
         if test_ids & {s.id for s in splits["dev"]}:
             raise DataPrepareError(f"{benchmark_id}: dev split overlaps the test split")
-        dev_source = "natural"
-    else:
-        splits["dev"] = carve_dev(splits["test"])
-        carved = [s.id for s in splits["dev"]]
-        dev_source = "carved"
-    final = data_root(cache_dir) / benchmark_id
+        return "natural", []
+    splits["dev"] = carve_dev(splits["test"])
+    return "carved", [s.id for s in splits["dev"]]
+
+
+def _write_entry(final: Path, splits: dict[str, list[Sample]], manifest: DataManifest) -> DataManifest:
+    """Write the splits and *manifest* in a staging directory, then rename it to *final*."""
     final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{benchmark_id}.", dir=final.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
     try:
         infos = {name: SplitInfo(n=len(rows), sha256=write_split(staging / f"{name}.jsonl", rows))
                  for name, rows in splits.items()}
-        manifest = DataManifest(
-            benchmark=benchmark_id, provenance=source.provenance,
-            prepared_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            splits=infos, dev_source=dev_source, carved_dev_ids=carved,
-        )
+        manifest = manifest.model_copy(update={"splits": infos})
         manifest.dump(staging / "manifest.json")
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(staging, final)
+        _swap_in(staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return manifest
+
+
+def _swap_in(staging: Path, final: Path) -> None:
+    """Replace *final* with *staging*; the old entry is moved aside, not deleted, until then."""
+    old = final.with_name(f".{final.name}.old.{os.getpid()}")
+    shutil.rmtree(old, ignore_errors=True)  # left by a crash of an earlier process with this pid
+    if final.exists():
+        os.replace(final, old)
+    try:
+        os.replace(staging, final)
+    except OSError:
+        if old.exists():
+            os.replace(old, final)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _reason(exc: BaseException) -> str:
+    text = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+    return " ".join(text.split())
 
 
 def task_splits(benchmark_id: str, feedback: str, cache_dir: Path | None = None) -> tuple[list[Sample], list[Sample] | None]:

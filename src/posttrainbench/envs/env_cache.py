@@ -1,10 +1,14 @@
-"""Content-addressed cache of built task environments (venv + ``ptb/`` support files).
+"""Content-addressed cache of a task's ``/opt/ptb``, built in layers like its image.
 
-A task's ``environment/`` directory holds ``requirements.txt`` and a ``ptb/`` tree. They
-are built once into ``<cache>/envs/<sha256>`` and then mounted read-only (through a
-per-instance writable layer) at ``/opt/ptb`` in every sandbox that uses that task.
-Builds happen in a temporary directory and are renamed into place, under a file lock,
-so concurrent trials never build twice and a failed build never leaves a cache entry.
+A task's ``environment/`` holds ``requirements.txt`` and a ``ptb/`` tree. Its layer
+manifest (:mod:`posttrainbench.envs.layer_manifest`) splits them into layers, e.g. the
+venv, the base model and the task's own files; a task without one is a single layer.
+Each layer is built once into ``<cache>/envs/<name>-<sha256>``, keyed only on what it is
+made from, so tasks that differ in their hours or benchmark share the venv and the model
+and differ in a few MB. The local sandbox stacks an instance's layers read-only under its
+own writable layer at ``/opt/ptb`` (:meth:`posttrainbench.envs.instance_fs.InstanceFs.setup_ptb`).
+Each layer is built in a temporary directory and renamed into place under a lock of its
+own, so concurrent trials never build a layer twice and a failed build leaves no entry.
 """
 
 from __future__ import annotations
@@ -20,14 +24,17 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-SANDBOX_PTB_ROOT = "/opt/ptb"
-"""Where the cached build appears inside the sandbox."""
+from posttrainbench.envs.layer_build import (  # noqa: F401  (the cache's errors and paths, for its callers)
+    BUILD_LOG_NAME,
+    SANDBOX_PTB_ROOT,
+    EnvironmentBuildError,
+    build_layer,
+)
+from posttrainbench.envs.cache_admin import LayerHolds, prune_to_cap
+from posttrainbench.envs.layer_manifest import LayerSpec, load_layers
 
-BUILD_LOG_NAME = "build.log"
-
-
-class EnvironmentBuildError(RuntimeError):
-    """The task environment could not be built (pip or ``ptb/build.sh`` failed)."""
+KEY_VERSION = b"ptb-layer-v1"
+"""Changes every key: bump it when the way layers are built changes."""
 
 
 @dataclass(frozen=True)
@@ -97,128 +104,135 @@ def resolve_sandbox_python() -> SandboxPython:
     )
 
 
-def compute_cache_key(environment_dir: Path, python: SandboxPython) -> str:
-    """Hash requirements.txt, every path+content under ``ptb/`` and the Python version."""
+def _hash_path(digest: hashlib._Hash, path: Path, rel: str) -> None:
+    if path.is_symlink():
+        digest.update(f"L:{rel}->{os.readlink(path)}\0".encode())
+    elif path.is_file():
+        digest.update(f"F:{rel}:{os.access(path, os.X_OK)}\0".encode())
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    elif path.is_dir():
+        digest.update(f"D:{rel}\0".encode())
+
+
+def layer_key(environment_dir: Path, spec: LayerSpec, python: SandboxPython) -> str:
+    """Hash the sandbox Python, the layer's spec and every path + content of its inputs.
+
+    Nothing of the layers below and nothing else of the task enters it: a task that
+    differs in a file no input names shares the layer.
+    """
     digest = hashlib.sha256()
-    digest.update(b"ptb-env-v1\0")
-    digest.update(python.version.encode() + b"\0")
-    requirements = environment_dir / "requirements.txt"
-    digest.update(requirements.read_bytes() if requirements.is_file() else b"")
-    digest.update(b"\0")
-    ptb_dir = environment_dir / "ptb"
-    if ptb_dir.is_dir():
-        for path in sorted(ptb_dir.rglob("*")):
-            rel = path.relative_to(ptb_dir).as_posix()
-            if path.is_symlink():
-                digest.update(f"L:{rel}->{os.readlink(path)}\0".encode())
-            elif path.is_file():
-                digest.update(f"F:{rel}:{os.access(path, os.X_OK)}\0".encode())
-                digest.update(path.read_bytes())
-                digest.update(b"\0")
-            elif path.is_dir():
-                digest.update(f"D:{rel}\0".encode())
+    digest.update(KEY_VERSION + b"\0")
+    digest.update(f"{python.executable}\0{python.version}\0".encode())
+    digest.update(json.dumps(spec.model_dump(mode="json"), sort_keys=True).encode() + b"\0")
+    for rel in spec.inputs:
+        path = environment_dir / rel
+        _hash_path(digest, path, rel)
+        if path.is_dir() and not path.is_symlink():
+            for sub in sorted(path.rglob("*")):
+                _hash_path(digest, sub, f"{rel}/{sub.relative_to(path).as_posix()}")
     return digest.hexdigest()
 
 
-def _has_requirements(requirements: Path) -> bool:
-    if not requirements.is_file():
-        return False
-    for line in requirements.read_text().splitlines():
-        stripped = line.strip()
-        if stripped and not stripped.startswith("#"):
-            return True
-    return False
+@dataclass(frozen=True)
+class Layer:
+    """One layer of a task's environment and its cache entry (which may not exist yet)."""
+
+    spec: LayerSpec
+    key: str
+    entry: Path
+
+    @property
+    def built(self) -> bool:
+        """Whether the entry is in the cache (entries appear complete, by rename)."""
+        return self.entry.is_dir()
+
+    def build_logs(self) -> list[Path]:
+        """The logs of builds of this layer in progress now (by this or another process)."""
+        return sorted(self.entry.parent.glob(f".build-{self.entry.name[:40]}-*/{BUILD_LOG_NAME}"))
 
 
-def _run_logged(argv: list[str], log: Path, env: dict[str, str], cwd: Path) -> int:
-    with log.open("ab") as handle:
-        handle.write(f"\n$ {' '.join(argv)}\n".encode())
-        handle.flush()
-        return subprocess.run(
-            argv, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=cwd
-        ).returncode
+def plan_layers(environment_dir: Path, python: SandboxPython, root: Path | None = None) -> list[Layer]:
+    """The task's layers, bottom first, with their keys and cache entries (built or not).
 
-
-def _rewrite_venv_paths(venv: Path, built_at: str, final: str) -> None:
-    """Point script shebangs and activate files at the in-sandbox venv path.
-
-    The venv is created on the host in a temporary dir, but inside the sandbox it lives
-    at ``/opt/ptb/venv``; console scripts (pip, ...) carry absolute shebangs.
-    """
-    old, new = built_at.encode(), final.encode()
-    for path in (venv / "bin").iterdir():
-        if path.is_symlink() or not path.is_file():
-            continue
-        data = path.read_bytes()
-        if old in data and b"\0" not in data[:4096]:
-            path.write_bytes(data.replace(old, new))
-    cfg = venv / "pyvenv.cfg"
-    if cfg.is_file():
-        cfg.write_bytes(cfg.read_bytes().replace(old, new))
-
-
-def _build(environment_dir: Path, build_dir: Path, python: SandboxPython) -> None:
-    log = build_dir / BUILD_LOG_NAME
-    ptb_src = environment_dir / "ptb"
-    if ptb_src.is_dir():
-        shutil.copytree(ptb_src, build_dir, symlinks=True, dirs_exist_ok=True)
-    log.touch()
-    venv = build_dir / "venv"
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
-    env["PATH"] = f"{venv / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}"
-    env["PTB_ROOT"] = str(build_dir)
-    steps: list[list[str]] = [[str(python.executable), "-m", "venv", str(venv)]]
-    requirements = environment_dir / "requirements.txt"
-    if _has_requirements(requirements):
-        steps.append(
-            [str(venv / "bin" / "python"), "-m", "pip", "install", "-r", str(requirements)]
-        )
-    for argv in steps:
-        if _run_logged(argv, log, env, build_dir) != 0:
-            raise EnvironmentBuildError(f"`{argv[2]} {argv[3]}` failed")
-    build_sh = build_dir / "build.sh"
-    if build_sh.is_file():
-        if _run_logged(["bash", str(build_sh)], log, env, build_dir) != 0:
-            raise EnvironmentBuildError("ptb/build.sh failed")
-    _rewrite_venv_paths(venv, str(venv), f"{SANDBOX_PTB_ROOT}/venv")
-
-
-def ensure_built(
-    environment_dir: Path,
-    python: SandboxPython,
-    root: Path | None = None,
-) -> tuple[Path, bool]:
-    """Return ``(cache entry, built_now)``, building the entry if it does not exist yet.
-
-    The lock file serialises builders of the same key; the build dir is only renamed to
-    its final name after every step succeeded. On failure the build log is kept under
-    ``<cache>/envs/failed/<key>.log`` and named in the raised error.
+    Raises :class:`~posttrainbench.envs.layer_manifest.LayerManifestError` for a bad manifest.
     """
     envs_dir = (root or cache_root()) / "envs"
+    layers = []
+    for spec in load_layers(environment_dir):
+        key = layer_key(environment_dir, spec, python)
+        layers.append(Layer(spec, key, envs_dir / f"{spec.name}-{key}"))
+    return layers
+
+
+def _ensure_layer(environment_dir: Path, layer: Layer, python: SandboxPython, lower_venv: Path | None) -> bool:
+    """Build ``layer`` unless it is in the cache; True if this call built it."""
+    if layer.built:
+        return False
+    envs_dir = layer.entry.parent
     envs_dir.mkdir(parents=True, exist_ok=True)
-    key = compute_cache_key(environment_dir, python)
-    entry = envs_dir / key
-    if entry.is_dir():
-        return entry, False
-    with (envs_dir / f"{key}.lock").open("w") as lock:
+    name = layer.entry.name
+    with (envs_dir / f"{name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if entry.is_dir():  # another process built it while we waited
-            return entry, False
-        build_dir = Path(tempfile.mkdtemp(prefix=f".build-{key[:12]}-", dir=envs_dir))
+        if layer.built:  # another process built it while we waited
+            return False
+        build_dir = Path(tempfile.mkdtemp(prefix=f".build-{name[:40]}-", dir=envs_dir))
         try:
-            _build(environment_dir, build_dir, python)
+            build_layer(environment_dir, layer.spec, build_dir, python.executable, lower_venv)
         except Exception as exc:
             failed = envs_dir / "failed"
             failed.mkdir(exist_ok=True)
-            log_copy = failed / f"{key}.log"
+            log_copy = failed / f"{name}.log"
             src_log = build_dir / BUILD_LOG_NAME
             if src_log.is_file():
                 shutil.copyfile(src_log, log_copy)
             shutil.rmtree(build_dir, ignore_errors=True)
             raise EnvironmentBuildError(
-                f"Building the task environment {environment_dir} failed: {exc}. "
-                f"Build log: {log_copy}"
+                f"Building layer {layer.spec.name!r} of the task environment {environment_dir} failed: "
+                f"{exc}. Build log: {log_copy}"
             ) from exc
         os.chmod(build_dir, 0o755)  # mkdtemp made it 0700; the agent's user reads /opt/ptb
-        os.rename(build_dir, entry)
-        return entry, True
+        os.rename(build_dir, layer.entry)
+        return True
+
+
+def ensure_layers(
+    environment_dir: Path,
+    python: SandboxPython,
+    root: Path | None = None,
+) -> tuple[list[Path], list[str]]:
+    """Return the task's cache entries, bottom first, and the names of the layers built now.
+
+    Missing layers are built bottom up, each under its own lock: a concurrent builder of
+    the same layer waits and reuses it. On failure the build log is kept under
+    ``<cache>/envs/failed/<name>-<key>.log`` and named in the raised error.
+    """
+    layers = plan_layers(environment_dir, python, root)
+    built: list[str] = []
+    venv: Path | None = None
+    for layer in layers:
+        if _ensure_layer(environment_dir, layer, python, venv):
+            built.append(layer.spec.name)
+        if layer.spec.venv:
+            venv = layer.entry / "venv"
+    return [layer.entry for layer in layers], built
+
+
+def acquire_layers(
+    environment_dir: Path,
+    python: SandboxPython,
+    root: Path | None = None,
+) -> tuple[list[Path], list[str], LayerHolds]:
+    """:func:`ensure_layers`, then hold the entries for a running instance until it releases
+    the returned holds: ``ptb cache prune`` never removes a held entry. A layer pruned
+    between its build and its hold is built again. After a build, the cache is pruned to
+    ``$PTB_CACHE_MAX_GB`` when that is set.
+    """
+    for _ in range(3):
+        entries, built = ensure_layers(environment_dir, python, root)
+        holds = LayerHolds(entries)
+        if holds.acquire():
+            if built:
+                prune_to_cap(entries[0].parent)
+            return entries, built, holds
+    raise EnvironmentBuildError(f"the layers of {environment_dir} were pruned each time they were built")

@@ -3,7 +3,7 @@
 Layout under ``<instance_dir>``::
 
     rootfs/         bound as "/" (writable): app/, tmp/, root/, etc/, logs/, tests/ ...
-    ptb/upper,work  overlayfs upper and work dirs over the cached build
+    ptb/upper,work  overlayfs upper and work dirs over the cached layers
     ptb/merged      the overlay mount point (or a full copy when overlayfs is unavailable)
 
 Uploads and downloads map a sandbox path to a trusted host directory and a path below it
@@ -136,17 +136,20 @@ class InstanceFs:
         resolv.unlink(missing_ok=True)  # the host's may be a link; never write through it
         resolv.write_text(f"nameserver {address}\n")
 
-    def setup_ptb(self, cache_entry: Path) -> str:
-        """Give the instance a writable view of the cached build at ``ptb/merged``.
+    def setup_ptb(self, layers: list[Path]) -> str:
+        """Give the instance a writable view of the cached layers (bottom first) at ``ptb/merged``.
 
-        overlayfs (upper/work per instance) costs nothing; if mounting fails (not root,
-        no overlay support) fall back to ``cp -a --reflink=auto`` of the entry.
+        overlayfs stacks them (``lowerdir=top:...:bottom``) under a per-instance upper and
+        work dir, at no cost; if mounting fails (not root, no overlay support) the layers
+        are copied into ``ptb/merged`` bottom up (``cp -a --reflink=auto``), so a file of
+        an upper layer replaces the same file of a lower one, as in the overlay.
         """
         ptb = self.instance_dir / "ptb"
         upper, work, merged = ptb / "upper", ptb / "work", self.ptb_merged
         for path in (upper, work, merged):
             path.mkdir(parents=True, exist_ok=True)
-        options = f"lowerdir={cache_entry},upperdir={upper},workdir={work}"
+        lower = ":".join(str(layer) for layer in reversed(layers))
+        options = f"lowerdir={lower},upperdir={upper},workdir={work}"
         result = subprocess.run(
             ["mount", "-t", "overlay", "overlay", "-o", options, str(merged)],
             capture_output=True,
@@ -159,12 +162,18 @@ class InstanceFs:
             "overlayfs mount failed (%s); copying the environment instead",
             result.stderr.strip(),
         )
-        shutil.rmtree(merged)
-        subprocess.run(
-            ["cp", "-a", "--reflink=auto", str(cache_entry), str(merged)], check=True
-        )
-        self.ptb_mode = "copy"
+        self.copy_layers(layers)
         return self.ptb_mode
+
+    def copy_layers(self, layers: list[Path]) -> None:
+        """The fallback of :meth:`setup_ptb`: a private copy of the layers, bottom up."""
+        merged = self.ptb_merged
+        shutil.rmtree(merged, ignore_errors=True)
+        merged.mkdir(parents=True)
+        os.chmod(merged, 0o755)
+        for layer in layers:
+            subprocess.run(["cp", "-a", "--reflink=auto", f"{layer}/.", str(merged)], check=True)
+        self.ptb_mode = "copy"
 
     def unmount_ptb(self) -> None:
         """Lazily unmount the overlay if this instance mounted one (idempotent)."""

@@ -2,7 +2,7 @@
 
 Use it with ``harbor run --env posttrainbench.envs.local_sandbox:LocalSandboxEnvironment``.
 Each instance (the agent's, and a separate verifier's) gets its own writable root under
-the trial dir, a writable overlay over the task's cached build at ``/opt/ptb``, and its
+the trial dir, a writable overlay over the task's cached layers at ``/opt/ptb``, and its
 own pid/ipc/uts/net namespaces; see :mod:`posttrainbench.envs.bwrap` for why one
 long-lived init per instance and :mod:`posttrainbench.envs.env_cache` for the cache.
 
@@ -53,7 +53,8 @@ from posttrainbench.envs.bwrap import (
     lookup_user,
     sandbox_base_env,
 )
-from posttrainbench.envs.env_cache import SANDBOX_PTB_ROOT, ensure_built, resolve_sandbox_python
+from posttrainbench.envs.cache_admin import LayerHolds
+from posttrainbench.envs.env_cache import SANDBOX_PTB_ROOT, acquire_layers, resolve_sandbox_python
 from posttrainbench.envs.instance_fs import InstanceFs
 from posttrainbench.envs.limits import CgroupLimits, detect_cgroup_mode, join_cgroups_prefix
 from posttrainbench.envs.service_secrets import deliver_secrets
@@ -73,6 +74,7 @@ class LocalSandboxEnvironment(BaseEnvironment):
         self._limits: CgroupLimits | None = None
         self._agent_cgroup: AgentCgroup | None = None
         self._network: UserNetwork | None = None
+        self._holds: LayerHolds | None = None  # the cached layers this instance runs on
         super().__init__(*args, **kwargs)
         self._downloader = transfer.Downloader(self.logger)
         safe_id = "".join(c if c.isalnum() or c in "-._" else "_" for c in self.session_id)
@@ -130,14 +132,16 @@ class LocalSandboxEnvironment(BaseEnvironment):
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self, force_build: bool) -> None:
-        """Build (or reuse) the cached environment, create the root, start the init.
+        """Build (or reuse) the cached layers of the environment, create the root, start the init.
 
         ``force_build`` is ignored: cache entries are content-addressed and shared by
         running trials, so they are never rebuilt in place.
         """
         python = await asyncio.to_thread(resolve_sandbox_python)
-        entry, built = await asyncio.to_thread(ensure_built, self.environment_dir, python)
-        self.logger.debug("task environment %s (%s)", entry, "built" if built else "cached")
+        if self._holds is not None:  # started again: the earlier start's holds
+            self._holds.release()
+        layers, built, self._holds = await asyncio.to_thread(acquire_layers, self.environment_dir, python)
+        self.logger.debug("task environment layers %s (built now: %s)", layers, built or "none")
         workspace = self.environment_dir / "workspace"
         paths = EnvironmentPaths.for_os(self.os)
         log_dirs = [str(d) for d in (paths.agent_dir, paths.verifier_dir, paths.artifacts_dir)]
@@ -147,7 +151,7 @@ class LocalSandboxEnvironment(BaseEnvironment):
         await asyncio.to_thread(self._fs.make_traversable, python.prefix)
         if not self._network_disabled:
             await asyncio.to_thread(self._fs.use_nameserver, SANDBOX_NAMESERVER)
-        mode = await asyncio.to_thread(self._fs.setup_ptb, entry)
+        mode = await asyncio.to_thread(self._fs.setup_ptb, layers)
         self.logger.debug("/opt/ptb layer: %s", mode)
         self._limits = CgroupLimits(
             self._fs.instance_dir.name,
@@ -263,6 +267,8 @@ class LocalSandboxEnvironment(BaseEnvironment):
         await self._wait_namespace_gone()
         self._init_pid = None
         await asyncio.to_thread(self._fs.unmount_ptb)
+        if self._holds is not None:  # from now on `ptb cache prune` may remove them
+            self._holds.release()
         await asyncio.to_thread(_remove_secrets, self._fs)
         if delete:
             await asyncio.to_thread(self._fs.delete)

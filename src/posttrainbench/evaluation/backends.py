@@ -3,8 +3,10 @@
 A backend is any object with ``name`` and
 ``generate(prompts, settings, seed, stop_fn) -> list[str]``: the same inputs give the
 same output format on every backend (completion text only, cut at the first stop
-string). Factories are registered in ``_BACKENDS`` as import paths, so vLLM is only
-imported where it is used; select one with ``--backend`` or ``PTB_EVAL_BACKEND``.
+string). A backend may also take ``progress``, called with the number of answers just
+finished, for live progress. Factories are registered in ``_BACKENDS`` as import paths,
+so vLLM is only imported where it is used; select one with ``--backend`` or
+``PTB_EVAL_BACKEND``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ DEFAULT_BATCH_SIZE = 16
 
 
 StopFn = Callable[[str], bool]  # partial completion -> stop this sequence now?
+ProgressFn = Callable[[int], None]  # called with the number of answers just finished
 
 
 class GenerationBackend(Protocol):
@@ -60,6 +63,10 @@ def _stopping_criteria(tokenizer, prompt_len: int, stop_fn: StopFn):
             return self.done.clone()
 
     return StoppingCriteriaList([_Stop()])
+
+
+def _no_progress(questions: int) -> None:
+    """Progress reported nowhere."""
 
 
 class ModelLoadError(RuntimeError):
@@ -145,8 +152,9 @@ class TransformersBackend:
 
     def generate(
         self, prompts: Sequence[str], settings: GenerationSettings, seed: int = 0,
-        stop_fn: StopFn | None = None,
+        stop_fn: StopFn | None = None, progress: ProgressFn | None = None,
     ) -> list[str]:
+        """Completions of *prompts*; *progress* hears of each answer as it finishes."""
         import torch
 
         if settings.stop:
@@ -154,16 +162,18 @@ class TransformersBackend:
             stop_fn = lambda text: any(s in text for s in settings.stop) or bool(inner and inner(text))  # noqa: E731
         torch.manual_seed(seed)
         if settings.temperature <= 0 and self._greedy_loop_applies():
-            texts = self._generate_greedy(prompts, settings.max_new_tokens, stop_fn)
+            texts = self._generate_greedy(prompts, settings.max_new_tokens, stop_fn, progress)
             if texts is not None:
                 return [cut_at_stop(t, settings.stop) for t in texts]
-        return self._generate_hf(prompts, settings, stop_fn)
+        return self._generate_hf(prompts, settings, stop_fn, progress)
 
     # -- model.generate, batch by batch (sampling and the fallback) --------------------
 
-    def _generate_hf(self, prompts: Sequence[str], settings: GenerationSettings, stop_fn: StopFn | None) -> list[str]:
+    def _generate_hf(self, prompts: Sequence[str], settings: GenerationSettings, stop_fn: StopFn | None,
+                     progress: ProgressFn | None = None) -> list[str]:
         import torch
 
+        progress = progress or _no_progress
         sample = settings.temperature > 0
         # sort by length so each batch pads little; restore order at the end
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
@@ -191,6 +201,7 @@ class TransformersBackend:
             new = out[:, prompt_len:]
             for i, text in zip(idx, self.tokenizer.batch_decode(new, skip_special_tokens=True)):
                 outputs[i] = cut_at_stop(text, settings.stop)
+            progress(len(idx))
         return outputs
 
     # -- greedy continuous batching ----------------------------------------------------
@@ -276,10 +287,15 @@ class TransformersBackend:
             layer.values = layer.values.index_select(0, rows)[:, :, first:]
         return mask
 
-    def _generate_greedy(self, prompts: Sequence[str], max_new_tokens: int, stop_fn: StopFn | None) -> list[str] | None:
-        """Greedy decoding with at most ``batch_size`` running sequences; None to fall back."""
+    def _generate_greedy(self, prompts: Sequence[str], max_new_tokens: int, stop_fn: StopFn | None,
+                         progress: ProgressFn | None = None) -> list[str] | None:
+        """Greedy decoding with at most ``batch_size`` running sequences; None to fall back.
+
+        Falling back happens at the first prefill, before any answer is reported to *progress*.
+        """
         import torch
 
+        progress = progress or _no_progress
         tok = self.tokenizer
         ids = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
         queue = sorted(range(len(prompts)), key=lambda i: len(ids[i]))  # short first: little padding
@@ -306,6 +322,7 @@ class TransformersBackend:
                 elif max_new_tokens <= 0:
                     for i in queue:
                         done[i] = []
+                    progress(len(queue))
                     break
                 next_tokens = logits.argmax(-1).tolist()
                 keep: list[int] = []
@@ -318,6 +335,8 @@ class TransformersBackend:
                         done[row.index] = row.tokens
                     else:
                         keep.append(r)
+                if len(keep) < len(rows):
+                    progress(len(rows) - len(keep))
                 if len(keep) < len(rows):
                     rows = [rows[r] for r in keep]
                     if not rows:

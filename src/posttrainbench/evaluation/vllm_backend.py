@@ -11,7 +11,7 @@ import os
 from typing import Sequence
 
 from ..benchmarks.base import GenerationSettings
-from .backends import ModelLoadError, StopFn, cut_at_stop
+from .backends import ModelLoadError, ProgressFn, StopFn, cut_at_stop
 
 GPU_MEMORY_UTILIZATION_ENV = "PTB_VLLM_GPU_MEMORY_UTILIZATION"
 MAX_MODEL_LEN_ENV = "PTB_VLLM_MAX_MODEL_LEN"
@@ -56,7 +56,8 @@ class VllmBackend:
         self.tokenizer = self.llm.get_tokenizer()
 
     def generate(self, prompts: Sequence[str], settings: GenerationSettings, seed: int = 0,
-                 stop_fn: StopFn | None = None) -> list[str]:
+                 stop_fn: StopFn | None = None, progress: ProgressFn | None = None) -> list[str]:
+        """Completions of *prompts* in one batched call (*progress* hears of them all at its end)."""
         # stop_fn is a CPU-side speed-up for the transformers backend; vLLM's own
         # scheduling makes it unnecessary, and the verdicts never depend on it.
         from vllm import SamplingParams
@@ -67,4 +68,6 @@ class VllmBackend:
         token_prompts = [{"prompt_token_ids": self.tokenizer(p, add_special_tokens=False)["input_ids"]}
                          for p in prompts]
         outputs = self.llm.generate(token_prompts, params, use_tqdm=False)
+        if progress is not None:
+            progress(len(outputs))
         return [cut_at_stop(o.outputs[0].text, settings.stop) for o in outputs]

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
+from typing import Callable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from posttrainbench.runner.job_runner import RunRequest, execute
+from posttrainbench.runner.job_runner import RunRequest, execute, job_dir_of
 from posttrainbench.runner.record import RunRecord
+from posttrainbench.runner.verifier_progress import watch_verifier
+from posttrainbench.safe_fs import SafeDir
+from posttrainbench.schemas import VerifierProgress
 from posttrainbench.tasks.options import CompileOptions
 
 DEMO_BENCHMARK = "bfcl"
@@ -23,7 +28,19 @@ class DemoSettings(BaseModel):
 
     runs_dir: Path = Path("ptb-runs")
     limit: int = Field(default=50, ge=1, description="Test questions scored, for both models")
-    train_minutes: float = Field(default=3.5, gt=0)
+    train_steps: int | None = Field(
+        default=None, ge=1, description="Reference fine-tune's optimizer steps; None: the solution's default")
+
+
+class TrainingSummary(BaseModel):
+    """What the reference fine-tune says it did (``final_model/ptb_training.json``), display only."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    steps: int = Field(ge=0)
+    steps_planned: int | None = Field(default=None, ge=0)
+    stopped_early: bool = False
+    train_seconds: float | None = Field(default=None, ge=0)
 
 
 class DemoResult(BaseModel):
@@ -32,15 +49,21 @@ class DemoResult(BaseModel):
     record: RunRecord
     base_score: float | None
     final_score: float | None
-    n: int | None
+    n: int = Field(description="Test questions both models were scored on (asked for, when none was scored)")
     seconds: float
     error: str | None = None
+    training: TrainingSummary | None = None
+
+
+MAX_TRAINING_SUMMARY_BYTES = 64 * 1024
+# Harbor copies the collected /logs/artifacts under the trial's artifacts/logs/artifacts.
+TRAINING_SUMMARY_PATH = "artifacts/logs/artifacts/final_model/ptb_training.json"
 
 
 def demo_request(settings: DemoSettings) -> RunRequest:
     """The run that `ptb demo` performs."""
     options = CompileOptions(
-        hours=0.5,
+        hours=1.0,  # the fine-tune is a fixed number of steps; a busy machine needs more time for them
         gpus=0,
         cpus=2,
         memory_gb=8,
@@ -48,8 +71,10 @@ def demo_request(settings: DemoSettings) -> RunRequest:
         agent_eval_limit=settings.limit,
         final_eval_limit=settings.limit,
         score_base_model=True,
-        verifier_timeout_min=20,
-        solution_minutes=settings.train_minutes,
+        # Generous: the verifier's limits scale with the machine's measured speed, and
+        # only this bounds them, so a busy machine still gets its (slow) score.
+        verifier_timeout_min=60,
+        solution_steps=settings.train_steps,
     )
     return RunRequest(
         benchmark=DEMO_BENCHMARK,
@@ -63,23 +88,46 @@ def demo_request(settings: DemoSettings) -> RunRequest:
     )
 
 
-def summarize(record: RunRecord, seconds: float) -> DemoResult:
-    """Read the verifier's metrics.json of the demo's single trial."""
+def summarize(record: RunRecord, seconds: float, limit: int) -> DemoResult:
+    """Read the verifier's metrics.json of the demo's single trial (*limit*: the questions asked)."""
     from posttrainbench.schemas import Metrics
 
     trial = record.trials[0] if record.trials else None
     if trial is None or trial.metrics_path is None:
         error = trial.error if trial else "the job produced no trial"
-        return DemoResult(record=record, base_score=None, final_score=None, n=None, seconds=seconds,
-                          error=error or "the verifier wrote no metrics.json")
+        return DemoResult(record=record, base_score=None, final_score=None, n=limit, seconds=seconds,
+                          error=error or "the verifier wrote no metrics.json",
+                          training=read_training_summary(Path(trial.trial_dir)) if trial else None)
     metrics = Metrics.model_validate(json.loads(Path(trial.metrics_path).read_text()))
-    base = metrics.base_model.accuracy if metrics.base_model else None
-    return DemoResult(record=record, base_score=base, final_score=metrics.accuracy, n=metrics.n,
-                      seconds=seconds, error=metrics.error or trial.error)
+    base = metrics.base_model
+    # A model that got no score has n=0 in its metrics; the questions are still these.
+    n = metrics.n or (base.n if base else 0) or limit
+    return DemoResult(record=record, base_score=base.accuracy if base and not base.error else None,
+                      final_score=metrics.accuracy, n=n, seconds=seconds, error=metrics.error or trial.error,
+                      training=read_training_summary(Path(trial.trial_dir)))
 
 
-async def run_demo(settings: DemoSettings) -> DemoResult:
-    """Compile, run and score the demo trial."""
+def read_training_summary(trial_dir: Path) -> TrainingSummary | None:
+    """The fine-tune's own summary from the trial's artifacts (no link followed, size capped)."""
+    try:
+        with SafeDir.open(trial_dir) as trial:
+            raw = trial.read_bytes(TRAINING_SUMMARY_PATH, MAX_TRAINING_SUMMARY_BYTES)
+        return TrainingSummary.model_validate_json(raw)
+    except (OSError, ValidationError, ValueError):
+        return None
+
+
+async def run_demo(settings: DemoSettings,
+                   on_progress: Callable[[VerifierProgress], None] | None = None) -> DemoResult:
+    """Compile, run and score the demo trial; *on_progress* hears of the verifier's progress."""
     started = time.monotonic()
-    record = await execute(demo_request(settings))
-    return summarize(record, time.monotonic() - started)
+    request = demo_request(settings)
+    watcher = None
+    if on_progress is not None:
+        watcher = asyncio.create_task(watch_verifier(job_dir_of(request.runs_dir, request.run_id), on_progress))
+    try:
+        record = await execute(request)
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+    return summarize(record, time.monotonic() - started, settings.limit)

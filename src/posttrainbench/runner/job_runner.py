@@ -119,6 +119,11 @@ def job_config(
     )
 
 
+def job_dir_of(runs_dir: Path, run_id: str) -> Path:
+    """Where Harbor writes the job of run *run_id* (its trials are the directories in it)."""
+    return runs_dir.resolve() / run_id / "jobs" / run_id
+
+
 async def execute(request: RunRequest) -> RunRecord:
     """Compile the task, run the Harbor job, and keep the run record up to date."""
     os.environ.setdefault("HARBOR_TELEMETRY", "0")
@@ -151,7 +156,7 @@ async def execute(request: RunRequest) -> RunRecord:
         hours=request.options.hours,
         attempts=request.attempts,
         task_dir=str(task_dir),
-        job_dir=str(jobs_dir / run_id),
+        job_dir=str(job_dir_of(request.runs_dir, run_id)),
         harbor_version=version("harbor"),
         posttrainbench_version=posttrainbench.__version__,
         started_at=started,

@@ -22,6 +22,7 @@ from posttrainbench.catalog import (
 )
 from posttrainbench.benchmarks.datafiles import write_split
 from posttrainbench.data.prepare import DataPrepareError, prepare_benchmark, task_splits
+from posttrainbench.envs.layer_manifest import MANIFEST_PATH, LayerManifest
 from posttrainbench.errors import PtbError
 from posttrainbench.staged_output import staged_output
 from posttrainbench.template_tree import render_tree
@@ -30,6 +31,7 @@ from posttrainbench.integrity.contamination.tokens import cl100k_file
 from posttrainbench.integrity.judges.limits import LIMITS_FILE_NAME
 from posttrainbench.schemas import TaskSpec
 from posttrainbench.tasks.gpu_image import gpu_requirements, load_gpu_image_pins
+from posttrainbench.tasks.layers import dockerfile_steps, model_task_layers
 from posttrainbench.tasks.options import (
     DEFAULT_CPU_BASE_IMAGE,
     DEFAULT_GPU_TYPE,
@@ -49,9 +51,9 @@ FEEDBACK_TEXT = {
     "dev": "a development split held out from the benchmark, disjoint from the test set the final evaluation scores",
     "none": "",
 }
-# A generation attempt in the verifier may use this share of its timeout, so a retry
-# with fewer tokens still fits.
-ATTEMPT_SHARE = 0.3
+# The reference solution trains a fixed number of steps; this share of the agent's time
+# caps it only so that a model is saved before the agent's deadline on a very slow machine.
+SOLUTION_TIME_SHARE = 0.8
 # Passed from the host to the verifier of LLM-judged benchmarks (empty when unset; the
 # judge then fails with one clear error naming the missing key).
 PROVIDER_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_BASE_URL")
@@ -149,9 +151,9 @@ def _context(benchmark: BenchmarkSpec, model: BaseModelSpec, spec: TaskSpec, opt
         or (gpu_image.base_image if gpu_image else DEFAULT_CPU_BASE_IMAGE),
         "gpu_types": [options.gpu_type or DEFAULT_GPU_TYPE] if spec.gpus else [],
         "solution_module": SOLUTION_MODULES.get(benchmark.id),
-        "attempt_timeout_sec": int(options.verifier_timeout_min * 60 * ATTEMPT_SHARE),
         "judge_env": tuple(dict.fromkeys((*JUDGE_ENV, *INTEGRITY_ENV))) if benchmark.llm_judge else (),
-        "solution_minutes": options.solution_minutes or min(60.0, options.hours * 30),
+        "solution_steps": options.solution_steps,
+        "solution_max_minutes": round(options.hours * 60 * SOLUTION_TIME_SHARE, 2),
         "snapshot_max_file_bytes": SNAPSHOT_MAX_FILE_BYTES,
         "snapshot_max_total_bytes": SNAPSHOT_MAX_TOTAL_BYTES,
         "agent_user": AGENT_USER,
@@ -201,18 +203,24 @@ def _write_data(out: Path, spec: TaskSpec, cache_dir: Path | None, offline: bool
                             out / "environment" / "ptb" / "data" / AGENT_REFERENCE_NAME)
 
 
-def _write_environment_files(out: Path, spec: TaskSpec, llm_judge: bool) -> None:
+def _requirements(spec: TaskSpec, llm_judge: bool) -> tuple[str, str | None]:
+    """The task venv's requirements.txt, and its --no-deps requirements (None: it has none)."""
     evaluation = package_root() / "evaluation"
     requirements = (evaluation / "requirements.txt").read_text()
     if llm_judge:
         requirements += (evaluation / "requirements-judge.txt").read_text()
     if spec.gpus:  # the GPU image's pins replace the CPU-tested versions of the same packages
         requirements = gpu_requirements(requirements)
-    (out / "environment" / "requirements.txt").write_text(requirements)
     nodeps = evaluation / "requirements-nodeps.txt"
-    if nodeps.exists():
-        shutil.copyfile(nodeps, out / "environment" / "ptb" / "requirements-nodeps.txt")
-    chat_templates = evaluation / "templates"
+    return requirements, nodeps.read_text() if nodeps.exists() else None
+
+
+def _write_environment_files(out: Path, spec: TaskSpec, requirements: tuple[str, str | None],
+                             layers: LayerManifest) -> None:
+    (out / "environment" / "requirements.txt").write_text(requirements[0])
+    if requirements[1] is not None:
+        (out / "environment" / "ptb" / "requirements-nodeps.txt").write_text(requirements[1])
+    chat_templates = package_root() / "evaluation" / "templates"
     workspace_templates = out / "environment" / "workspace" / "templates"
     if chat_templates.is_dir():
         shutil.copytree(chat_templates, workspace_templates)
@@ -227,6 +235,7 @@ def _write_environment_files(out: Path, spec: TaskSpec, llm_judge: bool) -> None
     _copy_tokenizer(out / "environment" / "ptb" / "tiktoken")
     spec.dump(out / "environment" / "ptb" / "task.json")
     spec.dump(out / "tests" / "task.json")
+    layers.dump(out / "environment" / MANIFEST_PATH)
 
 
 def compile_task(benchmark_id: str, model_id: str, out_dir: Path, options: CompileOptions,
@@ -245,9 +254,12 @@ def compile_task(benchmark_id: str, model_id: str, out_dir: Path, options: Compi
         )
     spec = build_spec(benchmark, model, options)
     final = out_dir / task_name(benchmark.id, model.id)
+    requirements = _requirements(spec, benchmark.llm_judge)
+    layers = model_task_layers(spec, *requirements)
+    context = {**_context(benchmark, model, spec, options), "ptb_layers": dockerfile_steps(layers)}
     with staged_output(out_dir, final.name) as staging:
-        render_tree(_templates(), package_root() / "tasks" / "templates", _context(benchmark, model, spec, options), staging)
-        _write_environment_files(staging, spec, benchmark.llm_judge)
+        render_tree(_templates(), package_root() / "tasks" / "templates", context, staging)
+        _write_environment_files(staging, spec, requirements, layers)
         _write_data(staging, spec, cache_dir, offline)
     return final
 

@@ -34,9 +34,9 @@ class CompileOptions(BaseModel):
     final_eval_limit: int | None = Field(default=None, ge=1)
     score_base_model: bool = False
     verifier_timeout_min: float = Field(default=240, gt=0)
-    solution_minutes: float | None = Field(
-        default=None, gt=0, description="Reference solution's training time; None: half the hours, at most 60 min"
-    )
+    solution_steps: int | None = Field(
+        default=None, ge=1, description="Reference solution's optimizer steps (a fixed amount of training, "
+        "whatever the machine's load); None: the solution's default")
     base_image: str | None = Field(
         default=None, description="None: the pinned CUDA image for GPU tasks, else the offline CPU image")
     gpu_type: str | None = Field(

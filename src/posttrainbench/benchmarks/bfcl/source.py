@@ -2,34 +2,34 @@
 
 from __future__ import annotations
 
-import json
-
 from ..base import Sample
-from ..fetch import Fetcher, wheel_member
-from ..source import DataSource
+from ..fetch import Fetcher
+from ..rows import Row
+from ..source import DataSource, RawFile, SourceFile, wheel_file
 
 REQUIREMENT = "bfcl-eval==2026.3.23"
 CATEGORY = "simple_python"
-
-
-def _jsonl(body: bytes) -> list[dict]:
-    # split on "\n" only: str.splitlines() also breaks at U+2028 inside JSON strings
-    return [json.loads(line) for line in body.decode("utf-8").split("\n") if line.strip()]
+NAME = f"BFCL_v4_{CATEGORY}.json"  # JSON Lines, despite the suffix
+QUESTIONS = SourceFile("questions", f"bfcl_eval/data/{NAME}", ("id", "question", "function"),
+                       layouts=(NAME, f"data/{NAME}"))
+ANSWERS = SourceFile("answers", f"bfcl_eval/data/possible_answer/{NAME}", ("id", "ground_truth"),
+                     layouts=(f"possible_answer/{NAME}", f"data/possible_answer/{NAME}"))
 
 
 class BfclSource(DataSource):
     benchmark_id = "bfcl"
-    provenance = f"PyPI {REQUIREMENT}: bfcl_eval/data/BFCL_v4_{CATEGORY}.json + possible_answer"
+    provenance = f"PyPI {REQUIREMENT}: bfcl_eval/data/{NAME} + possible_answer"
+    files = (QUESTIONS, ANSWERS)
 
-    def fetch(self, fetcher: Fetcher) -> dict[str, list[Sample]]:
-        wheel = fetcher.wheel(REQUIREMENT)
-        name = f"BFCL_v4_{CATEGORY}.json"
-        questions = _jsonl(wheel_member(wheel, f"bfcl_eval/data/{name}"))
-        answers = {a["id"]: a["ground_truth"] for a in _jsonl(wheel_member(wheel, f"data/possible_answer/{name}"))}
+    def download(self, fetcher: Fetcher) -> dict[str, RawFile]:
+        return {f.role: wheel_file(fetcher, REQUIREMENT, f) for f in self.files}
+
+    def build(self, rows: dict[str, list[Row]]) -> dict[str, list[Sample]]:
+        answers = {a["id"]: a["ground_truth"] for a in rows["answers"]}
         test = []
-        for q in questions:
+        for q in rows["questions"]:
             if q["id"] not in answers:
-                raise ValueError(f"{name}: no possible answer for {q['id']}")
+                raise ValueError(f"{NAME}: no possible answer for {q['id']}")
             test.append(Sample(id=q["id"], category=CATEGORY, data={
                 "question": q["question"][0], "function": q["function"], "ground_truth": answers[q["id"]]}))
         return {"test": test}

@@ -8,17 +8,20 @@ question does not depend on file order, ``--limit`` or the machine.
 
 from __future__ import annotations
 
-import csv
-import io
 import random
 
 from ..base import Sample
 from ..fetch import Fetcher
-from ..source import DataSource
+from ..rows import Row, check_columns, read_rows
+from ..source import DataSource, RawFile, SourceFile, hf_file
 
 REPO = "Idavidrein/gpqa"
 TEST_FILE = "gpqa_main.csv"
 DEV_FILE = "gpqa_extended.csv"
+COLUMNS = ("Question", "Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2",
+           "Incorrect Answer 3", "Record ID")
+TEST = SourceFile("test", TEST_FILE, COLUMNS)
+EXTENDED = SourceFile("extended", DEV_FILE, COLUMNS)
 SHUFFLE_SEED = 20231120  # fixed: part of the benchmark's definition
 LETTERS = "ABCD"
 
@@ -39,7 +42,7 @@ def shuffled_choices(record_id: str, correct: str, incorrect: list[str]) -> tupl
     return [options[i] for i in order], LETTERS[order.index(0)]
 
 
-def _row_sample(row: dict[str, str]) -> Sample:
+def _row_sample(row: Row) -> Sample:
     rid = row["Record ID"].strip()
     incorrect = [clean(row[f"Incorrect Answer {k}"]) for k in (1, 2, 3)]
     choices, letter = shuffled_choices(rid, clean(row["Correct Answer"]), incorrect)
@@ -49,21 +52,22 @@ def _row_sample(row: dict[str, str]) -> Sample:
 
 
 def parse_csv(body: bytes) -> list[Sample]:
-    """One sample per CSV row, in file order."""
-    reader = csv.DictReader(io.StringIO(body.decode("utf-8-sig")))
-    missing = {"Question", "Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2",
-               "Incorrect Answer 3", "Record ID"} - set(reader.fieldnames or [])
-    if missing:
-        raise ValueError(f"GPQA CSV lacks columns {sorted(missing)}")
-    return [_row_sample(row) for row in reader]
+    """One sample per row of a GPQA CSV's bytes, in file order, checked as prepare does."""
+    rows = read_rows(TEST_FILE, body)
+    check_columns(rows, COLUMNS, "GPQA CSV")
+    return [_row_sample(row) for row in rows]
 
 
 class GpqaMainSource(DataSource):
     benchmark_id = "gpqamain"
     provenance = f"HF dataset {REPO} (gated): {TEST_FILE} (test), {DEV_FILE} minus main (dev)"
+    files = (TEST, EXTENDED)
 
-    def fetch(self, fetcher: Fetcher) -> dict[str, list[Sample]]:
-        test = parse_csv(fetcher.hf_dataset_file(REPO, TEST_FILE))
+    def download(self, fetcher: Fetcher) -> dict[str, RawFile]:
+        return {f.role: hf_file(fetcher, REPO, f) for f in self.files}
+
+    def build(self, rows: dict[str, list[Row]]) -> dict[str, list[Sample]]:
+        test = [_row_sample(row) for row in rows["test"]]
         main_ids = {s.id for s in test}
-        dev = [s for s in parse_csv(fetcher.hf_dataset_file(REPO, DEV_FILE)) if s.id not in main_ids]
+        dev = [s for s in map(_row_sample, rows["extended"]) if s.id not in main_ids]
         return {"test": test, "dev": dev}

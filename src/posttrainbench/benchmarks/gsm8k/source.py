@@ -1,15 +1,21 @@
-"""GSM8K from OpenAI's ``grade-school-math`` repository (``test.jsonl`` / ``train.jsonl``)."""
+"""GSM8K from OpenAI's ``grade-school-math`` repository (``test.jsonl`` / ``train.jsonl``).
+
+The Hugging Face dataset ``openai/gsm8k`` holds the same rows as Parquet
+(``main/{test,train}-*.parquet``); ``ptb data import`` reads either layout.
+"""
 
 from __future__ import annotations
 
-import json
-
 from ..base import Sample
 from ..fetch import Fetcher
-from ..source import DataSource
+from ..rows import Row
+from ..source import DataSource, RawFile, SourceFile, url_file
 
 CATEGORY = "gsm8k"
 DEV_SIZE = 250  # the last items of train: a natural held-out split disjoint from test
+COLUMNS = ("question", "answer")
+TEST = SourceFile("test", "test.jsonl", COLUMNS, layouts=("main/test-*.parquet",))
+TRAIN = SourceFile("train", "train.jsonl", COLUMNS, layouts=("main/train-*.parquet",))
 
 
 def target_of(answer: str) -> str:
@@ -19,9 +25,8 @@ def target_of(answer: str) -> str:
     return answer.rsplit("####", 1)[1].strip().replace(",", "")
 
 
-def _samples(body: bytes, split: str) -> list[Sample]:
-    """One sample per JSONL row; ids carry the row's index in its file."""
-    rows = [json.loads(line) for line in body.decode("utf-8").splitlines() if line.strip()]
+def _samples(rows: list[Row], split: str) -> list[Sample]:
+    """One sample per row; ids carry the row's index in its file."""
     return [
         Sample(id=f"gsm8k_{split}_{i}", category=CATEGORY,
                data={"question": row["question"], "answer": row["answer"], "target": target_of(row["answer"])})
@@ -33,6 +38,7 @@ class Gsm8kSource(DataSource):
     """Test: all 1319 test items in file order. Dev: the last 250 train items."""
 
     benchmark_id = "gsm8k"
+    files = (TEST, TRAIN)
     # A class attribute so tests (and mirrors) can point it elsewhere.
     BASE_URL = "https://raw.githubusercontent.com/openai/grade-school-math/master/grade_school_math/data"
 
@@ -40,7 +46,8 @@ class Gsm8kSource(DataSource):
     def provenance(self) -> str:  # type: ignore[override]
         return f"{self.BASE_URL}/{{test,train}}.jsonl (dev = last {DEV_SIZE} train items)"
 
-    def fetch(self, fetcher: Fetcher) -> dict[str, list[Sample]]:
-        test = _samples(fetcher.url(f"{self.BASE_URL}/test.jsonl"), "test")
-        dev = _samples(fetcher.url(f"{self.BASE_URL}/train.jsonl"), "train")[-DEV_SIZE:]
-        return {"test": test, "dev": dev}
+    def download(self, fetcher: Fetcher) -> dict[str, RawFile]:
+        return {f.role: url_file(fetcher, f"{self.BASE_URL}/{f.name}") for f in self.files}
+
+    def build(self, rows: dict[str, list[Row]]) -> dict[str, list[Sample]]:
+        return {"test": _samples(rows["test"], "test"), "dev": _samples(rows["train"], "train")[-DEV_SIZE:]}

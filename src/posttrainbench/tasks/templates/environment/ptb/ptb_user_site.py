@@ -1,7 +1,7 @@
 """Lets the task's unprivileged user (the agent) install packages: ``pip install`` goes
 to its user site (~/.local), which this puts ahead of the task venv's site-packages.
 
-build.sh copies this module into the task venv's site-packages with a ``.pth`` line
+build_venv.sh copies this module into the task venv's site-packages with a ``.pth`` line
 that calls :func:`enable` at every interpreter start. site.py reads a venv's ``.pth``
 files twice, before and after it turns user sites off for an isolated venv, so the
 second call is the one that counts. For root (the trusted collect hook, the verifier)

@@ -1,0 +1,106 @@
+"""`ptb cache list|prune` on a real layer cache, with a real sandbox instance holding its layers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from posttrainbench.envs.cache_admin import LayerHolds, list_entries, prune, use_file
+from posttrainbench.envs.env_cache import ensure_layers, plan_layers, resolve_sandbox_python
+from tests.helpers import run_ptb
+from tests.unit.conftest_sandbox import (  # noqa: F401  (fixtures)
+    MakeEnv,
+    make_env,
+    run,
+    sandbox_cache,
+    task_env_dir,
+)
+from tests.unit.test_env_layer_sandbox import counter, write_layered_env  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.skipif(
+    subprocess.run(["which", "bwrap"], capture_output=True).returncode != 0,
+    reason="bubblewrap is not installed",
+)
+
+
+def test_prune_never_removes_what_a_running_trial_holds(
+        make_env: MakeEnv, tmp_path: Path, counter: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PTB_CACHE_DIR", str(cache))
+    running, idle = write_layered_env(tmp_path / "a", hours="1"), write_layered_env(tmp_path / "b", hours="2")
+    python = resolve_sandbox_python()
+    ensure_layers(idle, python)  # built, then left unused: its task layer is the only one no trial holds
+    held = {layer.entry for layer in plan_layers(running, python)}
+    idle_top = plan_layers(idle, python)[-1].entry
+
+    async def body() -> tuple[dict, subprocess.CompletedProcess, subprocess.CompletedProcess, str]:
+        env = make_env(env_dir=running)
+        await env.start(force_build=False)
+        try:
+            listed = run_ptb("cache", "list", "--json")
+            pruned = run_ptb("cache", "prune", "--max-size", "0")
+            still = (await env.exec("cat /opt/ptb/task.json; python -c 'print(1)'", user="root")).stdout
+            return json.loads(listed.stdout), listed, pruned, still
+        finally:
+            await env.stop(delete=True)
+
+    listing, listed, pruned, still = run(body())
+    assert listed.returncode == 0 and pruned.returncode == 0, listed.stderr + pruned.stderr
+    by_path = {row["path"]: row for row in listing}
+    trial_dir = str(tmp_path / "trial")
+    for entry in held:
+        assert by_path[str(entry)]["in_use"] and by_path[str(entry)]["held_by"] == [trial_dir]
+    assert not by_path[str(idle_top)]["in_use"] and by_path[str(idle_top)]["size_bytes"] > 0
+    assert str(idle_top) in pruned.stdout and "in use" in pruned.stdout
+    assert still.splitlines() == ['{"hours": "1"}', "1"]
+    assert {e.path for e in list_entries(cache / "envs")} == held  # only the idle task's own layer went
+    # Once the trial has stopped nothing holds them: an age limit removes the stale ones.
+    old = time.time() - 3 * 86400
+    for entry in held:
+        if entry.name.startswith("task-"):
+            os.utime(use_file(entry), (old, old))
+    removed = prune(cache / "envs", older_than_s=2 * 86400)
+    assert [e.layer for e in removed] == ["task"] and not [p for p in (cache / "envs").iterdir()
+                                                          if p.name.startswith(".trash-")]
+
+
+def test_a_size_cap_prunes_after_a_build_and_a_pruned_layer_is_built_again(
+        tmp_path: Path, counter: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    from posttrainbench.envs.env_cache import acquire_layers
+
+    cache = tmp_path / "cache"
+    python = resolve_sandbox_python()
+    first, second = write_layered_env(tmp_path / "a", hours="1"), write_layered_env(tmp_path / "b", hours="2")
+    entries, _built, holds = acquire_layers(first, python, cache)
+    holds.release()
+    monkeypatch.setenv("PTB_CACHE_MAX_GB", "0.000001")
+    entries2, built2, holds2 = acquire_layers(second, python, cache)
+    try:
+        assert built2 == ["task"]
+        # The cap removed the first task's own layer (no one held it), never the held ones.
+        assert not entries[2].exists() and all(e.is_dir() for e in entries2)
+    finally:
+        holds2.release()
+    # A layer pruned between its build and its hold is built again.
+    assert not LayerHolds([entries[2]]).acquire()
+    monkeypatch.delenv("PTB_CACHE_MAX_GB")
+    entries3, built3, holds3 = acquire_layers(first, python, cache)
+    holds3.release()
+    assert built3 == ["task"] and entries3 == entries
+
+
+def test_cache_cli_mistakes_are_one_line(tmp_path: Path) -> None:
+    env = {"PTB_CACHE_DIR": str(tmp_path / "cache")}
+    for args, message in [(("prune",), "--max-size"), (("prune", "--max-size", "-1"), "--max-size")]:
+        result = run_ptb("cache", *args, env=env)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+    empty = run_ptb("cache", "list", env=env)
+    assert empty.returncode == 0 and "no cache entries" in empty.stdout
+    # The README's example, as written there.
+    dry = run_ptb("cache", "prune", "--max-size", "20", "--dry-run", env=env)
+    assert dry.returncode == 0 and "would remove 0 entries" in dry.stdout, dry.stdout + dry.stderr
