@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator, Optional
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+# No-follow open flags, for every reader and writer of trees an agent wrote.
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 # Why these numbers: a real trace, script or weight file occupies about its size on disk
 # (compression rarely gains 8x on them); a large file that occupies an eighth of its size
 # is mostly holes, planted to make a reader copy or parse zeros.
@@ -92,7 +93,7 @@ def check_file(st: os.stat_result, shown: str, hard_links_ok: bool) -> None:
 
 def _open_dir_at(dir_fd: int, name: str, shown: str) -> int:
     try:
-        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        return os.open(name, DIR_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno not in (errno.ENOTDIR, errno.ELOOP):
             raise
@@ -106,7 +107,7 @@ def _open_file_at(dir_fd: int, name: str, shown: str, hard_links_ok: bool) -> tu
     # lstat first: a FIFO or device is refused before it is ever opened.
     check_file(os.stat(name, dir_fd=dir_fd, follow_symlinks=False), shown, hard_links_ok)
     try:
-        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+        fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:  # swapped for a link since the lstat
             raise Refused(shown, "a symbolic link") from None
@@ -164,7 +165,7 @@ def replace_at(dir_fd: int, name: str, write: Callable[[int], None], mode: int, 
     changed, when *keep* (asked after the write) says no.
     """
     tmp = f".ptb-{secrets.token_hex(8)}{suffix}"
-    fd = os.open(tmp, _NEW_FILE_FLAGS, 0o600, dir_fd=dir_fd)
+    fd = os.open(tmp, NEW_FILE_FLAGS, 0o600, dir_fd=dir_fd)
     try:
         try:
             write(fd)
@@ -360,7 +361,7 @@ class SafeDir:
             budget.refuse(exc)
             return False
         try:
-            out = os.open(dest_dir, _DIR_FLAGS)
+            out = os.open(dest_dir, DIR_FLAGS)
             try:
                 self._copy_one(src, parts[-1], "/".join(parts), out, name, budget)
             except _FilesCapReached:
@@ -381,7 +382,7 @@ class SafeDir:
         src = self._walk(parts)
         try:
             os.mkdir(dest, 0o755)
-            out = os.open(dest, _DIR_FLAGS)
+            out = os.open(dest, DIR_FLAGS)
             try:
                 self._copy_level(src, out, "/".join(parts), budget, depth=0)
             except _FilesCapReached:
@@ -409,7 +410,7 @@ class SafeDir:
                 below = _open_dir_at(src, name, where)
                 try:
                     os.mkdir(name, 0o755, dir_fd=out)
-                    below_out = os.open(name, _DIR_FLAGS, dir_fd=out)
+                    below_out = os.open(name, DIR_FLAGS, dir_fd=out)
                     try:
                         self._copy_level(below, below_out, where, budget, depth + 1)
                     finally:
@@ -437,7 +438,7 @@ class SafeDir:
             if budget.bytes + st.st_size > budget.max_bytes:
                 budget.refuse(Refused(shown, f"{st.st_size} bytes: over the copy cap of {budget.max_bytes} bytes"))
                 return
-            dst = os.open(target, _NEW_FILE_FLAGS, 0o755 if st.st_mode & 0o111 else 0o644, dir_fd=out)
+            dst = os.open(target, NEW_FILE_FLAGS, 0o755 if st.st_mode & 0o111 else 0o644, dir_fd=out)
             try:
                 copied = _copy_fd(fd, dst, st.st_size)
                 os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))

@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from posttrainbench.envs.cloud_trial import CloudTrialRecord
-from posttrainbench.safe_fs import CopyBudget, Refused, split_relative
+from posttrainbench.safe_fs import CopyBudget, NEW_FILE_FLAGS, Refused, split_relative
 
 FINAL_MODEL = "final_model"
-_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class VolumeError(Exception):
@@ -65,7 +64,7 @@ def fetch_final_model(record: CloudTrialRecord, dest: Path, budget: CopyBudget |
             if budget.bytes + entry.size > budget.max_bytes:
                 raise _over_cap(entry.path, budget)
             target.parent.mkdir(parents=True, exist_ok=True)
-            with os.fdopen(os.open(target, _NEW_FILE_FLAGS, 0o644), "wb") as handle:
+            with os.fdopen(os.open(target, NEW_FILE_FLAGS, 0o644), "wb") as handle:
                 download = _CappedFile(handle, entry.path, budget)
                 volume.read_file_into_fileobj(entry.path, download)
             budget.bytes += download.size

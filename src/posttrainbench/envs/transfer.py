@@ -27,10 +27,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from posttrainbench.safe_fs import CopyBudget, Refused, SafeDir, split_relative
+from posttrainbench.safe_fs import CopyBudget, DIR_FLAGS, NEW_FILE_FLAGS, Refused, SafeDir, split_relative
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _RETRIES = 5
 # What one download may bring to the host. /logs/artifacts carries final_model, which
 # the collect hook caps at a multiple of the base model's size before it gets here.
@@ -61,7 +59,7 @@ def _open_dir_creating(parent: int, name: str) -> int:
     """The directory ``name`` below ``parent``, made if missing; a link or file there is replaced."""
     for _ in range(_RETRIES):
         try:
-            return os.open(name, _DIR_FLAGS, dir_fd=parent)
+            return os.open(name, DIR_FLAGS, dir_fd=parent)
         except FileNotFoundError:
             try:
                 os.mkdir(name, 0o755, dir_fd=parent)
@@ -75,7 +73,7 @@ def _open_dir_creating(parent: int, name: str) -> int:
 
 
 def _walk_creating(root: Path, parts: list[str]) -> int:
-    fd = os.open(root, _DIR_FLAGS)
+    fd = os.open(root, DIR_FLAGS)
     try:
         for name in parts:
             below = _open_dir_creating(fd, name)
@@ -103,7 +101,7 @@ def _write_new(parent: int, name: str, source: Path) -> None:
     for _ in range(_RETRIES):
         _clear_name(parent, name)
         try:
-            out = os.open(name, _NEW_FILE_FLAGS, 0o600, dir_fd=parent)
+            out = os.open(name, NEW_FILE_FLAGS, 0o600, dir_fd=parent)
             break
         except FileExistsError:
             continue  # something was put there again meanwhile

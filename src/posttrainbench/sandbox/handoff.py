@@ -29,7 +29,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from posttrainbench.safe_fs import CopyBudget, SafeDir
+from posttrainbench.safe_fs import CopyBudget, DIR_FLAGS, SafeDir
 
 HANDOFF_FILE = "handoff.json"
 FINAL_MODEL = "final_model"
@@ -44,7 +44,6 @@ AGENT_LOGS_MAX_BYTES = 2 * 1024**3
 AGENT_LOGS_MAX_FILES = 100_000
 MAX_LISTED = 100
 MAX_DEPTH = 64  # directory nesting a model has no use for
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 Status = Literal["collected", "on_volume", "missing", "rejected"]
 
@@ -105,7 +104,7 @@ def measure(root: Path, remove_special: bool = True) -> TreeSize:
     """Sizes of the tree at ``root``; with ``remove_special``, entries that are not
     directories or regular files are unlinked (and listed)."""
     size = TreeSize()
-    fd = os.open(root, _DIR_FLAGS)
+    fd = os.open(root, DIR_FLAGS)
     try:
         _measure_level(fd, "", size, remove_special, 0)
     finally:
@@ -127,7 +126,7 @@ def _measure_level(fd: int, shown: str, size: TreeSize, remove_special: bool, de
         st = os.stat(name, dir_fd=fd, follow_symlinks=False)
         size.allocated_bytes += st.st_blocks * 512
         if stat.S_ISDIR(st.st_mode):
-            below = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            below = os.open(name, DIR_FLAGS, dir_fd=fd)
             try:
                 _measure_level(below, f"{where}/", size, remove_special, depth + 1)
             finally:

@@ -35,7 +35,7 @@ from typing import BinaryIO, Optional
 from posttrainbench.integrity.contamination.staging import TextStager
 from posttrainbench.integrity.contamination.unpack import UnpackBudget
 from posttrainbench.integrity.judges.verdict import LimitHit
-from posttrainbench.safe_fs import is_sparse
+from posttrainbench.safe_fs import DIR_FLAGS, FILE_FLAGS, is_sparse
 from posttrainbench.sandbox.writable_roots import agent_clock_start, writable_mounts
 from posttrainbench.sandbox.write_set_manifest import (
     MAX_LISTED,
@@ -55,8 +55,6 @@ MAX_FILES = 1_000_000
 TRUSTED_OUTPUTS = ("/logs/artifacts", "/logs/verifier")
 # Kernel-provided trees: never the agent's files.
 NOT_FILES = ("/proc", "/sys")
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _CHUNK = 1 << 20
 
 
@@ -115,13 +113,13 @@ def list_write_set(roots: list[str], skip: set[str], since: float, deadline: flo
 def open_no_links(path: str) -> int:
     """A read fd of the regular file *path*, reached without following any link (OSError else)."""
     parts = [p for p in path.split("/") if p]
-    fd = os.open("/", _DIR_FLAGS)
+    fd = os.open("/", DIR_FLAGS)
     try:
         for name in parts[:-1]:
-            below = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            below = os.open(name, DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = below
-        return os.open(parts[-1], _FILE_FLAGS, dir_fd=fd)
+        return os.open(parts[-1], FILE_FLAGS, dir_fd=fd)
     finally:
         os.close(fd)
 
