@@ -109,3 +109,16 @@ def test_test_items_in_final_model_files_are_found(tmp_path):
             if e.detector == "ngram_overlap" and e.flagged}
     assert {("final_model/chat_template.jinja", 7), ("final_model/chat_template.jinja", 8),
             ("final_model/generation_config.json", 20)} <= hits, hits
+
+
+def test_listed_matches_name_every_file_before_a_second_match_of_one() -> None:
+    """With more matches than can be listed, a small file's match is not crowded out by a big file's."""
+    from types import SimpleNamespace
+
+    from posttrainbench.integrity.judges.contamination import MAX_MATCH_EVIDENCE, _each_place_first
+
+    big = [SimpleNamespace(source="big.jsonl", n=i) for i in range(MAX_MATCH_EVIDENCE * 3)]
+    small = SimpleNamespace(source="chat_template.jinja", n=-1)
+    scan = SimpleNamespace(origins={"big.jsonl": "/app/big.jsonl"})
+    ordered = _each_place_first([*big, small], scan)  # type: ignore[arg-type]
+    assert ordered[:2] == [big[0], small] and ordered[2:] == big[1:]
