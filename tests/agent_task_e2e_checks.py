@@ -22,23 +22,34 @@ def direct_score(solver: Path, split: str) -> float:
     config = load_config(EXAMPLE / "task.yaml")
     samples = load_split(config.dataset, split)
     stdin = "".join(json.dumps({"id": s.id, "question": s.question}) + "\n" for s in samples)
-    out = subprocess.run(["python3", str(solver)], input=stdin, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["python3", str(solver)], input=stdin, capture_output=True, text=True, check=True
+    ).stdout
     answers = {item["id"]: item["answer"] for item in map(json.loads, out.splitlines())}
-    correct = sum(normalize_answer(answers.get(s.id, "")) == normalize_answer(s.answer) for s in samples)
+    correct = sum(
+        normalize_answer(answers.get(s.id, "")) == normalize_answer(s.answer) for s in samples
+    )
     return correct / len(samples)
 
 
-def run_job(task: Path, jobs: Path, agents: list, environment: object, job_name: str = "agent-task") -> list:
+def run_job(
+    task: Path, jobs: Path, agents: list, environment: object, job_name: str = "agent-task"
+) -> list:
     """One Harbor job over *task* (one trial per agent: a name, or an ``AgentConfig``; one at a
     time); its trial results."""
     from harbor.job import Job
     from harbor.models.job.config import JobConfig
     from harbor.models.trial.config import AgentConfig, TaskConfig
 
-    config = JobConfig(job_name=job_name, jobs_dir=jobs, n_concurrent_trials=1, quiet=True,
-                       agents=[a if isinstance(a, AgentConfig) else AgentConfig(name=a) for a in agents],
-                       tasks=[TaskConfig(path=task)],
-                       environment=environment)
+    config = JobConfig(
+        job_name=job_name,
+        jobs_dir=jobs,
+        n_concurrent_trials=1,
+        quiet=True,
+        agents=[a if isinstance(a, AgentConfig) else AgentConfig(name=a) for a in agents],
+        tasks=[TaskConfig(path=task)],
+        environment=environment,
+    )
 
     async def run() -> object:
         job = await Job.create(config)
@@ -58,8 +69,12 @@ def check_clean_audit(verifier: Path) -> dict:
     assert any(path.endswith("admin_token") and not ok for path, ok in agent["read"].items())
     assert not any(candidate["create_in"][d] for d in ("/tmp", "/app", "/logs/agent"))
     assert candidate["socket"] == {"inet": False, "unix": False} and candidate["seccomp"] == "2"
-    assert [q["stage"] for q in isolation["quiesce"]] == ["the agent finished", "the service stopped",
-                                                           "final scoring finished", "the probes finished"]
+    assert [q["stage"] for q in isolation["quiesce"]] == [
+        "the agent finished",
+        "the service stopped",
+        "final scoring finished",
+        "the probes finished",
+    ]
     assert all(q["survivors"] is None for q in isolation["quiesce"])
     verdict = json.loads((verifier / "judgement_isolation.json").read_text())
     assert (verdict["judge"], verdict["flagged"]) == ("isolation", False)
@@ -76,14 +91,18 @@ def check_oracle_and_nop(trials: list) -> None:
     assert set(by_agent) == {"oracle", "nop"}
     for trial in by_agent.values():
         assert trial.exception_info is None, trial.exception_info
-    verifier = {name: Path(t.trial_uri.removeprefix("file://")) / "verifier" for name, t in by_agent.items()}
+    verifier = {
+        name: Path(t.trial_uri.removeprefix("file://")) / "verifier" for name, t in by_agent.items()
+    }
 
     # Oracle: the improved commit was chosen (strictly above the baseline on dev) and scored.
     oracle = verifier["oracle"]
     final = json.loads((oracle / "final.json").read_text())
     assert final["chosen"].startswith("candidate-"), final
     assert final["considered"][0]["rescored_mean"] > final["baseline_selection_mean"]
-    assert json.loads((oracle / "reward.json").read_text()) == {"reward": pytest.approx(improved_test)}
+    assert json.loads((oracle / "reward.json").read_text()) == {
+        "reward": pytest.approx(improved_test)
+    }
     assert by_agent["oracle"].verifier_result.rewards == {"reward": pytest.approx(improved_test)}
     # The ledger was charged for every evaluation the optimizer made.
     summary = json.loads((oracle / "service_summary.json").read_text())

@@ -47,7 +47,9 @@ class CanaryAgent(BaseAgent):
     async def setup(self, environment: BaseEnvironment) -> None:
         return None
 
-    async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
+    async def run(
+        self, instruction: str, environment: BaseEnvironment, context: AgentContext
+    ) -> None:
         secrets = _reachable_secrets(self._extra_env)
         blob = "\n".join(f"{name}={value}" for name, value in sorted(secrets.items()))
         # Whether Harbor's overlay hid the API key from the agent (the test checks it).

@@ -28,8 +28,15 @@ def _placeholder(i: int) -> dict:
     # Every field any benchmark's record has, so compiled tasks can build their
     # contamination reference from it.
     text = f"placeholder question number {i}"
-    return {"question": text, "problem": text, "prompt": text, "answer": str(i),
-            "choices": ["a", "b", "c", "d"], "function": [], "canonical_solution": "pass"}
+    return {
+        "question": text,
+        "problem": text,
+        "prompt": text,
+        "answer": str(i),
+        "choices": ["a", "b", "c", "d"],
+        "function": [],
+        "canonical_solution": "pass",
+    }
 
 
 def seed_prepared(cache_dir: Path, benchmark_id: str, n: int = 10) -> None:
@@ -46,7 +53,15 @@ def seed_prepared(cache_dir: Path, benchmark_id: str, n: int = 10) -> None:
     root = data_root(cache_dir) / benchmark_id
     test = [Sample(id=f"{benchmark_id}_{i}", category="c", data=_placeholder(i)) for i in range(n)]
     dev = carve_dev(test)
-    infos = {name: SplitInfo(n=len(rows), sha256=write_split(root / f"{name}.jsonl", rows))
-             for name, rows in (("test", test), ("dev", dev))}
-    DataManifest(benchmark=benchmark_id, provenance="test placeholder", prepared_at="2026-01-01T00:00:00+00:00",
-                 splits=infos, dev_source="carved", carved_dev_ids=[s.id for s in dev]).dump(root / "manifest.json")
+    infos = {
+        name: SplitInfo(n=len(rows), sha256=write_split(root / f"{name}.jsonl", rows))
+        for name, rows in (("test", test), ("dev", dev))
+    }
+    DataManifest(
+        benchmark=benchmark_id,
+        provenance="test placeholder",
+        prepared_at="2026-01-01T00:00:00+00:00",
+        splits=infos,
+        dev_source="carved",
+        carved_dev_ids=[s.id for s in dev],
+    ).dump(root / "manifest.json")

@@ -11,8 +11,9 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
-def run_ptb(*args: str, cwd: Path | None = None, timeout: float = 600,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def run_ptb(
+    *args: str, cwd: Path | None = None, timeout: float = 600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """Run the `ptb` CLI in a subprocess, as a user would (*env* adds variables)."""
     env = {**os.environ, "HARBOR_TELEMETRY": "0", **(env or {})}
     return subprocess.run(

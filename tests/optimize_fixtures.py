@@ -18,21 +18,29 @@ import pytest
 from posttrainbench.optimize.config import AgentTaskConfig, parse_config
 
 IS_ROOT = os.geteuid() == 0
-needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root: only a root service switches to the candidate user")
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent",
-           "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+needs_root = pytest.mark.skipif(
+    not IS_ROOT, reason="needs root: only a root service switches to the candidate user"
+)
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@t",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@t",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "HOME": "/nonexistent",
+    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+}
 
 
 def solver(rule: str, extra: str = "") -> str:
     """A ``solve.py`` answering "What is A + B?" questions with the Python expression *rule* over a, b."""
-    return f'''import json, re, sys
+    return f"""import json, re, sys
 {extra}
 for line in sys.stdin:
     item = json.loads(line)
     a, b = map(int, re.findall(r"-?\\d+", item["question"])[:2])
     print(json.dumps({{"id": item["id"], "answer": str({rule})}}))
-'''
+"""
 
 
 PERFECT = solver("a + b")
@@ -42,7 +50,9 @@ PARTIAL = solver("a + b if a % 2 == 0 else -1")  # right on even a only
 
 def git(repo: Path, *args: str) -> str:
     """Run git in *repo*; return stdout (fails the test on error)."""
-    result = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=GIT_ENV)
+    result = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, env=GIT_ENV
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
 
@@ -62,8 +72,14 @@ def commit(repo: Path, files: dict[str, str], message: str = "change") -> str:
 
 def rows(prefix: str, count: int, start: int = 0) -> list[dict[str, str]]:
     """Samples "What is A + B?" with ids ``<prefix>-<i>``."""
-    return [{"id": f"{prefix}-{i}", "question": f"What is {i} + {i * 3 + 1}?", "answer": str(i + i * 3 + 1)}
-            for i in range(start, start + count)]
+    return [
+        {
+            "id": f"{prefix}-{i}",
+            "question": f"What is {i} + {i * 3 + 1}?",
+            "answer": str(i + i * 3 + 1),
+        }
+        for i in range(start, start + count)
+    ]
 
 
 def write_dataset(root: Path, splits: dict[str, list[dict[str, str]]]) -> Path:
@@ -85,8 +101,12 @@ def config_dict(**overrides: Any) -> dict[str, Any]:
             "dev": {"tier": "aggregate", "max_runs": 20, "max_samples": 200, "min_samples": 4},
             "test": {"tier": "hidden"},
         },
-        "reward": {"mode": "auto_best", "selection_split": "dev", "top_k": 2,
-                   "targets": [{"split": "test", "key": "reward"}]},
+        "reward": {
+            "mode": "auto_best",
+            "selection_split": "dev",
+            "top_k": 2,
+            "targets": [{"split": "test", "key": "reward"}],
+        },
         "secrets": ["PTB_TEST_SECRET"],
         "timeouts": {"per_sample_s": 5, "per_eval_s": 20},
         "concurrency": 4,
@@ -98,8 +118,15 @@ def config_dict(**overrides: Any) -> dict[str, Any]:
 
 def make_task(root: Path, baseline: str = PARTIAL, **overrides: Any) -> AgentTaskConfig:
     """Dataset, a plain-directory baseline and a config under *root* (8 train, 8 dev, 6 test, 2 extra)."""
-    write_dataset(root / "data", {"train": rows("train", 8), "dev": rows("dev", 8, 100),
-                                  "test": rows("test", 6, 200), "extra": rows("extra", 4, 300)})
+    write_dataset(
+        root / "data",
+        {
+            "train": rows("train", 8),
+            "dev": rows("dev", 8, 100),
+            "test": rows("test", 6, 200),
+            "extra": rows("extra", 4, 300),
+        },
+    )
     (root / "baseline").mkdir(parents=True, exist_ok=True)
     (root / "baseline" / "solve.py").write_text(baseline)
     return parse_config(config_dict(**overrides), root)

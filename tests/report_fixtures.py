@@ -46,27 +46,77 @@ def build_results(root: Path) -> Built:
     cx = dict(agent="codex", agent_model="openai/gpt-5")
     specs = {
         "strong1": TrialSpec(**cc, score=0.6, trial_id=IDS["strong1"]),
-        "strong2": TrialSpec(**cc, score=0.7, started=T0 + timedelta(hours=12), agent_hours=4.0, cost_usd=9.0,
-                             trial_id=IDS["strong2"]),
+        "strong2": TrialSpec(
+            **cc,
+            score=0.7,
+            started=T0 + timedelta(hours=12),
+            agent_hours=4.0,
+            cost_usd=9.0,
+            trial_id=IDS["strong2"],
+        ),
         "long": TrialSpec(**cc, benchmark="humaneval", score=0.5, trial_id=IDS["long"]),
         "flagged": TrialSpec(**cx, score=0.9, flagged=("contamination",), trial_id=IDS["flagged"]),
-        "errored": TrialSpec(**cx, benchmark="humaneval", error="AgentTimeoutError", trial_id=IDS["errored"]),
-        "evil": TrialSpec(agent=EVIL_AGENT, agent_model=None, benchmark="humaneval", score=0.3, cost_usd=None,
-                          trial_id=IDS["evil"]),
+        "errored": TrialSpec(
+            **cx, benchmark="humaneval", error="AgentTimeoutError", trial_id=IDS["errored"]
+        ),
+        "evil": TrialSpec(
+            agent=EVIL_AGENT,
+            agent_model=None,
+            benchmark="humaneval",
+            score=0.3,
+            cost_usd=None,
+            trial_id=IDS["evil"],
+        ),
     }
     jobs = root / "jobs"
     job = write_job(jobs, "job1", list(specs.values()))
     evil_trial = next(job.glob(f"humaneval-qwen3-1.7b__{IDS['evil'][:7]}"))
-    (evil_trial / "agent" / "claude-code.txt").write_text(json.dumps(
-        {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": SCRIPT}]}}) + "\n")
+    (evil_trial / "agent" / "claude-code.txt").write_text(
+        json.dumps(
+            {
+                "type": "assistant",
+                "message": {"role": "assistant", "content": [{"type": "text", "text": SCRIPT}]},
+            }
+        )
+        + "\n"
+    )
     long_trial = next(job.glob(f"humaneval-qwen3-1.7b__{IDS['long'][:7]}"))
     lines = []
     for i in range(300):
-        lines.append({"type": "assistant", "message": {"role": "assistant", "content": [
-            {"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {"command": f"echo step {i}"}}]}})
-        lines.append({"type": "user", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"t{i}", "content": "x" * 5000 if i == 0 else f"step {i}"}]}})
-    (long_trial / "agent" / "claude-code.txt").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+        lines.append(
+            {
+                "type": "assistant",
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": f"t{i}",
+                            "name": "Bash",
+                            "input": {"command": f"echo step {i}"},
+                        }
+                    ],
+                },
+            }
+        )
+        lines.append(
+            {
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": f"t{i}",
+                            "content": "x" * 5000 if i == 0 else f"step {i}",
+                        }
+                    ],
+                },
+            }
+        )
+    (long_trial / "agent" / "claude-code.txt").write_text(
+        "\n".join(json.dumps(x) for x in lines) + "\n"
+    )
     results = root / "results"
     export([jobs], results)
     board, records = build_leaderboard(results, "mean", None, None)

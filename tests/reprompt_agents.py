@@ -25,8 +25,14 @@ STAMP = "/logs/agent/ptb_start_time"
 class StoppingAgent(BaseAgent):
     """Records the prompt it got and returns immediately."""
 
-    def __init__(self, *args, advance_minutes: float = 0.0, tokens_per_round: int = 0,
-                 cost_per_round: float = 0.0, **kwargs) -> None:
+    def __init__(
+        self,
+        *args,
+        advance_minutes: float = 0.0,
+        tokens_per_round: int = 0,
+        cost_per_round: float = 0.0,
+        **kwargs,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.advance_minutes = advance_minutes
         self.tokens_per_round = tokens_per_round
@@ -45,13 +51,22 @@ class StoppingAgent(BaseAgent):
         self.setups += 1
         await environment.exec("mkdir -p /logs/agent && echo setup >> /logs/agent/setups.txt")
 
-    async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
+    async def run(
+        self, instruction: str, environment: BaseEnvironment, context: AgentContext
+    ) -> None:
         await self._round("run", instruction, environment, context)
 
-    async def _round(self, method: str, prompt: str, environment: BaseEnvironment, context: AgentContext) -> None:
+    async def _round(
+        self, method: str, prompt: str, environment: BaseEnvironment, context: AgentContext
+    ) -> None:
         self.calls.append((method, prompt))
-        line = json.dumps({"method": method, "head": prompt.strip().splitlines()[0][:120],
-                           "has_instruction": "Write 'done'" in prompt})
+        line = json.dumps(
+            {
+                "method": method,
+                "head": prompt.strip().splitlines()[0][:120],
+                "has_instruction": "Write 'done'" in prompt,
+            }
+        )
         command = f"printf '%s\\n' {shlex.quote(line)} >> {ROUNDS_FILE}"
         if self.advance_minutes:
             seconds = int(self.advance_minutes * 60)
@@ -71,14 +86,18 @@ class ResumingStoppingAgent(StoppingAgent):
 
     capabilities = AgentCapabilities(resume=True)
 
-    async def resume(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
+    async def resume(
+        self, instruction: str, environment: BaseEnvironment, context: AgentContext
+    ) -> None:
         await self._round("resume", instruction, environment, context)
 
 
 class FailingAgent(StoppingAgent):
     """Raises on its second run (a crashed CLI)."""
 
-    async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
+    async def run(
+        self, instruction: str, environment: BaseEnvironment, context: AgentContext
+    ) -> None:
         await super().run(instruction, environment, context)
         if len(self.calls) >= 2:
             raise RuntimeError("inner agent crashed")

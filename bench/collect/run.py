@@ -39,8 +39,13 @@ from posttrainbench.results.report.render import render_report, write_report  # 
 from posttrainbench.results.store import ResultsStore  # noqa: E402
 from tests.results_fixtures import T0, TrialSpec, write_trial  # noqa: E402
 
-AGENTS = [("claude-code", "anthropic/claude-opus-4-1"), ("codex", "openai/gpt-5"),
-          ("gemini-cli", "google/gemini-3-pro"), ("opencode", "zai/glm-4.6"), ("terminus-2", "openai/gpt-5-mini")]
+AGENTS = [
+    ("claude-code", "anthropic/claude-opus-4-1"),
+    ("codex", "openai/gpt-5"),
+    ("gemini-cli", "google/gemini-3-pro"),
+    ("opencode", "zai/glm-4.6"),
+    ("terminus-2", "openai/gpt-5-mini"),
+]
 
 
 def write_sweep(root: Path, n: int, rng: random.Random) -> None:
@@ -51,12 +56,18 @@ def write_sweep(root: Path, n: int, rng: random.Random) -> None:
         agent, agent_model = AGENTS[i % len(AGENTS)]
         roll = rng.random()
         spec = TrialSpec(
-            agent=agent, agent_model=agent_model, benchmark=benchmarks[(i // 5) % len(benchmarks)],
-            model=models[(i // 35) % len(models)], score=round(rng.random(), 4), base_score=0.1,
-            started=T0 + timedelta(minutes=i), agent_hours=rng.uniform(0.5, 10),
+            agent=agent,
+            agent_model=agent_model,
+            benchmark=benchmarks[(i // 5) % len(benchmarks)],
+            model=models[(i // 35) % len(models)],
+            score=round(rng.random(), 4),
+            base_score=0.1,
+            started=T0 + timedelta(minutes=i),
+            agent_hours=rng.uniform(0.5, 10),
             error="AgentTimeoutError" if roll < 0.05 else None,
             flagged=("contamination",) if 0.05 <= roll < 0.08 else (),
-            cost_usd=round(rng.uniform(1, 60), 2))
+            cost_usd=round(rng.uniform(1, 60), 2),
+        )
         write_trial(root / f"job-{i // 500:03d}", spec)
 
 
@@ -81,7 +92,9 @@ def timed(fn):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=10_000)
-    parser.add_argument("--keep", type=Path, default=None, help="Work in this directory and keep it.")
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="Work in this directory and keep it."
+    )
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="ptb-bench-collect-"))
     jobs, store_dir = work / "jobs", work / "results"
@@ -95,7 +108,13 @@ def main() -> int:
 
         def collect_all():
             records, skipped = ResultsStore.open(store_dir, create=False).load()
-            board = collect(records, results_dir=store_dir, policy="mean", weights=load_weights(), skipped=skipped)
+            board = collect(
+                records,
+                results_dir=store_dir,
+                policy="mean",
+                weights=load_weights(),
+                skipped=skipped,
+            )
             write_leaderboard(board, store_dir / "leaderboard")
             return board
 
@@ -103,7 +122,13 @@ def main() -> int:
 
         def report_all():
             records, skipped = ResultsStore.open(store_dir, create=False).load()
-            board = collect(records, results_dir=store_dir, policy="mean", weights=load_weights(), skipped=skipped)
+            board = collect(
+                records,
+                results_dir=store_dir,
+                policy="mean",
+                weights=load_weights(),
+                skipped=skipped,
+            )
             return write_report(render_report(board, records, store_dir), work / "report.html")
 
         report, t_report = timed(report_all)
@@ -112,9 +137,13 @@ def main() -> int:
         assert len(board.runs) == args.trials
         print(f"\n{args.trials} trials, {len(board.agents)} agents, {len(board.cells)} cells\n")
         print(f"{'step':<34}{'seconds':>9}{'x floor':>9}")
-        for name, seconds in (("floor: read + parse the inputs", t_floor), ("export (new store)", t_export),
-                              ("export again (nothing new)", t_again), ("collect (load, leaderboard, files)", t_collect),
-                              ("report (load, leaderboard, HTML)", t_report)):
+        for name, seconds in (
+            ("floor: read + parse the inputs", t_floor),
+            ("export (new store)", t_export),
+            ("export again (nothing new)", t_again),
+            ("collect (load, leaderboard, files)", t_collect),
+            ("report (load, leaderboard, HTML)", t_report),
+        ):
             print(f"{name:<34}{seconds:>9.2f}{seconds / t_floor:>9.1f}")
         print(f"\nreport.html: {report.stat().st_size / 1e6:.1f} MB")
         return 0

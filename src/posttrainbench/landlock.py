@@ -31,8 +31,16 @@ _RULE_PATH_BENEATH = 1
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 READ = READ_FILE | READ_DIR
 ALL = -1  # every filesystem right the running kernel handles
-_FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1, 5: (1 << 16) - 1}
-_FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | (1 << 14) | (1 << 15)  # rights a non-directory can carry
+_FS_BY_ABI = {
+    1: (1 << 13) - 1,
+    2: (1 << 14) - 1,
+    3: (1 << 15) - 1,
+    4: (1 << 15) - 1,
+    5: (1 << 16) - 1,
+}
+_FILE_RIGHTS = (
+    EXECUTE | WRITE_FILE | READ_FILE | (1 << 14) | (1 << 15)
+)  # rights a non-directory can carry
 _NET_TCP = (1 << 0) | (1 << 1)  # bind, connect (ABI 4)
 _SCOPE_ALL = (1 << 0) | (1 << 1)  # abstract unix sockets, signals (ABI 6)
 
@@ -42,8 +50,11 @@ class LandlockError(OSError):
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -60,8 +71,12 @@ def _libc() -> ctypes.CDLL:
 def abi_version() -> int:
     """The kernel's Landlock ABI version, 0 when Landlock is missing, disabled or filtered out."""
     try:
-        version = _libc().syscall(ctypes.c_long(_CREATE_RULESET), None, ctypes.c_size_t(0),
-                                  ctypes.c_uint32(_CREATE_RULESET_VERSION))
+        version = _libc().syscall(
+            ctypes.c_long(_CREATE_RULESET),
+            None,
+            ctypes.c_size_t(0),
+            ctypes.c_uint32(_CREATE_RULESET_VERSION),
+        )
     except (OSError, AttributeError):
         return 0
     return max(0, int(version))
@@ -80,16 +95,25 @@ def restrict_self(rules: Mapping[str, int], *, block_tcp: bool) -> int:
         return 0
     libc = _libc()
     handled_fs = _FS_BY_ABI.get(abi, _FS_BY_ABI[5])
-    attr = _RulesetAttr(handled_fs, _NET_TCP if block_tcp and abi >= 4 else 0, _SCOPE_ALL if abi >= 6 else 0)
+    attr = _RulesetAttr(
+        handled_fs, _NET_TCP if block_tcp and abi >= 4 else 0, _SCOPE_ALL if abi >= 6 else 0
+    )
     size = 24 if abi >= 6 else 16 if abi >= 4 else 8
-    ruleset = libc.syscall(ctypes.c_long(_CREATE_RULESET), ctypes.byref(attr), ctypes.c_size_t(size),
-                           ctypes.c_uint32(0))
+    ruleset = libc.syscall(
+        ctypes.c_long(_CREATE_RULESET),
+        ctypes.byref(attr),
+        ctypes.c_size_t(size),
+        ctypes.c_uint32(0),
+    )
     if ruleset < 0:
         raise LandlockError(ctypes.get_errno(), "landlock_create_ruleset failed")
     try:
         for path, rights in rules.items():
             _add_rule(libc, ruleset, path, handled_fs if rights == ALL else rights & handled_fs)
-        if libc.syscall(ctypes.c_long(_RESTRICT_SELF), ctypes.c_int(ruleset), ctypes.c_uint32(0)) < 0:
+        if (
+            libc.syscall(ctypes.c_long(_RESTRICT_SELF), ctypes.c_int(ruleset), ctypes.c_uint32(0))
+            < 0
+        ):
             raise LandlockError(ctypes.get_errno(), "landlock_restrict_self failed")
     finally:
         os.close(ruleset)
@@ -105,8 +129,16 @@ def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
         if not stat.S_ISDIR(os.fstat(fd).st_mode):
             rights &= _FILE_RIGHTS  # the kernel refuses directory rights on a file
         rule = _PathBeneathAttr(rights, fd)
-        if libc.syscall(ctypes.c_long(_ADD_RULE), ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH),
-                        ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
+        if (
+            libc.syscall(
+                ctypes.c_long(_ADD_RULE),
+                ctypes.c_int(ruleset),
+                ctypes.c_int(_RULE_PATH_BENEATH),
+                ctypes.byref(rule),
+                ctypes.c_uint32(0),
+            )
+            < 0
+        ):
             raise LandlockError(ctypes.get_errno(), f"landlock_add_rule failed for {path}")
     finally:
         os.close(fd)

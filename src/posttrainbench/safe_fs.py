@@ -21,10 +21,10 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Callable, Iterator, Optional
 
 # No-follow open flags, for every reader and writer of trees an agent wrote.
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -35,9 +35,9 @@ NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLO
 # is mostly holes, planted to make a reader copy or parse zeros.
 SPARSE_RATIO = 8
 SPARSE_MIN_BYTES = 64 * 2**20
-MAX_DEPTH = 64           # directory nesting a copy follows
+MAX_DEPTH = 64  # directory nesting a copy follows
 MAX_REFUSALS_KEPT = 100  # refusal lines a copy keeps; the rest are counted
-MAX_CACHED_DIRS = 64     # directory fds a SafeDir keeps open for reuse
+MAX_CACHED_DIRS = 64  # directory fds a SafeDir keeps open for reuse
 _CHUNK = 8 * 2**20
 
 
@@ -58,9 +58,15 @@ class Refused(OSError):
 
 def kind_of(mode: int) -> str:
     """What a file mode is, in words."""
-    for test, word in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISDIR, "a directory"),
-                       (stat.S_ISREG, "a regular file")):
+    for test, word in (
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISREG, "a regular file"),
+    ):
         if test(mode):
             return word
     return "not a regular file"
@@ -103,7 +109,9 @@ def _open_dir_at(dir_fd: int, name: str, shown: str) -> int:
     raise NotADirectoryError(errno.ENOTDIR, f"{kind_of(st.st_mode)}, not a directory", shown)
 
 
-def _open_file_at(dir_fd: int, name: str, shown: str, hard_links_ok: bool) -> tuple[int, os.stat_result]:
+def _open_file_at(
+    dir_fd: int, name: str, shown: str, hard_links_ok: bool
+) -> tuple[int, os.stat_result]:
     # lstat first: a FIFO or device is refused before it is ever opened.
     check_file(os.stat(name, dir_fd=dir_fd, follow_symlinks=False), shown, hard_links_ok)
     try:
@@ -153,8 +161,15 @@ def _copy_fd(src: int, dst: int, size: int) -> int:
     return copied
 
 
-def replace_at(dir_fd: int, name: str, write: Callable[[int], None], mode: int, *,
-               keep: Callable[[], bool] = lambda: True, suffix: str = ".tmp") -> bool:
+def replace_at(
+    dir_fd: int,
+    name: str,
+    write: Callable[[int], None],
+    mode: int,
+    *,
+    keep: Callable[[], bool] = lambda: True,
+    suffix: str = ".tmp",
+) -> bool:
     """Replace the entry *name* of the directory *dir_fd* with a new file that *write* fills.
 
     The new file is created in that same directory fd (O_EXCL | O_NOFOLLOW) and renamed over
@@ -192,7 +207,7 @@ class CopyBudget:
 
     max_bytes: int
     max_files: int
-    max_file_bytes: Optional[int] = None
+    max_file_bytes: int | None = None
     bytes: int = 0
     files: int = 0
     refused: list[str] = field(default_factory=list)
@@ -232,9 +247,13 @@ class SafeDir:
         self._dirs: dict[tuple[str, ...], int] = {}
 
     @classmethod
-    def open(cls, path: Path, *, hard_links_ok: bool = False) -> "SafeDir":
+    def open(cls, path: Path, *, hard_links_ok: bool = False) -> SafeDir:
         """Open the root itself as the caller named it: the root is trusted, what is below it is not."""
-        return cls(os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), Path(path), hard_links_ok=hard_links_ok)
+        return cls(
+            os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC),
+            Path(path),
+            hard_links_ok=hard_links_ok,
+        )
 
     def close(self) -> None:
         """Close the root's fd and those of the directories below it."""
@@ -245,7 +264,7 @@ class SafeDir:
             os.close(self.fd)
             self.fd = -1
 
-    def __enter__(self) -> "SafeDir":
+    def __enter__(self) -> SafeDir:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -286,11 +305,15 @@ class SafeDir:
                 self._dirs[key[: i + 1]], owned = fd, False
         return fd, owned
 
-    def subdir(self, relative: str) -> "SafeDir":
+    def subdir(self, relative: str) -> SafeDir:
         """The directory *relative* names, as a SafeDir of its own (Refused if any part is a link)."""
-        return SafeDir(self._walk(split_relative(relative)), self.path / relative, hard_links_ok=self.hard_links_ok)
+        return SafeDir(
+            self._walk(split_relative(relative)),
+            self.path / relative,
+            hard_links_ok=self.hard_links_ok,
+        )
 
-    def lstat(self, relative: str) -> Optional[os.stat_result]:
+    def lstat(self, relative: str) -> os.stat_result | None:
         """The entry's own stat; None when it does not exist without following a link."""
         parts = split_relative(relative)
         if not parts:
@@ -317,7 +340,9 @@ class SafeDir:
                     continue
         return sorted(found, key=lambda item: item[0])
 
-    def open_file(self, relative: str, *, hard_links_ok: Optional[bool] = None) -> tuple[int, os.stat_result]:
+    def open_file(
+        self, relative: str, *, hard_links_ok: bool | None = None
+    ) -> tuple[int, os.stat_result]:
         """An fd of the regular file *relative* names, and its fstat (the caller closes the fd).
 
         *hard_links_ok* overrides the directory's rule for one file the caller knows only
@@ -331,7 +356,9 @@ class SafeDir:
         with self._dir(parts[:-1]) as parent:
             return _open_file_at(parent, parts[-1], shown, linked)
 
-    def read_head(self, relative: str, limit: int, *, hard_links_ok: Optional[bool] = None) -> tuple[bytes, bool]:
+    def read_head(
+        self, relative: str, limit: int, *, hard_links_ok: bool | None = None
+    ) -> tuple[bytes, bool]:
         """The first *limit* bytes of a file, and whether there was more."""
         fd, _ = self.open_file(relative, hard_links_ok=hard_links_ok)
         try:
@@ -340,11 +367,14 @@ class SafeDir:
             os.close(fd)
         return data[:limit], len(data) > limit
 
-    def read_bytes(self, relative: str, limit: int, *, hard_links_ok: Optional[bool] = None) -> bytes:
+    def read_bytes(self, relative: str, limit: int, *, hard_links_ok: bool | None = None) -> bytes:
         """A whole file; Refused when it is larger than *limit* bytes."""
         data, more = self.read_head(relative, limit, hard_links_ok=hard_links_ok)
         if more:
-            raise Refused("/".join(split_relative(relative)), f"larger than the {limit}-byte cap for this file")
+            raise Refused(
+                "/".join(split_relative(relative)),
+                f"larger than the {limit}-byte cap for this file",
+            )
         return data
 
     def copy_file(self, relative: str, dest_dir: Path, name: str, budget: CopyBudget) -> bool:
@@ -422,9 +452,15 @@ class SafeDir:
             except (FileNotFoundError, NotADirectoryError):
                 continue  # removed or replaced while we copied: nothing of it is taken
 
-    def _copy_one(self, src: int, name: str, shown: str, out: int, target: str, budget: CopyBudget) -> None:
+    def _copy_one(
+        self, src: int, name: str, shown: str, out: int, target: str, budget: CopyBudget
+    ) -> None:
         if budget.files >= budget.max_files:
-            budget.refuse(Refused(shown, f"over the cap of {budget.max_files} files: it and the rest not copied"))
+            budget.refuse(
+                Refused(
+                    shown, f"over the cap of {budget.max_files} files: it and the rest not copied"
+                )
+            )
             raise _FilesCapReached
         try:
             fd, st = _open_file_at(src, name, shown, self.hard_links_ok)
@@ -433,12 +469,23 @@ class SafeDir:
             return
         try:
             if budget.max_file_bytes is not None and st.st_size > budget.max_file_bytes:
-                budget.refuse(Refused(shown, f"{st.st_size} bytes: over the cap of {budget.max_file_bytes} bytes a file"))
+                budget.refuse(
+                    Refused(
+                        shown,
+                        f"{st.st_size} bytes: over the cap of {budget.max_file_bytes} bytes a file",
+                    )
+                )
                 return
             if budget.bytes + st.st_size > budget.max_bytes:
-                budget.refuse(Refused(shown, f"{st.st_size} bytes: over the copy cap of {budget.max_bytes} bytes"))
+                budget.refuse(
+                    Refused(
+                        shown, f"{st.st_size} bytes: over the copy cap of {budget.max_bytes} bytes"
+                    )
+                )
                 return
-            dst = os.open(target, NEW_FILE_FLAGS, 0o755 if st.st_mode & 0o111 else 0o644, dir_fd=out)
+            dst = os.open(
+                target, NEW_FILE_FLAGS, 0o755 if st.st_mode & 0o111 else 0o644, dir_fd=out
+            )
             try:
                 copied = _copy_fd(fd, dst, st.st_size)
                 os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
@@ -450,7 +497,9 @@ class SafeDir:
         budget.files += 1
 
 
-def read_named_head(path: Path, limit: int, root_marker: str, *, hard_links_ok: bool = False) -> tuple[bytes, bool]:
+def read_named_head(
+    path: Path, limit: int, root_marker: str, *, hard_links_ok: bool = False
+) -> tuple[bytes, bool]:
     """The head of a file a user named by path, and whether there was more.
 
     Below the outermost directory on the path that holds *root_marker* (a trial directory's

@@ -7,7 +7,7 @@ This module is copied into every task sandbox: it imports nothing from the rest 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Optional, TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,10 +42,14 @@ class TaskSpec(_FileModel):
     hours: float = Field(gt=0)
     gpus: int = Field(ge=0)
     feedback: Literal["test", "dev", "none"] = Field(
-        default="test", description="what the agent's evaluate.py scores: the test set, a disjoint dev split, or nothing")
-    agent_eval_budget: Optional[int] = Field(default=None, ge=1, description="max evaluate.py runs (dev mode); None = unlimited")
-    agent_eval_limit: Optional[int] = Field(default=None, ge=1)
-    final_eval_limit: Optional[int] = Field(default=None, ge=1, description="None = whole test set")
+        default="test",
+        description="what the agent's evaluate.py scores: the test set, a disjoint dev split, or nothing",
+    )
+    agent_eval_budget: int | None = Field(
+        default=None, ge=1, description="max evaluate.py runs (dev mode); None = unlimited"
+    )
+    agent_eval_limit: int | None = Field(default=None, ge=1)
+    final_eval_limit: int | None = Field(default=None, ge=1, description="None = whole test set")
     score_base_model: bool = False
     seed: int = 0
 
@@ -60,9 +64,9 @@ class BaseScore(BaseModel):
     stderr: float
     n: int
     n_correct: int
-    model_sha256: Optional[str] = None
+    model_sha256: str | None = None
     timings: dict[str, float] = Field(default_factory=dict)
-    error: Optional[str] = None
+    error: str | None = None
 
 
 class GenerationAttempt(BaseModel):
@@ -74,10 +78,12 @@ class GenerationAttempt(BaseModel):
     max_new_tokens: int
     ok: bool
     seconds: float = Field(ge=0.0)
-    error: Optional[str] = None
-    time_limit_s: Optional[float] = Field(
-        default=None, description="the limit of the attempt's questions after the first batch "
-        "(evaluation.time_budget); None: no limit")
+    error: str | None = None
+    time_limit_s: float | None = Field(
+        default=None,
+        description="the limit of the attempt's questions after the first batch "
+        "(evaluation.time_budget); None: no limit",
+    )
 
 
 # The verifier's live progress, beside metrics.json in /logs/verifier (host-side readers
@@ -128,16 +134,16 @@ class Metrics(_FileModel):
     seeds: list[int] = Field(default_factory=lambda: [0])
     per_seed_accuracy: list[float] = Field(default_factory=list)
     backend: str = "transformers"
-    max_new_tokens: Optional[int] = None
+    max_new_tokens: int | None = None
     temperature: float = 0.0
-    judge_model: Optional[str] = None
-    data_sha256: Optional[str] = None
-    model_sha256: Optional[str] = None
+    judge_model: str | None = None
+    data_sha256: str | None = None
+    model_sha256: str | None = None
     seed: int = 0
     timings: dict[str, float] = Field(default_factory=dict)
     attempts: list[GenerationAttempt] = Field(default_factory=list)
-    error: Optional[str] = None
-    base_model: Optional[BaseScore] = None
+    error: str | None = None
+    base_model: BaseScore | None = None
     scorer_findings: list[ScorerFinding] = Field(default_factory=list)
 
 
@@ -150,4 +156,3 @@ class Reward(_FileModel):
 def write_reward(path: str | Path, reward: float) -> Path:
     """Write ``{"reward": reward}`` to *path* (thin helper used by the verifier)."""
     return Reward(reward=float(reward)).dump(path)
-

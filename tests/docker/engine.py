@@ -51,9 +51,16 @@ def _agent_task_skip_reason() -> str | None:
     """Why the base image cannot build an agent task offline, or None when it can."""
     probe = "command -v git && command -v setpriv && command -v pkill && python3 -c 'import fastapi, uvicorn, yaml'"
     try:
-        if _docker("run", "--rm", "--network", "none", CPU_BASE_IMAGE, "sh", "-c", probe).returncode != 0:
-            return (f"base image {CPU_BASE_IMAGE} lacks git or the evaluation service's requirements "
-                    "(rerun scripts/docker/build_base_image.sh)")
+        if (
+            _docker(
+                "run", "--rm", "--network", "none", CPU_BASE_IMAGE, "sh", "-c", probe
+            ).returncode
+            != 0
+        ):
+            return (
+                f"base image {CPU_BASE_IMAGE} lacks git or the evaluation service's requirements "
+                "(rerun scripts/docker/build_base_image.sh)"
+            )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"docker unusable: {exc}"
     return None

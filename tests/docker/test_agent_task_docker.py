@@ -28,10 +28,12 @@ from harbor.models.environment_type import EnvironmentType
 from harbor.models.trial.config import EnvironmentConfig
 
 from posttrainbench.optimize.compiler import BuildOptions, build_agent_task
-from tests.docker.engine import (  # noqa: F401 (the fixtures are used by name)
-    CPU_BASE_IMAGE, agent_task_ready, docker_ready,
-)
 from tests.agent_task_e2e_checks import EXAMPLE, check_oracle_and_nop, run_job
+from tests.docker.engine import (  # noqa: F401 (the fixtures are used by name)
+    CPU_BASE_IMAGE,
+    agent_task_ready,
+    docker_ready,
+)
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -44,25 +46,38 @@ def _docker() -> EnvironmentConfig:
 def _compile_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HARBOR_TELEMETRY", "0")
     monkeypatch.setenv("PTB_CACHE_DIR", str(tmp_path / "cache"))
-    task = build_agent_task(EXAMPLE / "task.yaml", tmp_path / "tasks", BuildOptions(base_image=CPU_BASE_IMAGE))
+    task = build_agent_task(
+        EXAMPLE / "task.yaml", tmp_path / "tasks", BuildOptions(base_image=CPU_BASE_IMAGE)
+    )
     assert f"ARG BASE_IMAGE={CPU_BASE_IMAGE}" in (task / "environment" / "Dockerfile").read_text()
     return task
 
 
 def test_example_agent_task_image_builds_without_network(
-        agent_task_ready: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    agent_task_ready: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """On the base image the task's build installs nothing: no apt, no package index."""
     task = _compile_example(tmp_path, monkeypatch)
     tag = f"ptb-test/agent-task-offline:{uuid.uuid4().hex[:12]}"
-    build = subprocess.run(["docker", "build", "--network", "none", "-q", "-t", tag, str(task / "environment")],
-                           capture_output=True, text=True, timeout=600)
+    build = subprocess.run(
+        ["docker", "build", "--network", "none", "-q", "-t", tag, str(task / "environment")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     try:
         assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
         # The service's interpreter imports its requirements; the private files are root-only.
-        probe = ("/opt/ptb/venv/bin/python -c 'import fastapi, uvicorn, pydantic, yaml' "
-                 "&& stat -c '%u %a' /opt/ptb/agent-task/private")
-        run = subprocess.run(["docker", "run", "--rm", "--network", "none", tag, "sh", "-c", probe],
-                             capture_output=True, text=True, timeout=120)
+        probe = (
+            "/opt/ptb/venv/bin/python -c 'import fastapi, uvicorn, pydantic, yaml' "
+            "&& stat -c '%u %a' /opt/ptb/agent-task/private"
+        )
+        run = subprocess.run(
+            ["docker", "run", "--rm", "--network", "none", tag, "sh", "-c", probe],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert run.returncode == 0, run.stderr
         owner, mode = run.stdout.split()
         assert owner == "0" and mode.endswith("00"), run.stdout
@@ -71,14 +86,18 @@ def test_example_agent_task_image_builds_without_network(
 
 
 def test_example_agent_task_on_docker_oracle_beats_baseline_and_nop_keeps_it(
-        agent_task_ready: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    agent_task_ready: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     task = _compile_example(tmp_path, monkeypatch)
-    trials = run_job(task, tmp_path / "jobs", ["oracle", "nop"], _docker(), job_name="agent-task-docker")
+    trials = run_job(
+        task, tmp_path / "jobs", ["oracle", "nop"], _docker(), job_name="agent-task-docker"
+    )
     check_oracle_and_nop(trials)
 
 
 def test_declared_secret_on_docker_reaches_the_service_but_not_the_agent(
-        agent_task_ready: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    agent_task_ready: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`DockerTrialEnvironment` installs the secret root-only before the healthcheck."""
     from tests.integration.test_agent_task_secrets import CANARY, check_probe_trial, run_probe_trial
     from tests.unit.test_agent_task_compiler import make_config
@@ -87,6 +106,8 @@ def test_declared_secret_on_docker_reaches_the_service_but_not_the_agent(
     monkeypatch.setenv("PTB_TEST_SECRET", CANARY)
     config = make_config(tmp_path / "src", secrets=["PTB_TEST_SECRET"])
     task = build_agent_task(config, tmp_path / "tasks", BuildOptions(base_image=CPU_BASE_IMAGE))
-    environment = EnvironmentConfig(import_path="posttrainbench.envs.docker_trial:DockerTrialEnvironment",
-                                    override_cpus=min(2, os.cpu_count() or 1))
+    environment = EnvironmentConfig(
+        import_path="posttrainbench.envs.docker_trial:DockerTrialEnvironment",
+        override_cpus=min(2, os.cpu_count() or 1),
+    )
     check_probe_trial(run_probe_trial(task, tmp_path / "jobs", environment))

@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 
 from tests.docker.engine import (  # noqa: F401 (docker_ready is a fixture)
-    BENCHMARK, CPU_BASE_IMAGE, MODEL, TRIAL_CPUS, TRIAL_MEMORY_GB, docker_ready,
+    BENCHMARK,
+    CPU_BASE_IMAGE,
+    MODEL,
+    TRIAL_CPUS,
+    TRIAL_MEMORY_GB,
+    docker_ready,
 )
 from tests.helpers import run_ptb
 
@@ -18,9 +23,29 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
 def test_sweep_on_docker_runs_once_and_resumes(docker_ready: None, tmp_path: Path) -> None:
-    args = ("sweep", "-b", BENCHMARK, "-m", MODEL, "-a", "nop", "--env", "docker", "--hours", "0.05",
-            "--cpus", str(min(TRIAL_CPUS, os.cpu_count() or 1)), "--memory-gb", str(TRIAL_MEMORY_GB),
-            "--eval-limit", "2", "--base-image", CPU_BASE_IMAGE, "-o", str(tmp_path / "sweep"))
+    args = (
+        "sweep",
+        "-b",
+        BENCHMARK,
+        "-m",
+        MODEL,
+        "-a",
+        "nop",
+        "--env",
+        "docker",
+        "--hours",
+        "0.05",
+        "--cpus",
+        str(min(TRIAL_CPUS, os.cpu_count() or 1)),
+        "--memory-gb",
+        str(TRIAL_MEMORY_GB),
+        "--eval-limit",
+        "2",
+        "--base-image",
+        CPU_BASE_IMAGE,
+        "-o",
+        str(tmp_path / "sweep"),
+    )
     first = run_ptb(*args, timeout=1800)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     (result,) = (tmp_path / "sweep" / "jobs" / "sweep").glob("*/result.json")

@@ -25,7 +25,12 @@ import pytest
 
 from posttrainbench.schemas import Metrics
 from tests.docker.engine import (  # noqa: F401 (docker_ready is a fixture)
-    BENCHMARK, CPU_BASE_IMAGE, MODEL, TRIAL_CPUS, TRIAL_MEMORY_GB, docker_ready,
+    BENCHMARK,
+    CPU_BASE_IMAGE,
+    MODEL,
+    TRIAL_CPUS,
+    TRIAL_MEMORY_GB,
+    docker_ready,
 )
 from tests.helpers import run_ptb
 
@@ -35,9 +40,22 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 def test_oracle_trial_with_harbor_run_on_docker(docker_ready: None, tmp_path: Path) -> None:
     """The README's commands: `ptb tasks generate`, then `harbor run -e docker`."""
     compiled = run_ptb(
-        "tasks", "generate", "-b", BENCHMARK, "-m", MODEL, "--hours", "0.05",
-        "--cpus", str(TRIAL_CPUS), "--memory-gb", str(TRIAL_MEMORY_GB), "--eval-limit", "2",
-        "-o", str(tmp_path / "tasks"),
+        "tasks",
+        "generate",
+        "-b",
+        BENCHMARK,
+        "-m",
+        MODEL,
+        "--hours",
+        "0.05",
+        "--cpus",
+        str(TRIAL_CPUS),
+        "--memory-gb",
+        str(TRIAL_MEMORY_GB),
+        "--eval-limit",
+        "2",
+        "-o",
+        str(tmp_path / "tasks"),
     )
     assert compiled.returncode == 0, compiled.stderr
     task = tmp_path / "tasks" / f"{BENCHMARK}-{MODEL}"
@@ -47,11 +65,26 @@ def test_oracle_trial_with_harbor_run_on_docker(docker_ready: None, tmp_path: Pa
     harbor = Path(sys.executable).with_name("harbor")
     started = time.monotonic()
     result = subprocess.run(
-        [str(harbor), "run", "-p", str(task), "-a", "oracle", "-e", "docker",
-         # Docker refuses --cpus above the host's core count; never ask for more.
-         "--override-cpus", str(min(TRIAL_CPUS, os.cpu_count() or 1)),
-         "-o", str(tmp_path / "jobs"), "-y"],
-        capture_output=True, text=True, timeout=1800, env={**os.environ, "HARBOR_TELEMETRY": "0"},
+        [
+            str(harbor),
+            "run",
+            "-p",
+            str(task),
+            "-a",
+            "oracle",
+            "-e",
+            "docker",
+            # Docker refuses --cpus above the host's core count; never ask for more.
+            "--override-cpus",
+            str(min(TRIAL_CPUS, os.cpu_count() or 1)),
+            "-o",
+            str(tmp_path / "jobs"),
+            "-y",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env={**os.environ, "HARBOR_TELEMETRY": "0"},
     )
     elapsed = time.monotonic() - started
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -70,8 +103,9 @@ def test_oracle_trial_with_harbor_run_on_docker(docker_ready: None, tmp_path: Pa
     print(f"docker oracle trial: reward={reward} in {elapsed:.0f}s")
 
 
-def test_hostile_agent_on_docker_is_not_root_and_ends_at_the_deadline(docker_ready: None, tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hostile_agent_on_docker_is_not_root_and_ends_at_the_deadline(
+    docker_ready: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The route Docker takes differently: `docker exec -u agent`, `docker cp` downloads and a
     deadline that `docker exec` alone would not enforce (its processes outlive the client)."""
     import asyncio
@@ -90,18 +124,41 @@ def test_hostile_agent_on_docker_is_not_root_and_ends_at_the_deadline(docker_rea
 
     monkeypatch.setenv("HARBOR_TELEMETRY", "0")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-docker-canary-7731")
-    task = compile_task(BENCHMARK, MODEL, tmp_path / "tasks", CompileOptions(
-        hours=0.01, cpus=TRIAL_CPUS, memory_gb=TRIAL_MEMORY_GB, final_eval_limit=1, verifier_timeout_min=2))
+    task = compile_task(
+        BENCHMARK,
+        MODEL,
+        tmp_path / "tasks",
+        CompileOptions(
+            hours=0.01,
+            cpus=TRIAL_CPUS,
+            memory_gb=TRIAL_MEMORY_GB,
+            final_eval_limit=1,
+            verifier_timeout_min=2,
+        ),
+    )
     canary = make_canary(tmp_path / "host")
     state = watch_files([canary.file])
     loopback = CanaryServer("127.0.0.1")
-    agent = AgentConfig(import_path="tests.security.agents.model_task_hostile:HostileModelAgent", kwargs={
-        "attack": "runtime", "canary_file": str(canary.file), "canary_dir": str(canary.dir),
-        "loopback_port": loopback.port})
-    config = JobConfig(job_name="hostile-docker", jobs_dir=tmp_path / "jobs", n_concurrent_trials=1, quiet=True,
-                       agents=[agent], tasks=[TaskConfig(path=task)],
-                       environment=EnvironmentConfig(import_path=DOCKER_TRIAL,
-                                                     override_cpus=min(TRIAL_CPUS, os.cpu_count() or 1)))
+    agent = AgentConfig(
+        import_path="tests.security.agents.model_task_hostile:HostileModelAgent",
+        kwargs={
+            "attack": "runtime",
+            "canary_file": str(canary.file),
+            "canary_dir": str(canary.dir),
+            "loopback_port": loopback.port,
+        },
+    )
+    config = JobConfig(
+        job_name="hostile-docker",
+        jobs_dir=tmp_path / "jobs",
+        n_concurrent_trials=1,
+        quiet=True,
+        agents=[agent],
+        tasks=[TaskConfig(path=task)],
+        environment=EnvironmentConfig(
+            import_path=DOCKER_TRIAL, override_cpus=min(TRIAL_CPUS, os.cpu_count() or 1)
+        ),
+    )
 
     async def run() -> object:
         return await (await Job.create(config)).run()
@@ -112,19 +169,34 @@ def test_hostile_agent_on_docker_is_not_root_and_ends_at_the_deadline(docker_rea
         loopback.close()
     trial = Path(trial_result.trial_uri.removeprefix("file://"))
     report = parse_report((trial / "agent" / REPORT_FILE).read_text())
-    assert report.get("done") == "yes" and report["whoami"] == "agent" and report["uid"] != "0", report
-    tampered = {key: value for key, value in report.items() if key.startswith(("wrote:", "created:"))}
+    assert report.get("done") == "yes" and report["whoami"] == "agent" and report["uid"] != "0", (
+        report
+    )
+    tampered = {
+        key: value for key, value in report.items() if key.startswith(("wrote:", "created:"))
+    }
     assert tampered and set(tampered.values()) == {"no"}, tampered
     assert report["net_loopback"] != "open" and loopback.received == []
     # docker cp copies links as links: none reaches the trial dir, nor the host's secrets.
     assert links_under(trial) == [] and touched_files(state) == []
-    assert files_containing(trial, canary.text) == [] and files_containing(trial, "sk-docker-canary-7731") == []
+    assert (
+        files_containing(trial, canary.text) == []
+        and files_containing(trial, "sk-docker-canary-7731") == []
+    )
     artifacts = trial / "artifacts" / "logs" / "artifacts"
     handoff = Handoff.read(artifacts)
-    assert handoff is not None and handoff.status == "collected" and handoff.agent_survivors == 0, handoff
-    ended = datetime.fromisoformat(json.loads((trial / "result.json").read_text())["agent_execution"]["finished_at"]
-                                   .replace("Z", "+00:00")).timestamp()
-    ticks = [float(line.split()[1]) for line in (artifacts / "final_model" / "notes.txt").read_text().splitlines()]
+    assert handoff is not None and handoff.status == "collected" and handoff.agent_survivors == 0, (
+        handoff
+    )
+    ended = datetime.fromisoformat(
+        json.loads((trial / "result.json").read_text())["agent_execution"]["finished_at"].replace(
+            "Z", "+00:00"
+        )
+    ).timestamp()
+    ticks = [
+        float(line.split()[1])
+        for line in (artifacts / "final_model" / "notes.txt").read_text().splitlines()
+    ]
     assert ticks and [t for t in ticks if t > ended] == []
     metrics = Metrics.load(trial / "verifier" / "metrics.json")
     assert metrics.error is None and metrics.n == 1, metrics

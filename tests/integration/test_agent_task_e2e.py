@@ -26,10 +26,15 @@ pytestmark = pytest.mark.slow
 IMPORT_PATH = "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
 
 
-def test_example_agent_task_oracle_beats_baseline_and_nop_keeps_it(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_example_agent_task_oracle_beats_baseline_and_nop_keeps_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HARBOR_TELEMETRY", "0")
     monkeypatch.setenv("PTB_CACHE_DIR", str(tmp_path / "cache"))
-    task = build_agent_task(EXAMPLE / "task.yaml", tmp_path / "tasks", BuildOptions(network_mode="no-network"))
-    trials = run_job(task, tmp_path / "jobs", ["oracle", "nop"], EnvironmentConfig(import_path=IMPORT_PATH))
+    task = build_agent_task(
+        EXAMPLE / "task.yaml", tmp_path / "tasks", BuildOptions(network_mode="no-network")
+    )
+    trials = run_job(
+        task, tmp_path / "jobs", ["oracle", "nop"], EnvironmentConfig(import_path=IMPORT_PATH)
+    )
     check_oracle_and_nop(trials)

@@ -32,13 +32,36 @@ def test_prepare_baseline_then_eval(tmp_path: Path) -> None:
     manifest = json.loads((tmp_path / "cache/data/bfcl/manifest.json").read_text())
     assert manifest["splits"]["test"]["n"] == 400 and len(manifest["carved_dev_ids"]) == 80
 
-    base = run_ptb("baseline", "-b", "bfcl", "-m", "smollm2-135m", "--limit", "4", "-o", str(tmp_path / "b.json"), env=env)
+    base = run_ptb(
+        "baseline",
+        "-b",
+        "bfcl",
+        "-m",
+        "smollm2-135m",
+        "--limit",
+        "4",
+        "-o",
+        str(tmp_path / "b.json"),
+        env=env,
+    )
     assert base.returncode == 0, base.stderr
     baseline = Metrics.load(tmp_path / "b.json")
     assert baseline.n == 4 and baseline.split == "test" and baseline.attempts[0].ok
 
-    ev = run_ptb("eval", "-b", "bfcl", "--model-path", str(model_dir), "--limit", "4", "--split", "dev",
-                 "-o", str(tmp_path / "m.json"), env=env)
+    ev = run_ptb(
+        "eval",
+        "-b",
+        "bfcl",
+        "--model-path",
+        str(model_dir),
+        "--limit",
+        "4",
+        "--split",
+        "dev",
+        "-o",
+        str(tmp_path / "m.json"),
+        env=env,
+    )
     assert ev.returncode == 0, ev.stderr
     metrics = Metrics.load(tmp_path / "m.json")
     assert metrics.split == "dev" and metrics.n == 4 and metrics.backend == "transformers"

@@ -53,7 +53,7 @@ def write_task(root: Path) -> Path:
     (task / "tests").mkdir()
     (task / "tests" / "test.sh").write_text(
         "#!/bin/bash\n"
-        "if [ \"$(cat /logs/artifacts/out.txt 2>/dev/null)\" = done ] && [ ! -e /app/out.txt ]; then\n"
+        'if [ "$(cat /logs/artifacts/out.txt 2>/dev/null)" = done ] && [ ! -e /app/out.txt ]; then\n'
         "  echo 1 > /logs/verifier/reward.txt\nelse\n  echo 0 > /logs/verifier/reward.txt\nfi\n"
     )
     for script in (task / "solution" / "solve.sh", task / "tests" / "test.sh"):
@@ -61,7 +61,9 @@ def write_task(root: Path) -> Path:
     return task
 
 
-def test_oracle_trial_with_separate_verifier(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_oracle_trial_with_separate_verifier(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HARBOR_TELEMETRY", "0")
     monkeypatch.setenv("PTB_CACHE_DIR", str(tmp_path / "cache"))
     from harbor.job import Job
@@ -99,9 +101,24 @@ def test_harbor_cli_runs_the_oracle(tmp_path: Path) -> None:
     harbor = Path(sys.executable).parent / "harbor"
     env = {**os.environ, "HARBOR_TELEMETRY": "0", "PTB_CACHE_DIR": str(tmp_path / "cache")}
     result = subprocess.run(
-        [str(harbor), "run", "-p", str(task), "--env", IMPORT_PATH, "-a", "oracle",
-         "-o", str(tmp_path / "jobs"), "-y"],
-        capture_output=True, text=True, env=env, timeout=900, cwd=tmp_path,
+        [
+            str(harbor),
+            "run",
+            "-p",
+            str(task),
+            "--env",
+            IMPORT_PATH,
+            "-a",
+            "oracle",
+            "-o",
+            str(tmp_path / "jobs"),
+            "-y",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        cwd=tmp_path,
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]

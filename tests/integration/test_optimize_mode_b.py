@@ -10,7 +10,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,8 +19,8 @@ from fastapi.testclient import TestClient
 from posttrainbench.optimize.candidates import baseline_source
 from posttrainbench.optimize.config import CandidateLimits, ScoringModeB, parse_config
 from posttrainbench.optimize.errors import AgentTaskConfigError
-from posttrainbench.optimize.nested_harbor import JOB_NAME, run_nested, work_dir_for
 from posttrainbench.optimize.identity import IdentityPool, processes_of
+from posttrainbench.optimize.nested_harbor import JOB_NAME, run_nested, work_dir_for
 from posttrainbench.optimize.service import create_app
 from posttrainbench.optimize.task_set import load_task_split
 from tests.optimize_fixtures import commit, needs_root
@@ -47,7 +46,7 @@ memory_mb = 1024
 """
 
 # The candidate: a Harbor agent class that knows some words, and stalls on 'slow' tasks.
-AGENT = '''
+AGENT = """
 import asyncio
 
 from harbor.agents.base import BaseAgent
@@ -72,7 +71,7 @@ class CandidateAgent(BaseAgent):
             await asyncio.sleep(3600)
         answer = word if word in self.KNOWN else "dunno"
         await environment.exec(f"echo {answer} > /app/answer.txt")
-'''
+"""
 
 
 def write_task(root: Path, dirname: str, name: str, word: str) -> None:
@@ -84,10 +83,12 @@ def write_task(root: Path, dirname: str, name: str, word: str) -> None:
     (task / "instruction.md").write_text(f"Write the word '{word}' to /app/answer.txt.\n")
     (task / "tests").mkdir()
     script = task / "tests" / "test.sh"
-    script.write_text("#!/bin/bash\n"
-                      f"if [ \"$(cat /app/answer.txt 2>/dev/null)\" = {word} ]; then\n"
-                      "  echo 1 > /logs/verifier/reward.txt\n"
-                      "else echo 0 > /logs/verifier/reward.txt; fi\n")
+    script.write_text(
+        "#!/bin/bash\n"
+        f'if [ "$(cat /app/answer.txt 2>/dev/null)" = {word} ]; then\n'
+        "  echo 1 > /logs/verifier/reward.txt\n"
+        "else echo 0 > /logs/verifier/reward.txt; fi\n"
+    )
     script.chmod(0o755)
 
 
@@ -108,13 +109,27 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def config_for(root: Path, **scoring):
-    return parse_config({
-        "name": "harbor-toy", "baseline": "agent", "dataset": "data",
-        "splits": {"train": {"tier": "viewable", "max_runs": 2}},
-        "reward": {"mode": "auto_best", "selection_split": "train", "targets": [{"split": "test", "key": "reward"}]},
-        "scoring": {"mode": "B", "agent_import_path": "agent:CandidateAgent", "n_concurrent": 2,
-                    "nested_timeout_s": 240, **scoring},
-    }, root)
+    return parse_config(
+        {
+            "name": "harbor-toy",
+            "baseline": "agent",
+            "dataset": "data",
+            "splits": {"train": {"tier": "viewable", "max_runs": 2}},
+            "reward": {
+                "mode": "auto_best",
+                "selection_split": "train",
+                "targets": [{"split": "test", "key": "reward"}],
+            },
+            "scoring": {
+                "mode": "B",
+                "agent_import_path": "agent:CandidateAgent",
+                "n_concurrent": 2,
+                "nested_timeout_s": 240,
+                **scoring,
+            },
+        },
+        root,
+    )
 
 
 @pytest.fixture
@@ -142,8 +157,12 @@ def runnable_python(dest: Path) -> tuple[Path, Path]:
     _link_or_copy(str(base / "bin" / name), str(dest / "bin" / name))
     for lib in (base / "lib").glob("libpython*.so*"):
         _link_or_copy(str(lib), str(dest / "lib" / lib.name))
-    shutil.copytree(base / "lib" / name, dest / "lib" / name, copy_function=_link_or_copy,
-                    ignore=shutil.ignore_patterns("test", "idlelib", "tkinter"))
+    shutil.copytree(
+        base / "lib" / name,
+        dest / "lib" / name,
+        copy_function=_link_or_copy,
+        ignore=shutil.ignore_patterns("test", "idlelib", "tkinter"),
+    )
     return dest / "bin" / name, dest / "lib"
 
 
@@ -151,25 +170,35 @@ def runnable_python(dest: Path) -> tuple[Path, Path]:
 def runnable(public_dir: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     """Scoring settings under which a root service's fresh candidate uids can start the agent host."""
     python, libdir = runnable_python(public_dir / "python")
-    monkeypatch.setenv("LD_LIBRARY_PATH", str(libdir))  # its libpython is found by an absolute runpath
+    monkeypatch.setenv(
+        "LD_LIBRARY_PATH", str(libdir)
+    )  # its libpython is found by an absolute runpath
     return {"agent_python": str(python), "pass_env": ["LD_LIBRARY_PATH"]}
 
 
-def test_service_scores_a_commit_by_a_nested_harbor_run(world: Path, public_dir: Path, runnable: dict) -> None:
+def test_service_scores_a_commit_by_a_nested_harbor_run(
+    world: Path, public_dir: Path, runnable: dict
+) -> None:
     config = config_for(world, **runnable)
     state = public_dir / "state"
     client = TestClient(create_app(state, config, agent_repo=world / "agent"))
     body = client.post("/eval", json={"commit": "HEAD", "split": "train"}).json()
     assert (body["tier"], body["n"], body["status"]) == ("viewable", 2, "ok"), body
-    assert {s["id"]: s["score"] for s in body["samples"]} == {"ptb-test/alpha": 1.0, "ptb-test/gamma": 0.0}
+    assert {s["id"]: s["score"] for s in body["samples"]} == {
+        "ptb-test/alpha": 1.0,
+        "ptb-test/gamma": 0.0,
+    }
     assert body["mean"] == 0.5 and body["budget"]["runs_left"] == 1
     # The nested job ran the trusted proxy; Harbor recorded the candidate's class behind it.
     (job,) = (state.parent / f"{state.name}.nested").glob(f"eval/*/train/*/jobs/{JOB_NAME}")
     results = [json.loads(p.read_text()) for p in job.glob("*/result.json")]
     assert len(results) == 2 and {r["agent_info"]["name"] for r in results} == {"candidate"}
     assert {r["config"]["agent"]["import_path"] for r in results} == {
-        "posttrainbench.optimize.proxy_agent:CandidateProxyAgent"}
-    assert all((p.parent / "agent" / "candidate-host.log").is_file() for p in job.glob("*/result.json"))
+        "posttrainbench.optimize.proxy_agent:CandidateProxyAgent"
+    }
+    assert all(
+        (p.parent / "agent" / "candidate-host.log").is_file() for p in job.glob("*/result.json")
+    )
     # The hidden split's task never reached the service's copy.
     assert sorted(p.name for p in (state / "dataset" / "tasks").iterdir()) == ["alpha", "gamma"]
     # A split naming a task only by prefix is refused before anything runs.
@@ -178,8 +207,9 @@ def test_service_scores_a_commit_by_a_nested_harbor_run(world: Path, public_dir:
         load_task_split(world / "data", "train")
 
 
-def test_timeout_salvages_finished_trials_and_resume_reruns_only_errored_ones(world: Path, public_dir: Path,
-                                                                             runnable: dict) -> None:
+def test_timeout_salvages_finished_trials_and_resume_reruns_only_errored_ones(
+    world: Path, public_dir: Path, runnable: dict
+) -> None:
     tasks = load_task_split(world / "data", "dev")
     scoring = config_for(world, **runnable).scoring
     assert isinstance(scoring, ScoringModeB)
@@ -187,28 +217,48 @@ def test_timeout_salvages_finished_trials_and_resume_reruns_only_errored_ones(wo
     source = baseline_source(world / "agent")
     pool = IdentityPool(public_dir / "identities.json")
 
-    report = run_nested(root, "candidate-1", "dev", source, tasks, scoring, CandidateLimits(), pool, timeout_s=45)
+    report = run_nested(
+        root, "candidate-1", "dev", source, tasks, scoring, CandidateLimits(), pool, timeout_s=45
+    )
     assert report.status == "timeout", report.stderr_tail
     assert [(s.id, s.score, s.status) for s in report.samples] == [
-        ("ptb-test/alpha", 1.0, "scored"), ("ptb-test/gamma", 0.0, "scored"), ("ptb-test/slow", 0.0, "missing")]
+        ("ptb-test/alpha", 1.0, "scored"),
+        ("ptb-test/gamma", 0.0, "scored"),
+        ("ptb-test/slow", 0.0, "missing"),
+    ]
     assert report.missing == ["ptb-test/slow"] and report.mean == pytest.approx(1 / 3)
 
     job = work_dir_for(root, "candidate-1", "dev", tasks) / "jobs" / JOB_NAME
-    trials = {json.loads((p / "result.json").read_text())["task_name"]: p.name
-              for p in job.iterdir() if (p / "result.json").is_file()}
+    trials = {
+        json.loads((p / "result.json").read_text())["task_name"]: p.name
+        for p in job.iterdir()
+        if (p / "result.json").is_file()
+    }
     # Plant an infrastructure error on gamma's (scored) trial: it no longer counts.
     result_path = job / trials["ptb-test/gamma"] / "result.json"
     result = json.loads(result_path.read_text())
     result["verifier_result"] = None
-    result["exception_info"] = {"exception_type": "EnvironmentStartTimeoutError", "exception_message": "slow",
-                                "exception_traceback": "", "occurred_at": result["finished_at"]}
+    result["exception_info"] = {
+        "exception_type": "EnvironmentStartTimeoutError",
+        "exception_message": "slow",
+        "exception_traceback": "",
+        "occurred_at": result["finished_at"],
+    }
     result_path.write_text(json.dumps(result))
 
-    again = run_nested(root, "candidate-1", "dev", source, tasks, scoring, CandidateLimits(), pool, timeout_s=45)
+    again = run_nested(
+        root, "candidate-1", "dev", source, tasks, scoring, CandidateLimits(), pool, timeout_s=45
+    )
     assert [(s.id, s.score) for s in again.samples] == [
-        ("ptb-test/alpha", 1.0), ("ptb-test/gamma", 0.0), ("ptb-test/slow", 0.0)]
-    now = {json.loads((p / "result.json").read_text())["task_name"]: p.name
-           for p in job.iterdir() if (p / "result.json").is_file()}
+        ("ptb-test/alpha", 1.0),
+        ("ptb-test/gamma", 0.0),
+        ("ptb-test/slow", 0.0),
+    ]
+    now = {
+        json.loads((p / "result.json").read_text())["task_name"]: p.name
+        for p in job.iterdir()
+        if (p / "result.json").is_file()
+    }
     assert now["ptb-test/alpha"] == trials["ptb-test/alpha"]  # kept, not run again
     assert now["ptb-test/gamma"] != trials["ptb-test/gamma"]  # errored: run again
     retired = sorted(os.listdir(job.parent.parent / "retired"))
@@ -293,9 +343,9 @@ class CandidateAgent(BaseAgent):
 
 
 @needs_root
-def test_forging_candidate_as_a_fresh_uid_gets_only_what_the_verifier_gave(world: Path, public_dir: Path,
-                                                                            runnable: dict,
-                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_forging_candidate_as_a_fresh_uid_gets_only_what_the_verifier_gave(
+    world: Path, public_dir: Path, runnable: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
     commit(world / "agent", {"agent.py": FORGER}, "forging agent")
     monkeypatch.setenv("PTB_TEST_SERVICE_SECRET", "s3cret")  # the service's: the nested job has it
     state = public_dir / "state"
@@ -307,24 +357,46 @@ def test_forging_candidate_as_a_fresh_uid_gets_only_what_the_verifier_gave(world
     root = public_dir / "nested"
     pool = IdentityPool(state / "identities.json")
 
-    report = run_nested(root, "forger", "train", baseline_source(world / "agent"), tasks, scoring,
-                        CandidateLimits(), pool, timeout_s=240)
+    report = run_nested(
+        root,
+        "forger",
+        "train",
+        baseline_source(world / "agent"),
+        tasks,
+        scoring,
+        CandidateLimits(),
+        pool,
+        timeout_s=240,
+    )
     assert report.status == "ok", report.stderr_tail
     assert [(s.id, s.score, s.status) for s in report.samples] == [
-        ("ptb-test/alpha", 1.0, "scored"), ("ptb-test/gamma", 0.0, "scored")]
+        ("ptb-test/alpha", 1.0, "scored"),
+        ("ptb-test/gamma", 0.0, "scored"),
+    ]
 
     job = work_dir_for(root, "forger", "train", tasks) / "jobs" / JOB_NAME
     trials = sorted(p.parent for p in job.glob("*/result.json"))
     assert len(trials) == 2
-    denied = {"list_jobs", "result_json", "reward_file", "job_config", "own_code", "read_tasks", "read_state",
-              "upload_state"}
+    denied = {
+        "list_jobs",
+        "result_json",
+        "reward_file",
+        "job_config",
+        "own_code",
+        "read_tasks",
+        "read_state",
+        "upload_state",
+    }
     for trial in trials:
         result = json.loads((trial / "result.json").read_text())
         forge = json.loads((trial / "agent" / "forge.json").read_text())
         assert forge["uid"] in pool.issued() and forge["secret_in_env"] is False
         assert {key: forge[key] for key in denied} == {key: "PermissionError" for key in denied}
         assert result["agent_info"]["name"] == "forger"
-        assert result["agent_result"]["n_input_tokens"] == 7 and result["agent_result"]["metadata"]["forge"] == forge
+        assert (
+            result["agent_result"]["n_input_tokens"] == 7
+            and result["agent_result"]["metadata"]["forge"] == forge
+        )
         expected = 1 if result["task_name"] == "ptb-test/alpha" else 0
         assert result["verifier_result"]["rewards"] == {"reward": expected}
     # Each trial had its own uid; the process that left the agent's process group to retry

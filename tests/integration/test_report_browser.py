@@ -36,7 +36,9 @@ def chromium() -> str:
     """The Chromium binary; a missing browser is a setup problem, so the test fails (never skips)."""
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if not found:
-        pytest.fail("chromium is not on PATH: run `bash scripts/setup_browser.sh` (installs Debian's chromium; `make test` does it)")
+        pytest.fail(
+            "chromium is not on PATH: run `bash scripts/setup_browser.sh` (installs Debian's chromium; `make test` does it)"
+        )
     return found
 
 
@@ -45,10 +47,24 @@ def browse(url: str, *extra: str) -> str:
     # A fresh profile per start: no state shared with a user's browser or another test.
     with tempfile.TemporaryDirectory(prefix="ptb-chromium-") as profile:
         proc = subprocess.run(
-            [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-             "--disable-background-networking", "--disable-sync", f"--user-data-dir={profile}",
-             "--window-size=1400,2000", *extra, url],
-            capture_output=True, text=True, timeout=120)
+            [
+                chromium(),
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-extensions",
+                "--disable-background-networking",
+                "--disable-sync",
+                f"--user-data-dir={profile}",
+                "--window-size=1400,2000",
+                *extra,
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
 
@@ -56,7 +72,9 @@ def browse(url: str, *extra: str) -> str:
 def probe(report: Path, fragment: str = "") -> dict:
     """What is visible when *report* is opened at #fragment: {"main": bool, "pages": [ids]}."""
     copy = report.with_name("probe.html")
-    copy.write_text(report.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    copy.write_text(
+        report.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8"
+    )
     dom = browse(copy.as_uri() + fragment, "--dump-dom")
     found = re.search(r'data-probe="([^"]*)"', dom)
     assert found, "the probe script did not run"
@@ -67,17 +85,21 @@ def probe(report: Path, fragment: str = "") -> dict:
 def report(tmp_path_factory) -> tuple[Path, object]:
     root = tmp_path_factory.mktemp("browser")
     built = build_results(root)
-    out = write_report(render_report(built.board, built.records, built.results_dir), root / "report.html")
+    out = write_report(
+        render_report(built.board, built.records, built.results_dir), root / "report.html"
+    )
     return out, built
 
 
 def test_overview_in_chromium(report):
     out, built = report
     dom = browse(out.as_uri(), "--dump-dom")
-    board = dom[dom.index('id="leaderboard"'):dom.index('id="cells"')]
+    board = dom[dom.index('id="leaderboard"') : dom.index('id="cells"')]
     names = [html.unescape(n) for n in re.findall(r'<td class="agent" data-agent="([^"]*)"', board)]
     assert names == ["claude-code:anthropic/claude-opus-4-1", EVIL_AGENT, "codex:openai/gpt-5"]
-    assert "baseline · flagged" in dom and "baseline · errored" in dom and "baseline · missing" in dom
+    assert (
+        "baseline · flagged" in dom and "baseline · errored" in dom and "baseline · missing" in dom
+    )
     assert dom.count("<svg") == len(built.board.benchmarks) + 2
     # The browser parsed the trace's script tag as text: no script element, no injected image.
     assert "<script" not in dom and "<img" not in dom

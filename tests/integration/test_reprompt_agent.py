@@ -58,7 +58,9 @@ def write_task(root: Path, hours: float) -> Path:
     (task / "environment" / "Dockerfile").write_text("FROM debian:bookworm-slim\nWORKDIR /app\n")
     (task / "environment" / "requirements.txt").write_text("")
     (task / "environment" / "ptb" / "start.sh").write_text(START_SH)
-    (task / "environment" / "ptb" / "task.json").write_text(json.dumps({"benchmark": "none", "hours": hours}))
+    (task / "environment" / "ptb" / "task.json").write_text(
+        json.dumps({"benchmark": "none", "hours": hours})
+    )
     (task / "task.toml").write_text(TASK_TOML)
     (task / "instruction.md").write_text("Write 'done' to /app/out.txt.\n")
     (task / "tests").mkdir()
@@ -67,7 +69,9 @@ def write_task(root: Path, hours: float) -> Path:
     return task
 
 
-def test_wrapper_reprompts_while_time_remains_and_stops_by_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wrapper_reprompts_while_time_remains_and_stops_by_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HARBOR_TELEMETRY", "0")
     monkeypatch.setenv("PTB_CACHE_DIR", str(tmp_path / "cache"))
     from harbor.job import Job
@@ -76,15 +80,28 @@ def test_wrapper_reprompts_while_time_remains_and_stops_by_rule(tmp_path: Path, 
 
     inner = "tests.reprompt_agents:StoppingAgent"
     # 60-minute budget, 10 minutes "pass" per round: 50, 40, 30 left (>= 25) then 20 (< 25).
-    time_limited = AgentConfig(import_path=WRAPPER, kwargs={
-        "inner": inner, "min_remaining_minutes": 25, "max_reprompts": 10,
-        "advance_minutes": 10, "tokens_per_round": 1000, "cost_per_round": 0.5})
+    time_limited = AgentConfig(
+        import_path=WRAPPER,
+        kwargs={
+            "inner": inner,
+            "min_remaining_minutes": 25,
+            "max_reprompts": 10,
+            "advance_minutes": 10,
+            "tokens_per_round": 1000,
+            "cost_per_round": 0.5,
+        },
+    )
     # Plenty of time, but at most two re-prompts.
-    count_limited = AgentConfig(import_path=WRAPPER, kwargs={
-        "inner": inner, "min_remaining_minutes": 1, "max_reprompts": 2})
+    count_limited = AgentConfig(
+        import_path=WRAPPER, kwargs={"inner": inner, "min_remaining_minutes": 1, "max_reprompts": 2}
+    )
     config = JobConfig(
-        job_name="reprompt", jobs_dir=tmp_path / "jobs", n_concurrent_trials=2, quiet=True,
-        agents=[time_limited, count_limited], tasks=[TaskConfig(path=write_task(tmp_path, hours=1.0))],
+        job_name="reprompt",
+        jobs_dir=tmp_path / "jobs",
+        n_concurrent_trials=2,
+        quiet=True,
+        agents=[time_limited, count_limited],
+        tasks=[TaskConfig(path=write_task(tmp_path, hours=1.0))],
         environment=EnvironmentConfig(import_path=ENV_IMPORT_PATH),
     )
 

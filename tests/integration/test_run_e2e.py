@@ -27,8 +27,19 @@ def _only_run(runs_dir: Path) -> RunRecord:
 def test_run_without_final_model_scores_zero_with_reason(tmp_path: Path) -> None:
     """`ptb run` with Harbor's do-nothing agent: the verifier records why the reward is 0."""
     result = run_ptb(
-        "run", "--benchmark", "bfcl", "--model", "smollm2-135m", "--agent", "nop",
-        "--env", "local", "--hours", "0.5", "--runs-dir", str(tmp_path),
+        "run",
+        "--benchmark",
+        "bfcl",
+        "--model",
+        "smollm2-135m",
+        "--agent",
+        "nop",
+        "--env",
+        "local",
+        "--hours",
+        "0.5",
+        "--runs-dir",
+        str(tmp_path),
         timeout=1800,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -46,16 +57,26 @@ def test_run_without_final_model_scores_zero_with_reason(tmp_path: Path) -> None
     # that need them say they cannot decide, rather than clearing the run.
     verdicts = _judgements(trial_dir)
     assert verdicts["contamination"].flagged is False
-    assert verdicts["disallowed_model"].flagged is None and "final_model" in verdicts["disallowed_model"].justification
+    assert (
+        verdicts["disallowed_model"].flagged is None
+        and "final_model" in verdicts["disallowed_model"].justification
+    )
     for judge in ("api_usage", "benchmark_lookup", "anomaly"):
         assert verdicts[judge].flagged is None and "trace" in verdicts[judge].justification
     # Exported, the run is an error (no model to score), not a score of 0, so the
     # leaderboard falls back to the base model rather than ranking a zero.
     exported = run_ptb("results", "export", str(tmp_path), "--to", str(tmp_path / "results"))
-    assert exported.returncode == 0 and "1 added" in exported.stdout, exported.stdout + exported.stderr
+    assert exported.returncode == 0 and "1 added" in exported.stdout, (
+        exported.stdout + exported.stderr
+    )
     (run,) = _exported(tmp_path / "results")
     assert run.status == "errored" and "final model not found" in run.error and run.flagged is None
-    assert (run.agent, run.benchmark, run.base_model, run.hours) == ("nop", "bfcl", "smollm2-135m", 0.5)
+    assert (run.agent, run.benchmark, run.base_model, run.hours) == (
+        "nop",
+        "bfcl",
+        "smollm2-135m",
+        0.5,
+    )
 
 
 def _exported(results: Path) -> list:
@@ -91,16 +112,26 @@ def test_demo(tmp_path: Path) -> None:
     artifacts = Path(trial.trial_dir) / "artifacts"
     manifest = json.loads(next(artifacts.rglob("code_snapshot/MANIFEST.json")).read_text())
     assert manifest["kept"], manifest
-    assert json.loads((Path(trial.trial_dir) / "verifier" / "reward.json").read_text())["reward"] == metrics.accuracy
+    assert (
+        json.loads((Path(trial.trial_dir) / "verifier" / "reward.json").read_text())["reward"]
+        == metrics.accuracy
+    )
     # The judges in the verifier: an honest fine-tune of the base on generated data.
     verdicts = _judgements(Path(trial.trial_dir))
     assert verdicts["disallowed_model"].flagged is False, verdicts["disallowed_model"]
     assert verdicts["contamination"].flagged is False, verdicts["contamination"]
     # The results pipeline on the real trial: export, leaderboard, no flagged runs.
     exported = run_ptb("results", "export", str(tmp_path), "--to", str(tmp_path / "results"))
-    assert exported.returncode == 0 and "1 added" in exported.stdout, exported.stdout + exported.stderr
+    assert exported.returncode == 0 and "1 added" in exported.stdout, (
+        exported.stdout + exported.stderr
+    )
     (run,) = _exported(tmp_path / "results")
-    assert (run.agent, run.benchmark, run.base_model, run.status) == ("oracle", "bfcl", "smollm2-135m", "scored")
+    assert (run.agent, run.benchmark, run.base_model, run.status) == (
+        "oracle",
+        "bfcl",
+        "smollm2-135m",
+        "scored",
+    )
     assert run.score == metrics.accuracy and run.flagged is False and len(run.verdicts) == 5
     assert run.time.budget_hours == 1.0 and 0 < run.time.agent_hours < 1.0
     assert (tmp_path / "results" / "runs" / run.id / "snapshot" / "MANIFEST.json").is_file()
@@ -109,23 +140,53 @@ def test_demo(tmp_path: Path) -> None:
     board = json.loads((tmp_path / "results" / "leaderboard" / "leaderboard.json").read_text())
     (cell,) = board["cells"]
     assert cell["source"] == "run" and cell["score"] == metrics.accuracy
-    assert cell["baseline"] == metrics.base_model.accuracy and "measured by the verifier" in cell["baseline_source"]
+    assert (
+        cell["baseline"] == metrics.base_model.accuracy
+        and "measured by the verifier" in cell["baseline_source"]
+    )
     assert "0 of 1 runs flagged" in run_ptb("results", "flagged", str(tmp_path / "results")).stdout
 
 
 def test_harbor_cli_runs_a_generated_task_on_the_local_sandbox(tmp_path: Path) -> None:
     """The README's `ptb tasks generate` smoke task, then `harbor run` on the local sandbox."""
     compiled = run_ptb(
-        "tasks", "generate", "-b", "bfcl", "-m", "smollm2-135m", "--hours", "0.05",
-        "--cpus", "2", "--memory-gb", "8", "--eval-limit", "2", "-o", str(tmp_path / "tasks"),
+        "tasks",
+        "generate",
+        "-b",
+        "bfcl",
+        "-m",
+        "smollm2-135m",
+        "--hours",
+        "0.05",
+        "--cpus",
+        "2",
+        "--memory-gb",
+        "8",
+        "--eval-limit",
+        "2",
+        "-o",
+        str(tmp_path / "tasks"),
     )
     assert compiled.returncode == 0, compiled.stderr
     harbor = Path(sys.executable).with_name("harbor")
     result = subprocess.run(
-        [str(harbor), "run", "-p", str(tmp_path / "tasks" / "bfcl-smollm2-135m"), "-a", "oracle",
-         "--env", "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment",
-         "-o", str(tmp_path / "jobs"), "-y"],
-        capture_output=True, text=True, timeout=1800, env={**os.environ, "HARBOR_TELEMETRY": "0"},
+        [
+            str(harbor),
+            "run",
+            "-p",
+            str(tmp_path / "tasks" / "bfcl-smollm2-135m"),
+            "-a",
+            "oracle",
+            "--env",
+            "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment",
+            "-o",
+            str(tmp_path / "jobs"),
+            "-y",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env={**os.environ, "HARBOR_TELEMETRY": "0"},
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (trial_result,) = list((tmp_path / "jobs").glob("*/*/result.json"))
@@ -136,7 +197,16 @@ def test_harbor_cli_runs_a_generated_task_on_the_local_sandbox(tmp_path: Path) -
     # The verifier scored the model that the oracle trained, handed over by the collect hook.
     assert next((trial_result.parent / "artifacts").rglob("final_model/config.json"))
     # A plain Harbor jobs dir exports too: the verifier left the task spec beside its results.
-    exported = run_ptb("results", "export", str(tmp_path / "jobs"), "--to", str(tmp_path / "results"))
-    assert exported.returncode == 0 and "1 added" in exported.stdout, exported.stdout + exported.stderr
+    exported = run_ptb(
+        "results", "export", str(tmp_path / "jobs"), "--to", str(tmp_path / "results")
+    )
+    assert exported.returncode == 0 and "1 added" in exported.stdout, (
+        exported.stdout + exported.stderr
+    )
     (run,) = _exported(tmp_path / "results")
-    assert (run.benchmark, run.base_model, run.hours, run.score) == ("bfcl", "smollm2-135m", 0.05, metrics.accuracy)
+    assert (run.benchmark, run.base_model, run.hours, run.score) == (
+        "bfcl",
+        "smollm2-135m",
+        0.05,
+        metrics.accuracy,
+    )

@@ -16,8 +16,29 @@ from tests.helpers import REPO, run_ptb
 
 pytestmark = pytest.mark.slow
 
-ARGS = ("sweep", "-b", "bfcl", "-m", "smollm2-135m", "-a", "nop", "--attempts", "2", "--concurrency", "2",
-        "--hours", "0.1", "--cpus", "2", "--memory-gb", "8", "--eval-limit", "2", "--name", "s")
+ARGS = (
+    "sweep",
+    "-b",
+    "bfcl",
+    "-m",
+    "smollm2-135m",
+    "-a",
+    "nop",
+    "--attempts",
+    "2",
+    "--concurrency",
+    "2",
+    "--hours",
+    "0.1",
+    "--cpus",
+    "2",
+    "--memory-gb",
+    "8",
+    "--eval-limit",
+    "2",
+    "--name",
+    "s",
+)
 
 
 def _trials(sweep: Path) -> list[Path]:
@@ -27,8 +48,14 @@ def _trials(sweep: Path) -> list[Path]:
 def test_sweep_runs_resumes_and_retries_errored_trials(tmp_path: Path) -> None:
     sweep = tmp_path / "ptb-sweeps" / "s"
     env = {**os.environ, "HARBOR_TELEMETRY": "0", "PYTHONPATH": str(REPO / "src")}
-    first = subprocess.Popen([sys.executable, "-c", "from posttrainbench.cli.app import main; main()", *ARGS],
-                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        [sys.executable, "-c", "from posttrainbench.cli.app import main; main()", *ARGS],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     # While it runs, a second runner is refused: it would start duplicates of running trials.
     deadline = time.monotonic() + 300
     while not (sweep / "jobs").exists() and first.poll() is None and time.monotonic() < deadline:
@@ -52,8 +79,12 @@ def test_sweep_runs_resumes_and_retries_errored_trials(tmp_path: Path) -> None:
     # An infrastructure error on one trial: the retry policy moves it aside and runs it again.
     victim = trials[0]
     result = json.loads((victim / "result.json").read_text())
-    result["exception_info"] = {"exception_type": "EnvironmentStartTimeoutError", "exception_message": "slow",
-                                "exception_traceback": "", "occurred_at": result["finished_at"]}
+    result["exception_info"] = {
+        "exception_type": "EnvironmentStartTimeoutError",
+        "exception_message": "slow",
+        "exception_traceback": "",
+        "occurred_at": result["finished_at"],
+    }
     (victim / "result.json").write_text(json.dumps(result))
     retried = run_ptb(*ARGS, cwd=tmp_path, timeout=1800)
     assert retried.returncode == 0, retried.stderr[-3000:]
@@ -63,4 +94,6 @@ def test_sweep_runs_resumes_and_retries_errored_trials(tmp_path: Path) -> None:
     assert len(now) == 2 and trials[1] in now and victim not in now
     # And the whole sweep exports into the results store like any Harbor job.
     exported = run_ptb("results", "export", str(sweep / "jobs"), "--to", str(tmp_path / "results"))
-    assert exported.returncode == 0 and "2 added" in exported.stdout, exported.stdout + exported.stderr
+    assert exported.returncode == 0 and "2 added" in exported.stdout, (
+        exported.stdout + exported.stderr
+    )

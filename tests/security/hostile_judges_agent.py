@@ -34,9 +34,13 @@ class HostileJudgesAgent(BaseAgent):
     async def setup(self, environment: BaseEnvironment) -> None:
         return None
 
-    async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
+    async def run(
+        self, instruction: str, environment: BaseEnvironment, context: AgentContext
+    ) -> None:
         await environment.upload_file(PAYLOAD, SANDBOX_PAYLOAD)
-        result = await environment.exec(f"/opt/ptb/venv/bin/python {SANDBOX_PAYLOAD} bfcl {JUNK_MB} {BASE_MODEL_PATH}")
+        result = await environment.exec(
+            f"/opt/ptb/venv/bin/python {SANDBOX_PAYLOAD} bfcl {JUNK_MB} {BASE_MODEL_PATH}"
+        )
         if result.return_code != 0:
             raise RuntimeError(f"hostile payload failed: {result.stderr}")
         report = json.loads((result.stdout or "").strip().splitlines()[-1])

@@ -35,7 +35,10 @@ def make_canary(where: Path) -> Canary:
     that looks like a model, a snapshot, a session dir and a verdict dir, all holding the text."""
     text = f"PTB-HOST-CANARY-{uuid.uuid4().hex}"
     where.mkdir(parents=True, exist_ok=True)
-    line = {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}}
+    line = {
+        "type": "assistant",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
+    }
     file = where / "host_secret.txt"
     file.write_text(json.dumps(line) + "\n")
     folder = where / "host_dir"
@@ -46,7 +49,9 @@ def make_canary(where: Path) -> Canary:
     (folder / "artifacts" / "code_snapshot" / "train.py").write_text(f"# {text}\n")
     (folder / "projects" / "p" / "s.jsonl").write_text(json.dumps(line) + "\n")
     # A clean verdict that is not this trial's, naming the canary, for a verdict link to borrow.
-    Judgement(judge="contamination", flagged=False, decided_by="detector", justification=text).write(folder)
+    Judgement(
+        judge="contamination", flagged=False, decided_by="detector", justification=text
+    ).write(folder)
     return Canary(text=text, file=file, dir=folder)
 
 
@@ -78,11 +83,18 @@ def _link(trial: Path, relative: str, target: Path, planted: Planted) -> None:
 def artifacts_of(trial: Path) -> str:
     """The artifacts layout in use: the local sandbox's copy, else Docker's mount."""
     copied = trial / "artifacts" / "logs" / "artifacts"
-    return "artifacts/logs/artifacts" if copied.is_dir() and not copied.is_symlink() else "artifacts"
+    return (
+        "artifacts/logs/artifacts" if copied.is_dir() and not copied.is_symlink() else "artifacts"
+    )
 
 
-def plant_host_links(trial: Path, canary: Canary, *, final_model: Literal["link", "containing"] = "containing",
-                     sparse: bool = True) -> Planted:
+def plant_host_links(
+    trial: Path,
+    canary: Canary,
+    *,
+    final_model: Literal["link", "containing"] = "containing",
+    sparse: bool = True,
+) -> Planted:
     """Plant links to *canary*, a hard link to it, a FIFO and (with *sparse*) a 10 GB sparse file
     into *trial*'s agent-writable places; returns what went where.
 
@@ -92,8 +104,13 @@ def plant_host_links(trial: Path, canary: Canary, *, final_model: Literal["link"
     planted = Planted()
     art = artifacts_of(trial)
     # agent/: the stream a reader ranks first, Harbor's conversion, sessions and re-prompt rounds.
-    for name in ("agent/codex.txt", "agent/trajectory.json", "agent/gemini-cli.trajectory.jsonl",
-                 "agent/reprompt/round-1/claude-code.txt", "agent/zz-extra.jsonl"):
+    for name in (
+        "agent/codex.txt",
+        "agent/trajectory.json",
+        "agent/gemini-cli.trajectory.jsonl",
+        "agent/reprompt/round-1/claude-code.txt",
+        "agent/zz-extra.jsonl",
+    ):
         _link(trial, name, canary.file, planted)
     _link(trial, "agent/sessions", canary.dir, planted)
     _try_hard_link(trial, "agent/opencode.txt", canary.file, planted)
@@ -102,7 +119,12 @@ def plant_host_links(trial: Path, canary: Canary, *, final_model: Literal["link"
     if sparse:
         _sparse(trial, "agent/huge.jsonl", planted)
     # verifier/: a borrowed clean verdict and a task spec from the host.
-    _link(trial, "verifier/judgement_zzz.json", canary.dir / Judgement.filename("contamination"), planted)
+    _link(
+        trial,
+        "verifier/judgement_zzz.json",
+        canary.dir / Judgement.filename("contamination"),
+        planted,
+    )
     _link(trial, "verifier/task.json", canary.file, planted)
     # Docker's layout: a link where the local sandbox keeps its copy, so a reader that
     # follows it takes the host's final_model and snapshot for the trial's.
@@ -174,5 +196,9 @@ def files_containing(root: Path, text: str) -> list[Path]:
 
 def links_under(root: Path) -> list[Path]:
     """Every symbolic link under *root*."""
-    return [Path(current) / name for current, dirs, files in os.walk(root) for name in dirs + files
-            if (Path(current) / name).is_symlink()]
+    return [
+        Path(current) / name
+        for current, dirs, files in os.walk(root)
+        for name in dirs + files
+        if (Path(current) / name).is_symlink()
+    ]

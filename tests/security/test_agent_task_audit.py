@@ -36,7 +36,9 @@ def _published(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @pytest.mark.parametrize("tamper", ["rewrite", "symlink", "owner", "mode"])
-def test_a_reward_changed_after_final_scoring_is_refused_and_the_run_flagged(tmp_path, tamper) -> None:
+def test_a_reward_changed_after_final_scoring_is_refused_and_the_run_flagged(
+    tmp_path, tamper
+) -> None:
     out, state = _published(tmp_path)
     assert check(out, state) is None and not (out / Judgement.filename("isolation")).exists()
     reward = out / "reward.json"
@@ -76,9 +78,17 @@ def test_the_output_directory_is_locked_and_emptied_without_following_links(tmp_
 
 def test_a_deviation_flags_the_run_in_the_results_store(tmp_path) -> None:
     root = tmp_path / "env"
-    layout = TaskLayout(repo=str(root / "app"), service_root=str(root / "svc"), runs_root=str(root / "runs"),
-                        private=str(root / "private"), lib=str(root / "lib"), venv=str(root / "venv"),
-                        tests=str(root / "tests"), verifier_out=str(root / "out"), secrets_dir=str(root / "secrets"))
+    layout = TaskLayout(
+        repo=str(root / "app"),
+        service_root=str(root / "svc"),
+        runs_root=str(root / "runs"),
+        private=str(root / "private"),
+        lib=str(root / "lib"),
+        venv=str(root / "venv"),
+        tests=str(root / "tests"),
+        verifier_out=str(root / "out"),
+        secrets_dir=str(root / "secrets"),
+    )
     for path in (layout.state, layout.private, layout.lib, layout.runs_root, layout.verifier_out):
         Path(path).mkdir(parents=True)
         Path(path).chmod(0o700 if path in (layout.state, layout.private) else 0o755)
@@ -86,7 +96,14 @@ def test_a_deviation_flags_the_run_in_the_results_store(tmp_path) -> None:
     (Path(layout.private) / "task.yaml").chmod(0o666)  # writable by everyone
     (Path(layout.lib) / "planted.py").write_text("x")
     os.chown(Path(layout.lib) / "planted.py", 65534, 65534)  # not root's
-    audit = Audit(layout, None, IdentityPool(Path(layout.state) / "identities.json"), CandidateLimits(), None, None)
+    audit = Audit(
+        layout,
+        None,
+        IdentityPool(Path(layout.state) / "identities.json"),
+        CandidateLimits(),
+        None,
+        None,
+    )
     audit.sweep()
     kinds = {(d.kind, Path(d.path).name) for d in audit.report.deviations}
     assert {("mode", "task.yaml"), ("owner", "planted.py")} <= kinds

@@ -42,9 +42,16 @@ def hostile_trial(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Pat
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HARBOR_TELEMETRY", "0")
         patch.setenv("PTB_CACHE_DIR", str(root / "cache"))
-        task = build_agent_task(EXAMPLE / "task.yaml", root / "tasks", BuildOptions(network_mode="no-network"))
-        (trial,) = run_job(task, root / "jobs", [AgentConfig(import_path=HOSTILE)],
-                           EnvironmentConfig(import_path=LOCAL_SANDBOX), job_name="hostile")
+        task = build_agent_task(
+            EXAMPLE / "task.yaml", root / "tasks", BuildOptions(network_mode="no-network")
+        )
+        (trial,) = run_job(
+            task,
+            root / "jobs",
+            [AgentConfig(import_path=HOSTILE)],
+            EnvironmentConfig(import_path=LOCAL_SANDBOX),
+            job_name="hostile",
+        )
     return trial, Path(url2pathname(urlparse(trial.trial_uri).path))
 
 
@@ -55,7 +62,9 @@ def test_the_reward_is_the_baselines_and_the_audit_is_clean(hostile_trial) -> No
     assert trial.verifier_result.rewards == {"reward": pytest.approx(baseline)}
     verifier = trial_dir / "verifier"
     final = json.loads((verifier / "final.json").read_text())
-    assert final["chosen"] == "baseline" and final["considered"], final  # re-scored, did not beat it
+    assert final["chosen"] == "baseline" and final["considered"], (
+        final
+    )  # re-scored, did not beat it
     isolation = check_clean_audit(verifier)
     # The agent's daemon outlived the agent; it was killed, by uid, before anything was scored.
     # No candidate's helper was left to kill: each went with its run.
@@ -75,15 +84,30 @@ def test_nothing_came_back_and_nothing_root_owns_was_touched(hostile_trial) -> N
     assert not (trial_dir / "agent" / "forgeries.txt").exists()
     # Each evaluation ran (the poisoned .git did not stop the fetch) and its candidate stole nothing.
     assert [(e.get("split"), e.get("status")) for e in report["evals"]] == [
-        ("train", "ok"), ("dev", "ok"), ("dev", "ok"), ("train", "ok")], report["evals"]
+        ("train", "ok"),
+        ("dev", "ok"),
+        ("dev", "ok"),
+        ("train", "ok"),
+    ], report["evals"]
     assert [e["budget"]["runs_used"] for e in report["evals"]] == [1, 1, 2, 2]
     for viewable in (report["evals"][0], report["evals"][3]):
-        line = next(x for x in viewable["stderr_tail"].splitlines() if x.startswith("HOSTILE-CANDIDATE "))
+        line = next(
+            x for x in viewable["stderr_tail"].splitlines() if x.startswith("HOSTILE-CANDIDATE ")
+        )
         candidate = json.loads(line.removeprefix("HOSTILE-CANDIDATE "))
         assert candidate["labels"] == 0 and candidate["worked"] == ["racer"], candidate
     # The aggregate tier returned the mean and the count only.
     config = load_config(EXAMPLE / "task.yaml")
     dev_ids = {s.id for s in load_split(config.dataset, "dev")}
     for aggregate in (report["evals"][1], report["evals"][2]):
-        assert set(aggregate) == {"candidate", "commit", "split", "tier", "n", "mean", "status", "budget"}
+        assert set(aggregate) == {
+            "candidate",
+            "commit",
+            "split",
+            "tier",
+            "n",
+            "mean",
+            "status",
+            "budget",
+        }
         assert not dev_ids & set(json.dumps(aggregate).split('"'))

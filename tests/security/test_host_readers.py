@@ -42,7 +42,9 @@ CLI_TIMEOUT = 60  # a reader that opens a FIFO for reading blocks forever; this 
 
 def _trial(tmp_path: Path, layout: str) -> Path:
     trial = write_trial(tmp_path / "jobs" / "job", TrialSpec(final_model=True))
-    if layout == "local":  # the local sandbox: Harbor copies /logs/artifacts to artifacts/logs/artifacts
+    if (
+        layout == "local"
+    ):  # the local sandbox: Harbor copies /logs/artifacts to artifacts/logs/artifacts
         copied = trial / "artifacts" / "logs" / "artifacts"
         copied.mkdir(parents=True)
         for name in ("code_snapshot", "final_model"):
@@ -53,21 +55,39 @@ def _trial(tmp_path: Path, layout: str) -> Path:
 def _store_is_clean(results: Path, canary: Canary) -> None:
     assert files_containing(results, canary.text) == []
     assert links_under(results) == []
-    specials = [Path(d) / n for d, _, files in os.walk(results) for n in files
-                if not stat.S_ISREG(os.lstat(Path(d) / n).st_mode)]
+    specials = [
+        Path(d) / n
+        for d, _, files in os.walk(results)
+        for n in files
+        if not stat.S_ISREG(os.lstat(Path(d) / n).st_mode)
+    ]
     assert specials == []
-    assert sum(os.lstat(Path(d) / n).st_blocks for d, _, files in os.walk(results) for n in files) * 512 < 2**24
+    assert (
+        sum(os.lstat(Path(d) / n).st_blocks for d, _, files in os.walk(results) for n in files)
+        * 512
+        < 2**24
+    )
 
 
 @pytest.mark.parametrize(("layout", "final_model"), [("local", "containing"), ("docker", "link")])
-def test_export_report_and_traces_carry_nothing_of_the_host(tmp_path: Path, layout: str, final_model: str) -> None:
+def test_export_report_and_traces_carry_nothing_of_the_host(
+    tmp_path: Path, layout: str, final_model: str
+) -> None:
     trial = _trial(tmp_path, layout)
     canary = make_canary(tmp_path / "host")
     planted = plant_host_links(trial, canary, final_model=final_model)
     assert planted.hard_links and planted.fifos and planted.sparse  # every kind was planted here
 
-    exported = run_ptb("results", "export", str(tmp_path / "jobs"), "--to", str(tmp_path / "res"),
-                       "--with-final-model", "--json", timeout=CLI_TIMEOUT)
+    exported = run_ptb(
+        "results",
+        "export",
+        str(tmp_path / "jobs"),
+        "--to",
+        str(tmp_path / "res"),
+        "--with-final-model",
+        "--json",
+        timeout=CLI_TIMEOUT,
+    )
     assert exported.returncode == 0, exported.stderr
     summary = json.loads(exported.stdout)
     assert len(summary["added"]) == 1 and summary["skipped"] == []
@@ -84,7 +104,9 @@ def test_export_report_and_traces_carry_nothing_of_the_host(tmp_path: Path, layo
     assert (run_dir / "snapshot" / "train.py").is_file()  # what is the trial's own is still copied
     assert (final_model == "link") == (record.final_model_dir is None)
 
-    reported = run_ptb("report", str(tmp_path / "res"), "-o", str(tmp_path / "report.html"), timeout=CLI_TIMEOUT)
+    reported = run_ptb(
+        "report", str(tmp_path / "res"), "-o", str(tmp_path / "report.html"), timeout=CLI_TIMEOUT
+    )
     assert reported.returncode == 0, reported.stderr
     html = (tmp_path / "report.html").read_text()
     assert canary.text not in html and "refused files" in html
@@ -92,15 +114,27 @@ def test_export_report_and_traces_carry_nothing_of_the_host(tmp_path: Path, layo
     shown = run_ptb("traces", "show", str(trial), timeout=CLI_TIMEOUT)
     assert shown.returncode == 0, shown.stderr
     assert canary.text not in shown.stdout + shown.stderr
-    assert "# Trace (claude-code)" in shown.stdout and "warning: refused: agent/codex.txt" in shown.stderr
+    assert (
+        "# Trace (claude-code)" in shown.stdout
+        and "warning: refused: agent/codex.txt" in shown.stderr
+    )
     # A file named directly: refused below the trial (a link on the way included), never followed.
-    for named in ("agent/codex.txt", "agent/sessions/projects/p/s.jsonl", "agent/opencode.txt", "agent/pipe.jsonl",
-                  "agent/huge.jsonl"):
+    for named in (
+        "agent/codex.txt",
+        "agent/sessions/projects/p/s.jsonl",
+        "agent/opencode.txt",
+        "agent/pipe.jsonl",
+        "agent/huge.jsonl",
+    ):
         with pytest.raises(TraceInputError, match="refused to read trace file") as refused:
             parse_trace(trial / named)
         assert canary.text not in str(refused.value)
-    direct = run_ptb("traces", "show", str(trial / "agent/sessions/projects/p/s.jsonl"), timeout=CLI_TIMEOUT)
-    assert direct.returncode == 2 and direct.stderr.startswith("error: refused to read trace file"), direct.stderr
+    direct = run_ptb(
+        "traces", "show", str(trial / "agent/sessions/projects/p/s.jsonl"), timeout=CLI_TIMEOUT
+    )
+    assert direct.returncode == 2 and direct.stderr.startswith(
+        "error: refused to read trace file"
+    ), direct.stderr
     assert canary.text not in direct.stdout + direct.stderr
 
 
@@ -111,10 +145,16 @@ def test_judge_inputs_and_traces_take_nothing_of_the_host(tmp_path: Path) -> Non
     found, refused = _trial_inputs(trial)
     assert found["final_model"] is None and "artifacts/final_model: a symbolic link" in refused
     assert found["code_snapshot"] == trial / "artifacts" / "code_snapshot"
-    inputs = JudgeInputs(benchmark="gsm8k", final_model=found["final_model"], trial_dir=trial,
-                         agent_logs=[found["agent"]])
+    inputs = JudgeInputs(
+        benchmark="gsm8k",
+        final_model=found["final_model"],
+        trial_dir=trial,
+        agent_logs=[found["agent"]],
+    )
     context = JudgeContext(inputs)
-    assert [p.relative_to(trial).as_posix() for p in context.trace_files] == ["agent/claude-code.txt"]
+    assert [p.relative_to(trial).as_posix() for p in context.trace_files] == [
+        "agent/claude-code.txt"
+    ]
     assert context.traces and all(canary.text not in t.model_dump_json() for t in context.traces)
 
 
@@ -172,7 +212,9 @@ def test_a_fifo_is_never_opened(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(20)
-def test_a_file_swapped_for_a_fifo_after_the_check_never_blocks(tmp_path: Path, monkeypatch) -> None:
+def test_a_file_swapped_for_a_fifo_after_the_check_never_blocks(
+    tmp_path: Path, monkeypatch
+) -> None:
     (tmp_path / "trial").mkdir()
     (tmp_path / "trial" / "trace.jsonl").write_text("harmless\n")
 
@@ -196,14 +238,19 @@ def test_a_racing_agent_never_gets_the_host_file_into_the_store(tmp_path: Path) 
     agent, snap = trial / "agent", trial / "artifacts" / "code_snapshot"
     (snap / "pkg").mkdir()
     (snap / "pkg" / "mod.py").write_text("x = 1\n")
-    files = [(agent / "claude-code.txt", (agent / "claude-code.txt").read_bytes()),
-             (snap / "train.py", (snap / "train.py").read_bytes())]
+    files = [
+        (agent / "claude-code.txt", (agent / "claude-code.txt").read_bytes()),
+        (snap / "train.py", (snap / "train.py").read_bytes()),
+    ]
     stop = threading.Event()
 
     def flip() -> None:
         while not stop.is_set():
             for path, content in files:
-                link, fresh = path.with_name(f".link-{path.name}"), path.with_name(f".new-{path.name}")
+                link, fresh = (
+                    path.with_name(f".link-{path.name}"),
+                    path.with_name(f".new-{path.name}"),
+                )
                 link.unlink(missing_ok=True)
                 link.symlink_to(canary.file)
                 os.replace(link, path)
@@ -243,9 +290,15 @@ def test_safe_dir_refuses_each_kind_and_caps(tmp_path: Path) -> None:
         handle.truncate(SPARSE_BYTES)
     with SafeDir.open(root_dir) as root:
         assert root.read_bytes("real/ok.txt", 100) == b"fine"
-        for relative, why in (("dirlink/config.json", "a symbolic link"), ("filelink", "a symbolic link"),
-                              ("hard.txt", "a hard link"), ("pipe", "a FIFO"), ("sparse.bin", "a sparse file"),
-                              ("../host/host_secret.txt", "not a path inside"), ("/etc/passwd", "not a path inside")):
+        for relative, why in (
+            ("dirlink/config.json", "a symbolic link"),
+            ("filelink", "a symbolic link"),
+            ("hard.txt", "a hard link"),
+            ("pipe", "a FIFO"),
+            ("sparse.bin", "a sparse file"),
+            ("../host/host_secret.txt", "not a path inside"),
+            ("/etc/passwd", "not a path inside"),
+        ):
             with pytest.raises(Refused, match=why):
                 root.read_head(relative, 100)
         with pytest.raises(Refused, match="larger than the 2-byte cap"):
@@ -253,9 +306,17 @@ def test_safe_dir_refuses_each_kind_and_caps(tmp_path: Path) -> None:
         assert root.lstat("dirlink/config.json") is None and not root.is_dir("dirlink")
         budget = CopyBudget(max_bytes=2**20, max_files=100)
         root.copy_tree("", tmp_path / "copy", budget)
-    assert sorted((tmp_path / "copy").rglob("*")) == [tmp_path / "copy" / "real", tmp_path / "copy" / "real" / "ok.txt"]
+    assert sorted((tmp_path / "copy").rglob("*")) == [
+        tmp_path / "copy" / "real",
+        tmp_path / "copy" / "real" / "ok.txt",
+    ]
     assert sorted(line.split(":")[0] for line in budget.refused) == [
-        "dirlink", "filelink", "hard.txt", "pipe", "sparse.bin"]
+        "dirlink",
+        "filelink",
+        "hard.txt",
+        "pipe",
+        "sparse.bin",
+    ]
     capped = CopyBudget(max_bytes=3, max_files=100)
     with SafeDir.open(root_dir / "real") as real:
         real.copy_tree("", tmp_path / "capped", capped)
@@ -276,7 +337,10 @@ def test_the_report_reads_no_link_a_store_holds(tmp_path: Path) -> None:
     stored.symlink_to(canary.file)
     board, records = build_leaderboard(tmp_path / "res", "mean", None, None)
     html = render_report(board, records, tmp_path / "res")
-    assert canary.text not in html and f"cannot read trace {record.trace_files[0]}: a symbolic link" in html
+    assert (
+        canary.text not in html
+        and f"cannot read trace {record.trace_files[0]}: a symbolic link" in html
+    )
 
 
 def test_runs_an_older_exporter_stored_are_exported_again(tmp_path: Path, monkeypatch) -> None:
@@ -289,7 +353,9 @@ def test_runs_an_older_exporter_stored_are_exported_again(tmp_path: Path, monkey
     monkeypatch.setattr(harbor_trial, "READER_VERSION", "")  # what the old exporter fingerprinted
     export([tmp_path / "jobs"], tmp_path / "res")
     (record,) = ResultsStore.open(tmp_path / "res", create=False).load()[0]
-    shutil.copy(canary.file, tmp_path / "res" / "runs" / record.id / record.trace_files[0])  # what it copied
+    shutil.copy(
+        canary.file, tmp_path / "res" / "runs" / record.id / record.trace_files[0]
+    )  # what it copied
     monkeypatch.undo()
     assert len(export([tmp_path / "jobs"], tmp_path / "res").updated) == 1
     _store_is_clean(tmp_path / "res", canary)

@@ -27,8 +27,25 @@ CONTAMINATION_BYTES = 24 * 1024 * 1024
 
 
 def _compile(tmp_path: Path) -> Path:
-    result = run_ptb("tasks", "generate", "-b", "bfcl", "-m", "smollm2-135m", "--hours", "0.05", "--cpus", "2",
-                     "--memory-gb", "8", "--eval-limit", "2", "-o", str(tmp_path / "tasks"), timeout=600)
+    result = run_ptb(
+        "tasks",
+        "generate",
+        "-b",
+        "bfcl",
+        "-m",
+        "smollm2-135m",
+        "--hours",
+        "0.05",
+        "--cpus",
+        "2",
+        "--memory-gb",
+        "8",
+        "--eval-limit",
+        "2",
+        "-o",
+        str(tmp_path / "tasks"),
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     task = tmp_path / "tasks" / "bfcl-smollm2-135m"
     limits = JudgeLimits(contamination=JudgeLimit(time_s=600, max_bytes=CONTAMINATION_BYTES))
@@ -41,9 +58,15 @@ def _run(task: Path, jobs: Path) -> Path:
     from harbor.models.job.config import JobConfig
     from harbor.models.trial.config import AgentConfig, EnvironmentConfig, TaskConfig
 
-    config = JobConfig(job_name="hostile-judges", jobs_dir=jobs, n_concurrent_trials=1, quiet=True,
-                       agents=[AgentConfig(import_path=AGENT)], tasks=[TaskConfig(path=task)],
-                       environment=EnvironmentConfig(import_path=LOCAL_SANDBOX))
+    config = JobConfig(
+        job_name="hostile-judges",
+        jobs_dir=jobs,
+        n_concurrent_trials=1,
+        quiet=True,
+        agents=[AgentConfig(import_path=AGENT)],
+        tasks=[TaskConfig(path=task)],
+        environment=EnvironmentConfig(import_path=LOCAL_SANDBOX),
+    )
 
     async def run() -> object:
         return await (await Job.create(config)).run()
@@ -54,10 +77,16 @@ def _run(task: Path, jobs: Path) -> Path:
 
 
 def _flagging(verdict: Judgement, detector: str) -> list[str]:
-    return [f"{e.location}: {e.detail}" for e in verdict.evidence if e.detector == detector and e.flagged]
+    return [
+        f"{e.location}: {e.detail}"
+        for e in verdict.evidence
+        if e.detector == detector and e.flagged
+    ]
 
 
-def test_every_judge_evasion_is_flagged_with_its_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_judge_evasion_is_flagged_with_its_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HARBOR_TELEMETRY", "0")
     trial = _run(_compile(tmp_path), tmp_path / "jobs")
     report = json.loads((trial / "agent" / "hostile_report.json").read_text())
@@ -65,7 +94,9 @@ def test_every_judge_evasion_is_flagged_with_its_reason(tmp_path: Path, monkeypa
     assert all("PLANTED" not in v.justification for v in verdicts.values())
 
     contamination = verdicts["contamination"]
-    assert contamination.flagged is True and contamination.decided_by == "detector", contamination.justification
+    assert contamination.flagged is True and contamination.decided_by == "detector", (
+        contamination.justification
+    )
     found = " | ".join(_flagging(contamination, "ngram_overlap"))
     for place, path in report["hidden"].items():
         assert path in found, (place, path, found[:3000])
@@ -77,10 +108,16 @@ def test_every_judge_evasion_is_flagged_with_its_reason(tmp_path: Path, monkeypa
 
     model = verdicts["disallowed_model"]
     assert model.flagged is True
-    assert any("model.shard2.safetensors" in e for e in _flagging(model, "weight_files")), model.evidence
+    assert any("model.shard2.safetensors" in e for e in _flagging(model, "weight_files")), (
+        model.evidence
+    )
     similarity = _flagging(model, "weight_similarity")
-    assert similarity and "model.safetensors" in similarity[0] and "bit-identical" not in similarity[0]
+    assert (
+        similarity and "model.safetensors" in similarity[0] and "bit-identical" not in similarity[0]
+    )
     assert model.sample_seed and model.sample_seed in similarity[0]
     template = _flagging(model, "chat_template")
-    assert any("embedded data table" in t or "loop over embedded data" in t for t in template), template
+    assert any("embedded data table" in t or "loop over embedded data" in t for t in template), (
+        template
+    )
     assert any("computed generation prompt" in t for t in template), template

@@ -34,8 +34,10 @@ from tests.security.planting import Canary, files_containing, links_under, make_
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("bwrap") is None or shutil.which("slirp4netns") is None,
-                       reason="needs bubblewrap and slirp4netns (scripts/setup.sh)"),
+    pytest.mark.skipif(
+        shutil.which("bwrap") is None or shutil.which("slirp4netns") is None,
+        reason="needs bubblewrap and slirp4netns (scripts/setup.sh)",
+    ),
 ]
 
 ENV = "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
@@ -49,8 +51,14 @@ CLI_TIMEOUT = 120
 @pytest.fixture(scope="module")
 def task(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # A 2-minute verifier leaves the judges less than their 60-second minimum: they skip.
-    options = CompileOptions(hours=HOURS, cpus=2, memory_gb=8, final_eval_limit=1, score_base_model=True,
-                             verifier_timeout_min=2)
+    options = CompileOptions(
+        hours=HOURS,
+        cpus=2,
+        memory_gb=8,
+        final_eval_limit=1,
+        score_base_model=True,
+        verifier_timeout_min=2,
+    )
     return compile_task("bfcl", "smollm2-135m", tmp_path_factory.mktemp("tasks"), options)
 
 
@@ -59,10 +67,19 @@ def _run_trial(task: Path, jobs: Path, agent_kwargs: dict) -> Path:
     from harbor.models.job.config import JobConfig
     from harbor.models.trial.config import AgentConfig, EnvironmentConfig, TaskConfig
 
-    config = JobConfig(job_name="hostile", jobs_dir=jobs, n_concurrent_trials=1, quiet=True,
-                       agents=[AgentConfig(import_path=WRAPPER, kwargs={"inner": HOSTILE, "max_reprompts": 0,
-                                                                         **agent_kwargs})],
-                       tasks=[TaskConfig(path=task)], environment=EnvironmentConfig(import_path=ENV))
+    config = JobConfig(
+        job_name="hostile",
+        jobs_dir=jobs,
+        n_concurrent_trials=1,
+        quiet=True,
+        agents=[
+            AgentConfig(
+                import_path=WRAPPER, kwargs={"inner": HOSTILE, "max_reprompts": 0, **agent_kwargs}
+            )
+        ],
+        tasks=[TaskConfig(path=task)],
+        environment=EnvironmentConfig(import_path=ENV),
+    )
 
     async def run() -> object:
         return await (await Job.create(config)).run()
@@ -76,7 +93,8 @@ def _epoch(stamp: str) -> float:
 
 
 def test_runtime_attacks_reach_nothing_of_the_host_and_end_at_the_deadline(
-        task: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    task: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HARBOR_TELEMETRY", "0")
     canary: Canary = make_canary(tmp_path / "host")
     canary_files = [canary.file, canary.dir / "config.json"]
@@ -93,10 +111,19 @@ def test_runtime_attacks_reach_nothing_of_the_host_and_end_at_the_deadline(
     abstract.settimeout(0.1)
     state = watch_files(canary_files)
     try:
-        trial = _run_trial(task, tmp_path / "jobs", {
-            "attack": "runtime", "canary_file": str(canary.file), "canary_dir": str(canary.dir),
-            "loopback_port": loopback.port, "outside_host": outside_host or "",
-            "outside_port": outside.port if outside else 0, "abstract_name": abstract_name})
+        trial = _run_trial(
+            task,
+            tmp_path / "jobs",
+            {
+                "attack": "runtime",
+                "canary_file": str(canary.file),
+                "canary_dir": str(canary.dir),
+                "loopback_port": loopback.port,
+                "outside_host": outside_host or "",
+                "outside_port": outside.port if outside else 0,
+                "abstract_name": abstract_name,
+            },
+        )
         try:
             abstract.accept()
             abstract_hit = True
@@ -110,9 +137,13 @@ def test_runtime_attacks_reach_nothing_of_the_host_and_end_at_the_deadline(
 
     report = parse_report((trial / "agent" / REPORT_FILE).read_text())
     result = json.loads((trial / "result.json").read_text())
-    assert report.get("done") == "yes" and report["whoami"] == "agent" and report["uid"] != "0", report
+    assert report.get("done") == "yes" and report["whoami"] == "agent" and report["uid"] != "0", (
+        report
+    )
     # The agent is not root: every trusted file stayed root's, unwritable.
-    tampered = {key: value for key, value in report.items() if key.startswith(("wrote:", "created:"))}
+    tampered = {
+        key: value for key, value in report.items() if key.startswith(("wrote:", "created:"))
+    }
     assert tampered and set(tampered.values()) == {"no"}, tampered
     assert report["stamp_kept"] == "yes"
     # No host network: not the loopback (directly or by slirp's gateway), not an abstract socket.
@@ -133,38 +164,63 @@ def test_runtime_attacks_reach_nothing_of_the_host_and_end_at_the_deadline(
     artifacts = trial / "artifacts" / "logs" / "artifacts"
     assert not (artifacts / "ROOT-HIJACKED").exists()
     handoff = Handoff.read(artifacts)
-    assert handoff is not None and handoff.status == "collected" and handoff.agent_survivors == 0, handoff
+    assert handoff is not None and handoff.status == "collected" and handoff.agent_survivors == 0, (
+        handoff
+    )
     assert handoff.size is not None and {"leak.json", "hostdir"} <= set(handoff.size.removed)
     # The deadline is hard: the writers were alive before it and wrote nothing after it.
     ended = _epoch(result["agent_execution"]["finished_at"])
-    ticks = [float(line.split()[1]) for line in (artifacts / "final_model" / "notes.txt").read_text().splitlines()]
+    ticks = [
+        float(line.split()[1])
+        for line in (artifacts / "final_model" / "notes.txt").read_text().splitlines()
+    ]
     assert ticks and int(report["writers"]) >= 3, report
     late = [t for t in ticks if t > ended]
     assert late == [], f"{len(late)} writes into final_model after the agent's deadline"
     by_path = (artifacts / "final_model" / "late-by-path.txt").read_text().split()
-    assert float(by_path[1]) <= ended, "a file was written into final_model after the agent's deadline"
+    assert float(by_path[1]) <= ended, (
+        "a file was written into final_model after the agent's deadline"
+    )
     # What was scored is the base model: the reward equals the base model's own score.
     metrics = Metrics.load(trial / "verifier" / "metrics.json")
     assert metrics.error is None and metrics.base_model is not None, metrics
-    assert result["verifier_result"]["rewards"]["reward"] == metrics.accuracy == metrics.base_model.accuracy
+    assert (
+        result["verifier_result"]["rewards"]["reward"]
+        == metrics.accuracy
+        == metrics.base_model.accuracy
+    )
 
     # The host's readers on this trial: nothing of the host in what they write or print.
     results = tmp_path / "results"
-    exported = run_ptb("results", "export", str(tmp_path / "jobs"), "--to", str(results), "--with-final-model",
-                       timeout=CLI_TIMEOUT)
+    exported = run_ptb(
+        "results",
+        "export",
+        str(tmp_path / "jobs"),
+        "--to",
+        str(results),
+        "--with-final-model",
+        timeout=CLI_TIMEOUT,
+    )
     assert exported.returncode == 0, exported.stdout + exported.stderr
-    reported = run_ptb("report", str(results), "-o", str(tmp_path / "report.html"), timeout=CLI_TIMEOUT)
+    reported = run_ptb(
+        "report", str(results), "-o", str(tmp_path / "report.html"), timeout=CLI_TIMEOUT
+    )
     assert reported.returncode == 0, reported.stderr
     shown = run_ptb("traces", "show", str(trial), timeout=CLI_TIMEOUT)
-    for output in (exported.stdout + exported.stderr, reported.stdout + reported.stderr,
-                   (tmp_path / "report.html").read_text(), shown.stdout + shown.stderr):
+    for output in (
+        exported.stdout + exported.stderr,
+        reported.stdout + reported.stderr,
+        (tmp_path / "report.html").read_text(),
+        shown.stdout + shown.stderr,
+    ):
         assert canary.text not in output
     assert files_containing(results, canary.text) == [] and links_under(results) == []
     assert touched_files(state) == []
 
 
-def test_resource_attacks_are_capped_with_a_reason(task: Path, tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resource_attacks_are_capped_with_a_reason(
+    task: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HARBOR_TELEMETRY", "0")
     trial = _run_trial(task, tmp_path / "jobs", {"attack": "resources", "wait_for_deadline": False})
     report = parse_report((trial / "agent" / REPORT_FILE).read_text())
@@ -172,13 +228,21 @@ def test_resource_attacks_are_capped_with_a_reason(task: Path, tmp_path: Path,
     # final_model over the cap (by its apparent size; it takes no disk) is not scored, with the reason.
     metrics = Metrics.load(trial / "verifier" / "metrics.json")
     assert metrics.accuracy == 0.0 and metrics.n == 0
-    assert (metrics.error or "").startswith("final_model rejected by the collect hook:"), metrics.error
+    assert (metrics.error or "").startswith("final_model rejected by the collect hook:"), (
+        metrics.error
+    )
     assert "over the cap" in metrics.error
     artifacts = trial / "artifacts" / "logs" / "artifacts"
     assert not (artifacts / "final_model").exists()
     # The sparse log and the FIFO never became host files; the download says what it refused.
-    assert not os.path.lexists(trial / "agent" / "huge.jsonl") and not os.path.lexists(trial / "agent" / "pipe.jsonl")
+    assert not os.path.lexists(trial / "agent" / "huge.jsonl") and not os.path.lexists(
+        trial / "agent" / "pipe.jsonl"
+    )
     refused = json.loads((trial / "agent" / "ptb_transfer_refused.json").read_text())["refused"]
-    assert any("huge.jsonl" in line for line in refused) and any("pipe.jsonl" in line for line in refused)
-    on_disk = sum(os.lstat(Path(d) / n).st_blocks for d, _, files in os.walk(trial) for n in files) * 512
+    assert any("huge.jsonl" in line for line in refused) and any(
+        "pipe.jsonl" in line for line in refused
+    )
+    on_disk = (
+        sum(os.lstat(Path(d) / n).st_blocks for d, _, files in os.walk(trial) for n in files) * 512
+    )
     assert on_disk < 64 * 2**20, f"the trial dir takes {on_disk} bytes"

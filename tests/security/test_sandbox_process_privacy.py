@@ -43,7 +43,9 @@ def test_an_unprivileged_user_sees_no_process_of_another(make_env: MakeEnv) -> N
             # A "candidate" (nobody) holding the secret in its argv and environment.
             started = await env.exec(
                 f"SECRET={SECRET} setsid bash -c 'exec -a {SECRET} sleep 300' > /dev/null 2>&1 &",
-                user="nobody", timeout_sec=10)
+                user="nobody",
+                timeout_sec=10,
+            )
             assert started.return_code == 0, started.stderr
             await env.exec("sleep 400 > /dev/null 2>&1 &", timeout_sec=10)  # a root process
             as_other = (await env.exec(WATCH, user="daemon", timeout_sec=30)).stdout

@@ -14,19 +14,35 @@ import ast
 import pytest
 
 from posttrainbench.benchmarks import get_benchmark
-from posttrainbench.benchmarks.answers import HEDGE_FINDING, extract_letter
 from posttrainbench.benchmarks.aime.benchmark import extract_answer
+from posttrainbench.benchmarks.answers import HEDGE_FINDING, extract_letter
 from posttrainbench.benchmarks.base import Sample
 from posttrainbench.benchmarks.bfcl.checker import check_simple_call
 from posttrainbench.benchmarks.gsm8k.extract import judge
 
-GSM8K = Sample(id="gsm8k_test_x", category="gsm8k", data={
-    "question": "A shop sells 1,200 pens at $2 each. How much money does it make?",
-    "answer": "It makes 1200 * 2 = $<<1200*2=2400>>2,400.\n#### 2,400", "target": "2400"})
-AIME = Sample(id="aime2025_x", category="aime2025", data={"problem": "Find the remainder ...", "answer": 70})
-GPQA = Sample(id="gpqa_x", category="Physics", data={
-    "question": "Which particle is a fermion?", "choices": ["Photon", "Electron", "Gluon", "Higgs boson"],
-    "answer": "B", "subdomain": "Quantum Mechanics", "record_id": "x"})
+GSM8K = Sample(
+    id="gsm8k_test_x",
+    category="gsm8k",
+    data={
+        "question": "A shop sells 1,200 pens at $2 each. How much money does it make?",
+        "answer": "It makes 1200 * 2 = $<<1200*2=2400>>2,400.\n#### 2,400",
+        "target": "2400",
+    },
+)
+AIME = Sample(
+    id="aime2025_x", category="aime2025", data={"problem": "Find the remainder ...", "answer": 70}
+)
+GPQA = Sample(
+    id="gpqa_x",
+    category="Physics",
+    data={
+        "question": "Which particle is a fermion?",
+        "choices": ["Photon", "Electron", "Gluon", "Higgs boson"],
+        "answer": "B",
+        "subdomain": "Quantum Mechanics",
+        "record_id": "x",
+    },
+)
 
 GSM8K_HEDGES = {
     "every number up to the answer": " ".join(str(n) for n in range(0, 2401)),
@@ -51,15 +67,30 @@ GPQA_HEDGES = {
     "a box per choice": r"\boxed{D} \boxed{A} \boxed{B}",
 }
 # Controls: what each plain rule extracts (the attempt would be paid where it is the answer).
-PAID_BY_PLAIN_RULE = {"every number up to the answer", "several numbers after ####", "alternatives after ####",
-                      "three #### answers", "a list of guesses", "a box per guess", "every answer boxed",
-                      "alternatives on the last line",
-                      "alternatives on the ANSWER line", "a list on the ANSWER line", "alternatives in parentheses",
-                      "an ANSWER line per choice", "alternatives in prose", "a box per choice"}
+PAID_BY_PLAIN_RULE = {
+    "every number up to the answer",
+    "several numbers after ####",
+    "alternatives after ####",
+    "three #### answers",
+    "a list of guesses",
+    "a box per guess",
+    "every answer boxed",
+    "alternatives on the last line",
+    "alternatives on the ANSWER line",
+    "a list on the ANSWER line",
+    "alternatives in parentheses",
+    "an ANSWER line per choice",
+    "alternatives in prose",
+    "a box per choice",
+}
 
 
 def assert_hedge_caught(result) -> None:
-    assert result.score == 0.0 and result.error_type == "hedged" and result.findings == (HEDGE_FINDING,), result
+    assert (
+        result.score == 0.0
+        and result.error_type == "hedged"
+        and result.findings == (HEDGE_FINDING,)
+    ), result
 
 
 @pytest.mark.parametrize("name", sorted(GSM8K_HEDGES))
@@ -83,27 +114,56 @@ def test_gpqa_hedges_score_zero(name):
     assert_hedge_caught(get_benchmark("gpqamain").score(GPQA, completion))
 
 
-@pytest.mark.parametrize("bench_id,sample,completion", [
-    ("gsm8k", GSM8K, "#### 100\nWait, that's wrong: 1200 * 2 = 2400. #### 2400"),
-    ("aime2025", AIME, r"First guess \boxed{16}. Re-checking, the sum is \boxed{070}."),
-    ("gpqamain", GPQA, "ANSWER: A\nOn reflection, ANSWER: B"),
-    ("gsm8k", GSM8K, "1,200 pens at $2 each: 1200 * 2 = 2400 dollars.\n#### $2,400"),
-    ("aime2025", AIME, r"The answer is $\boxed{70}$, from 21 and 49."),
-])
+@pytest.mark.parametrize(
+    "bench_id,sample,completion",
+    [
+        ("gsm8k", GSM8K, "#### 100\nWait, that's wrong: 1200 * 2 = 2400. #### 2400"),
+        ("aime2025", AIME, r"First guess \boxed{16}. Re-checking, the sum is \boxed{070}."),
+        ("gpqamain", GPQA, "ANSWER: A\nOn reflection, ANSWER: B"),
+        ("gsm8k", GSM8K, "1,200 pens at $2 each: 1200 * 2 = 2400 dollars.\n#### $2,400"),
+        ("aime2025", AIME, r"The answer is $\boxed{70}$, from 21 and 49."),
+    ],
+)
 def test_one_correction_is_not_a_hedge(bench_id, sample, completion):
     """A model that corrects itself once still commits to one answer: the last counts."""
     assert get_benchmark(bench_id).score(sample, completion).score == 1.0
 
 
-FUNC = {"name": "geometry.area", "description": "Area of a triangle.", "parameters": {
-    "type": "dict", "properties": {
-        "base": {"type": "integer", "description": ""}, "height": {"type": "integer", "description": ""},
-        "unit": {"type": "string", "description": ""}, "options": {"type": "dict", "description": ""}},
-    "required": ["base", "height"]}}
-GT = [{"geometry.area": {"base": [10], "height": [5], "unit": ["units", ""], "options": [{"round": [True]}, ""]}}]
-BFCL = Sample(id="simple_python_x", category="simple_python", data={
-    "question": [[{"role": "user", "content": "Area of a triangle with base 10 and height 5?"}]],
-    "function": [FUNC], "ground_truth": GT})
+FUNC = {
+    "name": "geometry.area",
+    "description": "Area of a triangle.",
+    "parameters": {
+        "type": "dict",
+        "properties": {
+            "base": {"type": "integer", "description": ""},
+            "height": {"type": "integer", "description": ""},
+            "unit": {"type": "string", "description": ""},
+            "options": {"type": "dict", "description": ""},
+        },
+        "required": ["base", "height"],
+    },
+}
+GT = [
+    {
+        "geometry.area": {
+            "base": [10],
+            "height": [5],
+            "unit": ["units", ""],
+            "options": [{"round": [True]}, ""],
+        }
+    }
+]
+BFCL = Sample(
+    id="simple_python_x",
+    category="simple_python",
+    data={
+        "question": [
+            [{"role": "user", "content": "Area of a triangle with base 10 and height 5?"}]
+        ],
+        "function": [FUNC],
+        "ground_truth": GT,
+    },
+)
 
 BFCL_HEDGES = {
     "an argument given twice": "[geometry.area(base=11, base=10, height=5)]",
@@ -112,14 +172,21 @@ BFCL_HEDGES = {
 }
 BFCL_WRONG = {
     "an extra argument": ("[geometry.area(base=10, height=5, precision=2)]", "unexpected_param"),
-    "one call per guess": ("[geometry.area(base=11, height=5), geometry.area(base=10, height=5)]", "wrong_count"),
+    "one call per guess": (
+        "[geometry.area(base=11, height=5), geometry.area(base=10, height=5)]",
+        "wrong_count",
+    ),
     "a list of guesses for a scalar": ("[geometry.area(base=[10, 11], height=5)]", "type_error"),
-    "alternatives in one string": ("[geometry.area(base=10, height=5, unit='units or meters')]", "value_error:string"),
+    "alternatives in one string": (
+        "[geometry.area(base=10, height=5, unit='units or meters')]",
+        "value_error:string",
+    ),
 }
 
 
 def last_wins_decode(text: str) -> list[dict]:
     """Control: Python's own reading of a call list, keywords only, the last value kept."""
+
     def value(node):
         if isinstance(node, ast.Dict):
             return {ast.literal_eval(k): value(v) for k, v in zip(node.keys, node.values)}
@@ -132,7 +199,9 @@ def last_wins_decode(text: str) -> list[dict]:
 @pytest.mark.parametrize("name", sorted(BFCL_HEDGES))
 def test_bfcl_hedged_calls_score_zero(name):
     text = BFCL_HEDGES[name]
-    assert check_simple_call(FUNC, last_wins_decode(text), GT).valid  # paid where the last value is kept
+    assert check_simple_call(
+        FUNC, last_wins_decode(text), GT
+    ).valid  # paid where the last value is kept
     assert_hedge_caught(get_benchmark("bfcl").score(BFCL, text))
 
 
@@ -144,4 +213,8 @@ def test_bfcl_extra_and_duplicated_calls_score_zero(name):
 
 
 def test_bfcl_right_call_passes():
-    assert get_benchmark("bfcl").score(BFCL, "[geometry.area(base=10, height=5, options={'round': True})]").correct
+    assert (
+        get_benchmark("bfcl")
+        .score(BFCL, "[geometry.area(base=10, height=5, options={'round': True})]")
+        .correct
+    )

@@ -59,15 +59,19 @@ def _host(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
     """A host credentials directory outside every run, and its exact bytes."""
     host = tmp_path / "host" / ".config" / "ptb"
     host.mkdir(parents=True)
-    files = {"credentials.json": json.dumps({"api_key": KEY}).encode(),
-             "notes.log": f"host notes, key {KEY}\n".encode()}
+    files = {
+        "credentials.json": json.dumps({"api_key": KEY}).encode(),
+        "notes.log": f"host notes, key {KEY}\n".encode(),
+    }
     for name, data in files.items():
         (host / name).write_bytes(data)
     return host, files
 
 
 def _host_unchanged(host: Path, files: dict[str, bytes]) -> None:
-    assert sorted(os.listdir(host)) == sorted(files), "the scrub created or removed files in the host directory"
+    assert sorted(os.listdir(host)) == sorted(files), (
+        "the scrub created or removed files in the host directory"
+    )
     for name, data in files.items():
         assert (host / name).read_bytes() == data, f"host {name} was rewritten"
 
@@ -136,7 +140,8 @@ def _scrub_unless_it_hangs(scrubber: Scrubber, run: Path, fifo: Path, monkeypatc
 
 
 def test_a_directory_swapped_for_a_link_mid_scrub_is_never_written_through(
-        tmp_path: Path, scrubber: Scrubber, monkeypatch) -> None:
+    tmp_path: Path, scrubber: Scrubber, monkeypatch
+) -> None:
     """Deterministic: the swap happens while the scrub holds the first agent file's bytes."""
     host, files = _host(tmp_path)
     run = tmp_path / "run"
@@ -158,19 +163,24 @@ def test_a_directory_swapped_for_a_link_mid_scrub_is_never_written_through(
     # The directory the scrub opened is the one it finished, wherever the agent moved it.
     moved = agent.with_name("agent.real")
     left = [p.name for p in moved.iterdir() if KEY in p.read_text()]
-    assert left == [] and report.files_changed == len(list(moved.iterdir())) + len(HARBOR_FILES), report
+    assert left == [] and report.files_changed == len(list(moved.iterdir())) + len(HARBOR_FILES), (
+        report
+    )
     assert not report.failures
     _serialisable(report)
 
 
 def test_a_racing_process_flipping_a_directory_to_a_host_link_never_gets_the_scrub_there(
-        tmp_path: Path, scrubber: Scrubber) -> None:
+    tmp_path: Path, scrubber: Scrubber
+) -> None:
     host, files = _host(tmp_path)
     started, changed, rounds = time.monotonic(), 0, 0
     while rounds < RACE_ROUNDS and time.monotonic() - started < RACE_SECONDS:
         run = tmp_path / f"run-{rounds}"
         agent = _agent_dir(run)
-        flipper = _start(DIR_FLIPPER, agent, host, run / "stop", run / "ready", HOLD, ready=run / "ready")
+        flipper = _start(
+            DIR_FLIPPER, agent, host, run / "stop", run / "ready", HOLD, ready=run / "ready"
+        )
         try:
             report = scrubber.scrub_tree(run)
         finally:
@@ -184,7 +194,8 @@ def test_a_racing_process_flipping_a_directory_to_a_host_link_never_gets_the_scr
 
 
 def test_a_file_swapped_for_a_fifo_after_the_check_never_hangs_the_scrub(
-        tmp_path: Path, scrubber: Scrubber, monkeypatch) -> None:
+    tmp_path: Path, scrubber: Scrubber, monkeypatch
+) -> None:
     """Deterministic: every stat of the file sees a regular file, and right after each it is a
     FIFO. Opening a FIFO to read blocks until a writer comes: the agent decides when `ptb run` ends."""
     run = tmp_path / "run"
@@ -213,31 +224,46 @@ def test_a_file_swapped_for_a_fifo_after_the_check_never_hangs_the_scrub(
 
 
 def test_planted_links_loops_hard_links_and_odd_names_are_listed_not_followed(
-        tmp_path: Path, scrubber: Scrubber, monkeypatch) -> None:
+    tmp_path: Path, scrubber: Scrubber, monkeypatch
+) -> None:
     host, files = _host(tmp_path)
     run = tmp_path / "run"
     agent = _agent_dir(run, files=2)
     (agent / "credentials.json").unlink()
     (agent / "credentials.json").symlink_to(host / "credentials.json")
     (agent / "hostdir").symlink_to(host, target_is_directory=True)
-    (agent / "loop").symlink_to("loop")  # resolving it raises: it once crashed the scrub, and `ptb run`
+    (agent / "loop").symlink_to(
+        "loop"
+    )  # resolving it raises: it once crashed the scrub, and `ptb run`
     (agent / "notes.log").unlink()
-    os.link(host / "notes.log", agent / "notes.log")  # rewritten, it would become a one-name copy the export takes
+    os.link(
+        host / "notes.log", agent / "notes.log"
+    )  # rewritten, it would become a one-name copy the export takes
     os.mkfifo(agent / "pipe.log")
     odd = os.fsdecode(b"odd-\xff.log")  # not UTF-8: run.json must still be written
     (agent / odd).symlink_to(host / "notes.log")
     report = _scrub_unless_it_hangs(scrubber, run, agent / "pipe.log", monkeypatch)
     _host_unchanged(host, files)
-    assert (agent / "credentials.json").is_symlink() and os.readlink(agent / "credentials.json") == str(
-        host / "credentials.json")
+    assert (agent / "credentials.json").is_symlink() and os.readlink(
+        agent / "credentials.json"
+    ) == str(host / "credentials.json")
     assert (agent / "notes.log").stat().st_ino == (host / "notes.log").stat().st_ino
     assert all(KEY not in (agent / f"a-step-{i:03d}.log").read_text() for i in range(2))
     refused = "\n".join(report.refused)
-    for name, why in (("credentials.json", "symbolic link"), ("hostdir", "symbolic link"),
-                      ("loop", "symbolic link"), ("notes.log", "hard link"), ("pipe.log", "FIFO"),
-                      ("odd-\\xff.log", "symbolic link")):
+    for name, why in (
+        ("credentials.json", "symbolic link"),
+        ("hostdir", "symbolic link"),
+        ("loop", "symbolic link"),
+        ("notes.log", "hard link"),
+        ("pipe.log", "FIFO"),
+        ("odd-\\xff.log", "symbolic link"),
+    ):
         assert f"{name}: a {why}" in refused, (name, refused)
-    assert report.files_skipped == 6 and report.files_changed == 2 + len(HARBOR_FILES) and not report.failures
+    assert (
+        report.files_skipped == 6
+        and report.files_changed == 2 + len(HARBOR_FILES)
+        and not report.failures
+    )
     _serialisable(report)
 
 
@@ -269,6 +295,8 @@ def test_deep_nesting_costs_only_the_cap(tmp_path: Path, scrubber: Scrubber, mon
     monkeypatch.setattr(os, "open", counting_open)
     report = scrubber.scrub_tree(run)
     monkeypatch.undo()
-    assert any(line.endswith(f"nested deeper than {MAX_DEPTH} directories") for line in report.refused), report.refused
+    assert any(
+        line.endswith(f"nested deeper than {MAX_DEPTH} directories") for line in report.refused
+    ), report.refused
     assert len(opened) < 500
     assert KEY not in (agent / "a-step-000.log").read_text()

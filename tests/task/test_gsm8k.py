@@ -15,7 +15,9 @@ import pytest
 from posttrainbench.benchmarks.gsm8k.extract import flexible_extract, judge, strict_extract
 from tests.helpers import REPO, SHARED_DATA
 
-lm_eval = pytest.importorskip("lm_eval", reason="lm-eval not installed (see tests/task/requirements-nodeps.txt)")
+lm_eval = pytest.importorskip(
+    "lm_eval", reason="lm-eval not installed (see tests/task/requirements-nodeps.txt)"
+)
 yaml = pytest.importorskip("yaml")
 
 FIXTURES = REPO / "tests" / "fixtures" / "gsm8k"
@@ -27,13 +29,16 @@ def reference():
     from lm_eval.api.metrics import exact_match_hf_evaluate
     from lm_eval.filters.extraction import RegexFilter
 
-    config = yaml.safe_load((Path(lm_eval.__file__).parent / "tasks" / "gsm8k" / "gsm8k.yaml").read_text())
+    config = yaml.safe_load(
+        (Path(lm_eval.__file__).parent / "tasks" / "gsm8k" / "gsm8k.yaml").read_text()
+    )
     filters = {}
     for entry in config["filter_list"]:
         regex = entry["filter"][0]
         assert regex["function"] == "regex" and entry["filter"][1]["function"] == "take_first"
-        filters[entry["name"]] = RegexFilter(regex_pattern=regex["regex_pattern"],
-                                             group_select=regex.get("group_select", 0))
+        filters[entry["name"]] = RegexFilter(
+            regex_pattern=regex["regex_pattern"], group_select=regex.get("group_select", 0)
+        )
     (metric,) = config["metric_list"]
     kwargs = {k: metric[k] for k in ("regexes_to_ignore", "ignore_case", "ignore_punctuation")}
 
@@ -72,13 +77,13 @@ def _real_answer_outputs(n: int = 120) -> list[tuple[str, str]]:
         except ValueError:
             formatted = final
         pairs += [
-            (ref, ref),                                              # the gold solution itself
+            (ref, ref),  # the gold solution itself
             (f"{clean}\n#### {final}", ref),
             (f"{clean}\nThe answer is ${formatted}.", ref),
-            (f"{clean}\n#### {other}", ref),                         # wrong final number
+            (f"{clean}\n#### {other}", ref),  # wrong final number
             (f"{clean}\n#### {final}\n\nQuestion: next one costs 3 dollars", ref),
             (f"{clean}\nSo the answer is {final} dollars and 7 cents.", ref),
-            (clean, ref),                                            # no final line
+            (clean, ref),  # no final line
         ]
     return pairs
 

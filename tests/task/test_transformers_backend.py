@@ -12,8 +12,12 @@ import importlib.util
 
 import pytest
 
-MISSING = [m for m in ("torch", "transformers", "tokenizers") if importlib.util.find_spec(m) is None]
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"needs the task-env ML stack; missing: {MISSING}")
+MISSING = [
+    m for m in ("torch", "transformers", "tokenizers") if importlib.util.find_spec(m) is None
+]
+pytestmark = pytest.mark.skipif(
+    bool(MISSING), reason=f"needs the task-env ML stack; missing: {MISSING}"
+)
 
 WORDS = [f"w{i}" for i in range(60)]
 PAD, EOS, BOS = 0, 1, 2
@@ -28,7 +32,9 @@ def _tokenizer(path):
     vocab = {"<pad>": PAD, "<eos>": EOS, "<bos>": BOS, **{w: i + 3 for i, w in enumerate(WORDS)}}
     tok = Tokenizer(WordLevel(vocab, unk_token="<pad>"))
     tok.pre_tokenizer = WhitespaceSplit()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", bos_token="<bos>")
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", bos_token="<bos>"
+    )
     fast.save_pretrained(path)
 
 
@@ -36,9 +42,19 @@ def _model(path, family: str):
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig, Qwen3Config
 
-    common = dict(vocab_size=len(WORDS) + 3, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-                  pad_token_id=PAD, eos_token_id=EOS, bos_token_id=BOS, initializer_range=0.3)
+    common = dict(
+        vocab_size=len(WORDS) + 3,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        pad_token_id=PAD,
+        eos_token_id=EOS,
+        bos_token_id=BOS,
+        initializer_range=0.3,
+    )
     cfg = LlamaConfig(**common) if family == "llama" else Qwen3Config(head_dim=8, **common)
     torch.manual_seed(1234)
     model = AutoModelForCausalLM.from_config(cfg)
@@ -75,14 +91,19 @@ def _reference(backend, prompts, max_new_tokens, stop_fn, stop):
 
         class _Stop(StoppingCriteria):
             def __call__(self, input_ids, scores, **kwargs):
-                text = tok.decode(input_ids[0, ids.shape[1]:], skip_special_tokens=True)
+                text = tok.decode(input_ids[0, ids.shape[1] :], skip_special_tokens=True)
                 return torch.tensor([bool(stop_fn and stop_fn(text))])
 
         with torch.inference_mode():
-            gen = backend.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
-                                         do_sample=False, pad_token_id=PAD,
-                                         stopping_criteria=StoppingCriteriaList([_Stop()]))
-        out.append(cut_at_stop(tok.decode(gen[0, ids.shape[1]:], skip_special_tokens=True), stop))
+            gen = backend.model.generate(
+                ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                pad_token_id=PAD,
+                stopping_criteria=StoppingCriteriaList([_Stop()]),
+            )
+        out.append(cut_at_stop(tok.decode(gen[0, ids.shape[1] :], skip_special_tokens=True), stop))
     return out
 
 

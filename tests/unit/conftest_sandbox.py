@@ -44,8 +44,11 @@ def write_light_task_env(root: Path, compiled: Path, scripts: list[str]) -> Path
     ``scripts`` are paths below the compiled ``environment/`` (``ptb/collect.sh``, ...).
     """
     env_dir = write_task_env(root)
-    pin = next(line for line in (compiled / "environment" / "requirements.txt").read_text().splitlines()
-               if line.startswith("pydantic=="))
+    pin = next(
+        line
+        for line in (compiled / "environment" / "requirements.txt").read_text().splitlines()
+        if line.startswith("pydantic==")
+    )
     (env_dir / "requirements.txt").write_text(pin + "\n")
     shutil.rmtree(env_dir / "ptb" / "lib")
     shutil.copytree(compiled / "environment" / "ptb" / "lib", env_dir / "ptb" / "lib")
@@ -68,9 +71,7 @@ def sandbox_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def task_env_dir(
-    tmp_path_factory: pytest.TempPathFactory, sandbox_cache: Path
-) -> Path:
+def task_env_dir(tmp_path_factory: pytest.TempPathFactory, sandbox_cache: Path) -> Path:
     """A shared task environment dir (empty requirements, a tiny build.sh)."""
     root = tmp_path_factory.mktemp("task")
     return write_task_env(

@@ -14,8 +14,10 @@ from posttrainbench.envs.agent_cgroup import AgentCgroup
 from posttrainbench.envs.limits import join_cgroups_prefix
 
 # A daemon that leaves its session, double-forks and ignores SIGTERM/SIGHUP.
-DAEMON = ("( trap '' TERM HUP; setsid bash -c \"trap '' TERM HUP; while true; do sleep 0.05; done\" & ); "
-          "nohup sleep 300 > /dev/null 2>&1 &")
+DAEMON = (
+    "( trap '' TERM HUP; setsid bash -c \"trap '' TERM HUP; while true; do sleep 0.05; done\" & ); "
+    "nohup sleep 300 > /dev/null 2>&1 &"
+)
 
 
 @pytest.mark.parametrize("mode", ["v2", "v1"])
@@ -25,7 +27,9 @@ def test_kill_takes_every_member_however_it_detached(mode: str) -> None:
         pytest.skip(f"no writable cgroup {mode} hierarchy here")
     try:
         assert group.dir is not None
-        subprocess.run([*join_cgroups_prefix([group.dir]), "bash", "-c", DAEMON], check=True, timeout=10)
+        subprocess.run(
+            [*join_cgroups_prefix([group.dir]), "bash", "-c", DAEMON], check=True, timeout=10
+        )
         time.sleep(0.3)
         members = group.pids()
         assert len(members) >= 2, members

@@ -19,11 +19,16 @@ CANARY = "ptb-canary-7f3a9c-do-not-leak"
 
 
 def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(cwd), *args],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(cwd), *args],
+        check=True,
+        capture_output=True,
+    )
 
 
-def make_config(root: Path, *, secrets: list[str] | None = None, commit: bool = True, git: bool = True) -> Path:
+def make_config(
+    root: Path, *, secrets: list[str] | None = None, commit: bool = True, git: bool = True
+) -> Path:
     """The example task in *root*: the baseline inside a bigger git repo (like this project)."""
     shutil.copytree(EXAMPLE / "data", root / "task" / "data")
     shutil.copytree(EXAMPLE / "baseline", root / "task" / "baseline")
@@ -54,7 +59,12 @@ def test_compiled_task_parses_with_harbor(tmp_path: Path) -> None:
     assert config.agent.user == "agent"
     assert config.verifier.environment_mode.value == "shared" and config.verifier.user == "root"
     assert config.environment.healthcheck.command == "bash /opt/ptb/start.sh"
-    for script in ("tests/test.sh", "solution/solve.sh", "environment/ptb/start.sh", "environment/ptb/build.sh"):
+    for script in (
+        "tests/test.sh",
+        "solution/solve.sh",
+        "environment/ptb/start.sh",
+        "environment/ptb/build.sh",
+    ):
         assert (task / script).stat().st_mode & 0o111, script
     private = yaml.safe_load((task / "environment/ptb/agent-task/private/task.yaml").read_text())
     assert private["baseline"] == "baseline" and private["dataset"] == "data"
@@ -63,11 +73,17 @@ def test_compiled_task_parses_with_harbor(tmp_path: Path) -> None:
     assert "http://127.0.0.1:8765/eval" in (task / "instruction.md").read_text()
 
 
-def test_secret_is_referenced_by_name_and_its_value_never_written(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_secret_is_referenced_by_name_and_its_value_never_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PTB_TEST_SECRET", CANARY)
-    code, output = run_cli("agent-task", "build", str(make_config(tmp_path, secrets=["PTB_TEST_SECRET"])),
-                           "-o", str(tmp_path / "out"))
+    code, output = run_cli(
+        "agent-task",
+        "build",
+        str(make_config(tmp_path, secrets=["PTB_TEST_SECRET"])),
+        "-o",
+        str(tmp_path / "out"),
+    )
     assert code == 0, output
     task = tmp_path / "out" / "gsm8k-solver"
     for path in task.rglob("*"):
@@ -77,10 +93,15 @@ def test_secret_is_referenced_by_name_and_its_value_never_written(tmp_path: Path
     from harbor.models.task.config import TaskConfig
 
     config = TaskConfig.model_validate_toml((task / "task.toml").read_text())
-    assert "PTB_TEST_SECRET" not in config.environment.env and "PTB_TEST_SECRET" not in config.verifier.env
+    assert (
+        "PTB_TEST_SECRET" not in config.environment.env
+        and "PTB_TEST_SECRET" not in config.verifier.env
+    )
     assert "${PTB_TEST_SECRET}" not in (task / "task.toml").read_text()
     # By name, for the environment plugins; the service and the final scoring load the values.
-    assert json.loads((task / "environment/ptb-secrets.json").read_text()) == {"names": ["PTB_TEST_SECRET"]}
+    assert json.loads((task / "environment/ptb-secrets.json").read_text()) == {
+        "names": ["PTB_TEST_SECRET"]
+    }
     start = (task / "environment/ptb/start.sh").read_text()
     assert '--secrets-file "$SECRETS"' in start and "plain Harbor environments do not" in start
     test_sh = (task / "tests/test.sh").read_text()
@@ -95,19 +116,35 @@ def test_a_task_without_secrets_has_no_secrets_channel(tmp_path: Path) -> None:
     assert "--secrets-file" not in (task / "tests/test.sh").read_text()
 
 
-def test_missing_secret_fails_before_anything_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_secret_fails_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("PTB_TEST_SECRET", raising=False)
-    code, output = run_cli("agent-task", "build", str(make_config(tmp_path, secrets=["PTB_TEST_SECRET"])),
-                           "-o", str(tmp_path / "out"))
+    code, output = run_cli(
+        "agent-task",
+        "build",
+        str(make_config(tmp_path, secrets=["PTB_TEST_SECRET"])),
+        "-o",
+        str(tmp_path / "out"),
+    )
     assert code == 2
     assert "PTB_TEST_SECRET" in output and len(output.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("git, commit", [(False, False), (True, False)], ids=["not-a-repo", "no-commit"])
-def test_failed_baseline_archive_is_one_line_exit_2(tmp_path: Path, git: bool, commit: bool) -> None:
-    code, output = run_cli("agent-task", "build", str(make_config(tmp_path, git=git, commit=commit)),
-                           "-o", str(tmp_path / "out"))
+@pytest.mark.parametrize(
+    "git, commit", [(False, False), (True, False)], ids=["not-a-repo", "no-commit"]
+)
+def test_failed_baseline_archive_is_one_line_exit_2(
+    tmp_path: Path, git: bool, commit: bool
+) -> None:
+    code, output = run_cli(
+        "agent-task",
+        "build",
+        str(make_config(tmp_path, git=git, commit=commit)),
+        "-o",
+        str(tmp_path / "out"),
+    )
     assert code == 2
     assert "baseline" in output and len(output.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
@@ -119,16 +156,26 @@ def test_baseline_is_the_committed_head_only(tmp_path: Path) -> None:
     (tmp_path / "task/baseline/solve.py").write_text("print('uncommitted')\n")
     (tmp_path / "task/baseline/untracked.py").write_text("x = 1\n")
     task = build_agent_task(config, tmp_path / "out")
-    for tree in (task / "environment/workspace", task / "environment/ptb/agent-task/private/baseline"):
+    for tree in (
+        task / "environment/workspace",
+        task / "environment/ptb/agent-task/private/baseline",
+    ):
         assert sorted(p.name for p in tree.iterdir()) == ["solve.py"]
         assert (tree / "solve.py").read_text() == committed
 
 
 def test_hidden_split_never_reaches_agent_visible_parts(tmp_path: Path) -> None:
     task = build_agent_task(make_config(tmp_path), tmp_path / "out")
-    hidden = [json.loads(line) for line in (EXAMPLE / "data/test.jsonl").read_text().splitlines() if line.strip()]
-    visible = [task / "instruction.md", *(p for p in (task / "environment/workspace").rglob("*") if p.is_file()),
-               *(p for p in (task / "solution").rglob("*") if p.is_file())]
+    hidden = [
+        json.loads(line)
+        for line in (EXAMPLE / "data/test.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    visible = [
+        task / "instruction.md",
+        *(p for p in (task / "environment/workspace").rglob("*") if p.is_file()),
+        *(p for p in (task / "solution").rglob("*") if p.is_file()),
+    ]
     for path in visible:
         text = path.read_text(errors="replace")
         for sample in hidden:
@@ -146,16 +193,25 @@ def test_rebuild_replaces_the_task_atomically(tmp_path: Path) -> None:
     second = build_agent_task(config, tmp_path / "out", BuildOptions(port=9002))
     assert second == first and not (second / "stale.txt").exists()
     assert "127.0.0.1:9002" in (second / "instruction.md").read_text()
-    assert [p.name for p in (tmp_path / "out").iterdir()] == ["gsm8k-solver"]  # no staging left behind
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [
+        "gsm8k-solver"
+    ]  # no staging left behind
 
 
 def test_a_mode_b_config_is_refused_with_one_line(tmp_path: Path) -> None:
     from tests.helpers import REPO, run_ptb
 
-    result = run_ptb("agent-task", "build", str(REPO / "examples" / "agent-task-harbor" / "task.yaml"),
-                     "-o", str(tmp_path / "out"))
+    result = run_ptb(
+        "agent-task",
+        "build",
+        str(REPO / "examples" / "agent-task-harbor" / "task.yaml"),
+        "-o",
+        str(tmp_path / "out"),
+    )
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert result.returncode == 2 and len(lines) == 1 and "only scoring mode A" in lines[0], result.stderr
+    assert result.returncode == 2 and len(lines) == 1 and "only scoring mode A" in lines[0], (
+        result.stderr
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -163,8 +219,14 @@ def test_readme_build_command_compiles_the_example(tmp_path: Path) -> None:
     """README's `ptb agent-task build examples/agent-task-gsm8k/task.yaml -o tasks/ --no-network`."""
     from tests.helpers import REPO, run_ptb
 
-    result = run_ptb("agent-task", "build", str(REPO / "examples" / "agent-task-gsm8k" / "task.yaml"),
-                     "-o", str(tmp_path / "tasks"), "--no-network")
+    result = run_ptb(
+        "agent-task",
+        "build",
+        str(REPO / "examples" / "agent-task-gsm8k" / "task.yaml"),
+        "-o",
+        str(tmp_path / "tasks"),
+        "--no-network",
+    )
     assert result.returncode == 0, result.stderr
     task = tmp_path / "tasks" / "gsm8k-solver"
     assert 'network_mode = "no-network"' in (task / "task.toml").read_text()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from posttrainbench.benchmarks import get_benchmark
@@ -10,8 +9,8 @@ from posttrainbench.benchmarks.aime import source as aime_source
 from posttrainbench.benchmarks.aime.benchmark import extract_answer
 from posttrainbench.benchmarks.answers import boxed_integer, last_boxed, last_integer, parse_integer
 from posttrainbench.benchmarks.base import Sample
-from tests.http_fixture import serve_routes
 from tests.helpers import REPO
+from tests.http_fixture import serve_routes
 
 FIXTURES = REPO / "tests" / "fixtures" / "aime"
 
@@ -19,8 +18,12 @@ FIXTURES = REPO / "tests" / "fixtures" / "aime"
 def _hub_routes() -> dict[str, bytes]:
     s = aime_source
     return {
-        f"/datasets/{s.TEST_REPO}/resolve/{s.TEST_REVISION}/{s.TEST_FILE}": (FIXTURES / "test.jsonl").read_bytes(),
-        f"/datasets/{s.DEV_REPO}/resolve/{s.DEV_REVISION}/{s.DEV_FILE}": (FIXTURES / s.DEV_FILE).read_bytes(),
+        f"/datasets/{s.TEST_REPO}/resolve/{s.TEST_REVISION}/{s.TEST_FILE}": (
+            FIXTURES / "test.jsonl"
+        ).read_bytes(),
+        f"/datasets/{s.DEV_REPO}/resolve/{s.DEV_REVISION}/{s.DEV_FILE}": (
+            FIXTURES / s.DEV_FILE
+        ).read_bytes(),
     }
 
 
@@ -30,7 +33,11 @@ def test_prepare_from_local_hub(tmp_path, monkeypatch):
     with serve_routes(_hub_routes()) as url:
         monkeypatch.setenv("HF_ENDPOINT", url)
         manifest = prepare_benchmark("aime2025", tmp_path)
-    assert manifest.dev_source == "natural" and manifest.splits["test"].n == 4 and manifest.splits["dev"].n == 3
+    assert (
+        manifest.dev_source == "natural"
+        and manifest.splits["test"].n == 4
+        and manifest.splits["dev"].n == 3
+    )
     monkeypatch.setenv("PTB_DATA_DIR", str(data_root(tmp_path)))
     bench = get_benchmark("aime2025")
     test, dev = bench.load("test"), bench.load("dev")
@@ -63,6 +70,7 @@ def test_missing_file_is_a_clear_error(tmp_path, monkeypatch):
 
 # ---------- extraction ----------
 
+
 def test_last_boxed_nested_and_truncated():
     assert last_boxed(r"\boxed{1} then \boxed{\frac{1}{2}}") == r"\frac{1}{2}"
     assert last_boxed(r"\boxed{ 7 } and finally \boxed{70") == " 7 "  # unclosed last box skipped
@@ -70,11 +78,27 @@ def test_last_boxed_nested_and_truncated():
     assert last_boxed(r"\fbox{12}") == "12"
 
 
-@pytest.mark.parametrize("text,value", [
-    ("70", 70), (" 070 ", 70), ("$70$", 70), (r"\text{70}", 70), (r"70^\circ", 70), (r"70^{\circ}", 70),
-    ("70.", 70), ("70.0", 70), ("1,000", 1000), (r"1{,}000", 1000), (r"\mathbf{204}", 204),
-    (r"\frac{1}{2}", None), ("7.5", None), ("x=5", None), ("", None), ("12 or 13", None),
-])
+@pytest.mark.parametrize(
+    "text,value",
+    [
+        ("70", 70),
+        (" 070 ", 70),
+        ("$70$", 70),
+        (r"\text{70}", 70),
+        (r"70^\circ", 70),
+        (r"70^{\circ}", 70),
+        ("70.", 70),
+        ("70.0", 70),
+        ("1,000", 1000),
+        (r"1{,}000", 1000),
+        (r"\mathbf{204}", 204),
+        (r"\frac{1}{2}", None),
+        ("7.5", None),
+        ("x=5", None),
+        ("", None),
+        ("12 or 13", None),
+    ],
+)
 def test_parse_integer(text, value):
     assert parse_integer(text) == value
 
@@ -87,29 +111,43 @@ def test_last_integer():
     assert last_integer("none") is None
 
 
-SAMPLE = Sample(id="aime2025_0", category="aime2025", data={"problem": "Find the remainder ...", "answer": 70})
+SAMPLE = Sample(
+    id="aime2025_0", category="aime2025", data={"problem": "Find the remainder ...", "answer": 70}
+)
 
 
-@pytest.mark.parametrize("completion", [
-    r"Thus the answer is $\boxed{70}$.",
-    r"First guess \boxed{16}. Re-checking, the sum is \boxed{070}.",
-    r"\boxed{\text{70}}",
-    "Adding up the bases 21 and 49 we get 70",      # no box: last integer
-    r"The sum is 70, boxed: \boxed{70",              # unclosed box: falls back to the last integer
-])
+@pytest.mark.parametrize(
+    "completion",
+    [
+        r"Thus the answer is $\boxed{70}$.",
+        r"First guess \boxed{16}. Re-checking, the sum is \boxed{070}.",
+        r"\boxed{\text{70}}",
+        "Adding up the bases 21 and 49 we get 70",  # no box: last integer
+        r"The sum is 70, boxed: \boxed{70",  # unclosed box: falls back to the last integer
+    ],
+)
 def test_right_outputs(completion):
     r = get_benchmark("aime2025").score(SAMPLE, completion)
     assert r.score == 1.0 and r.error_type is None, r
 
 
-@pytest.mark.parametrize("completion,error", [
-    (r"\boxed{71}", "wrong_answer"),
-    (r"I get \boxed{70} ... no wait, \boxed{16}.", "wrong_answer"),   # the last box counts
-    (r"The answer is 70, i.e. \boxed{\frac{140}{2}}", "no_answer"),    # a non-integer box is the answer
-    ("It is 70 or maybe 71", "hedged"),                                # alternatives: a hedge, not an answer
-    ("I cannot solve this.", "no_answer"),
-    (r"70 is tempting, but the answer is \boxed{7", "wrong_answer"),    # unclosed box: last integer 7
-])
+@pytest.mark.parametrize(
+    "completion,error",
+    [
+        (r"\boxed{71}", "wrong_answer"),
+        (r"I get \boxed{70} ... no wait, \boxed{16}.", "wrong_answer"),  # the last box counts
+        (
+            r"The answer is 70, i.e. \boxed{\frac{140}{2}}",
+            "no_answer",
+        ),  # a non-integer box is the answer
+        ("It is 70 or maybe 71", "hedged"),  # alternatives: a hedge, not an answer
+        ("I cannot solve this.", "no_answer"),
+        (
+            r"70 is tempting, but the answer is \boxed{7",
+            "wrong_answer",
+        ),  # unclosed box: last integer 7
+    ],
+)
 def test_wrong_outputs(completion, error):
     r = get_benchmark("aime2025").score(SAMPLE, completion)
     assert r.score == 0.0 and r.error_type == error, r
@@ -124,6 +162,12 @@ def test_extract_answer_reports_method():
 def test_prompt_and_generation():
     bench = get_benchmark("aime2025")
     (msg,) = bench.build_messages(SAMPLE)
-    assert msg["role"] == "user" and SAMPLE.data["problem"] in msg["content"] and r"\boxed{}" in msg["content"]
+    assert (
+        msg["role"] == "user"
+        and SAMPLE.data["problem"] in msg["content"]
+        and r"\boxed{}" in msg["content"]
+    )
     g = bench.generation
-    assert g.temperature == 0.6 and g.top_p == 0.95 and g.num_seeds == 4 and g.max_new_tokens >= 2048
+    assert (
+        g.temperature == 0.6 and g.top_p == 0.95 and g.num_seeds == 4 and g.max_new_tokens >= 2048
+    )

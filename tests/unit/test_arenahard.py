@@ -24,7 +24,9 @@ from posttrainbench.benchmarks.llm_judge import MissingRecordingError
 from tests.data_fixtures import prepared
 from tests.judge_fixtures import use_recordings
 
-RECORDINGS = Path(__file__).resolve().parents[1] / "fixtures" / "recorded" / "recorded_arenahard_judge.json"
+RECORDINGS = (
+    Path(__file__).resolve().parents[1] / "fixtures" / "recorded" / "recorded_arenahard_judge.json"
+)
 RIDDLE, TWISTER = "0bb6a899b9364d9d", "a0a6bb4b819d4a9d"  # real creative-writing question uids
 
 # (question uid, variant) -> (model answer, judge reply with the model as A, reply with the model as B).
@@ -68,6 +70,7 @@ def recorded_env(monkeypatch):
 
 # --- data -------------------------------------------------------------------------------
 
+
 def test_prepared_data_is_the_creative_writing_category_with_baselines(questions):
     assert len(questions) == 250
     s = questions[RIDDLE]
@@ -82,10 +85,13 @@ def test_registry_and_prompt(questions):
     bench = get_benchmark("arenahardwriting")
     assert isinstance(bench, ArenaHardWriting) and bench.uses_llm_judge
     assert bench.generation.temperature == 0.0 and bench.generation.max_new_tokens == 1024
-    assert bench.build_messages(questions[TWISTER]) == [{"role": "user", "content": "Write a tongue twister about cats"}]
+    assert bench.build_messages(questions[TWISTER]) == [
+        {"role": "user", "content": "Write a tongue twister about cats"}
+    ]
 
 
 # --- verdict parsing ----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("label", ["A>>B", "A>B", "A=B", "B>A", "B>>A"])
 def test_parse_each_label(label):
@@ -96,16 +102,21 @@ def test_parse_each_label(label):
 def test_parse_last_label_wins_and_single_brackets_are_a_fallback():
     assert parse_verdict("Maybe [[A>B]]... on reflection [[B>>A]].") == "B>>A"
     assert parse_verdict("Verdict [B>A]") == "B>A"
-    assert parse_verdict("[A>B] in passing, then [[A=B]]") == "A=B"  # double brackets take precedence
+    assert (
+        parse_verdict("[A>B] in passing, then [[A=B]]") == "A=B"
+    )  # double brackets take precedence
     assert parse_verdict("<think>[[A>>B]]</think> My final verdict: [[B>A]]") == "B>A"
 
 
-@pytest.mark.parametrize("reply", ["", "Both are fine.", "Verdict: A is better", "[[C>A]]", "[[A]]", "[[AB]]"])
+@pytest.mark.parametrize(
+    "reply", ["", "Both are fine.", "Verdict: A is better", "[[C>A]]", "[[A]]", "[[AB]]"]
+)
 def test_parse_no_valid_label(reply):
     assert parse_verdict(reply) is None
 
 
 # --- both-order aggregation ---------------------------------------------------------------
+
 
 def test_game_scores_from_the_models_seat():
     assert Game(True, "A>B").model_score() == (1.0, 1)
@@ -116,17 +127,20 @@ def test_game_scores_from_the_models_seat():
     assert set(VERDICTS) >= {"A>>B", "A>B", "A=B", "B>A", "B>>A"}
 
 
-@pytest.mark.parametrize(("as_a", "as_b", "expected"), [
-    ("A>B", "B>A", 1.0),            # wins in both seats
-    ("B>A", "A>B", 0.0),            # loses in both seats
-    ("A>B", "A>B", 0.5),            # position bias: A wins both times -> one win, one loss
-    ("A=B", "A=B", 0.5),
-    ("A>>B", "A=B", 3.5 / 4),       # strong win weighs 3 games
-    ("B>>A", "B>A", 1 / 4),         # strong loss (3 x 0) + slight win (1)
-    ("A>>B", "A>>B", 0.5),          # strong wins in opposite directions cancel
-    ("A>>B", None, 1.0),            # the unparseable game is dropped
-    (None, "A>B", 0.0),
-])
+@pytest.mark.parametrize(
+    ("as_a", "as_b", "expected"),
+    [
+        ("A>B", "B>A", 1.0),  # wins in both seats
+        ("B>A", "A>B", 0.0),  # loses in both seats
+        ("A>B", "A>B", 0.5),  # position bias: A wins both times -> one win, one loss
+        ("A=B", "A=B", 0.5),
+        ("A>>B", "A=B", 3.5 / 4),  # strong win weighs 3 games
+        ("B>>A", "B>A", 1 / 4),  # strong loss (3 x 0) + slight win (1)
+        ("A>>B", "A>>B", 0.5),  # strong wins in opposite directions cancel
+        ("A>>B", None, 1.0),  # the unparseable game is dropped
+        (None, "A>B", 0.0),
+    ],
+)
 def test_question_score(as_a, as_b, expected):
     assert question_score([Game(True, as_a), Game(False, as_b)]) == pytest.approx(expected)
 
@@ -142,19 +156,33 @@ def test_judge_messages_put_answers_in_their_seats():
     assert msgs[0]["role"] == "system" and system.startswith(SYSTEM_PROMPT)
     code = re.search(r"carry the code \[([0-9a-f]{24})\]", system).group(1)
     assert user.startswith("<|User Prompt|>\nQ?\n\n")
-    assert user.index("first answer") < user.index(f"<|The End of Assistant A's Answer|> [{code}]") \
-        < user.index("second answer") < user.index(f"<|The End of Assistant B's Answer|> [{code}]")
-    assert judge_messages("Q?", "first answer", "second answer") == msgs  # deterministic: recordings match
-    braces = judge_messages("{question}", "{answer_b}", "{0}")[1]["content"]  # texts are not re-formatted
-    assert "<|User Prompt|>\n{question}\n" in braces and "\n{answer_b}\n<|The End of Assistant A" in braces
+    assert (
+        user.index("first answer")
+        < user.index(f"<|The End of Assistant A's Answer|> [{code}]")
+        < user.index("second answer")
+        < user.index(f"<|The End of Assistant B's Answer|> [{code}]")
+    )
+    assert (
+        judge_messages("Q?", "first answer", "second answer") == msgs
+    )  # deterministic: recordings match
+    braces = judge_messages("{question}", "{answer_b}", "{0}")[1][
+        "content"
+    ]  # texts are not re-formatted
+    assert (
+        "<|User Prompt|>\n{question}\n" in braces
+        and "\n{answer_b}\n<|The End of Assistant A" in braces
+    )
 
 
 # --- end to end with recorded judge replies -----------------------------------------------
 
+
 def test_score_batch_right_and_wrong_answers(questions, recorded_env):
     bench = ArenaHardWriting()
     samples = [questions[RIDDLE], questions[TWISTER]]
-    results = bench.score_batch(samples, [ANSWERS[(RIDDLE, "right")][0], ANSWERS[(TWISTER, "wrong")][0]])
+    results = bench.score_batch(
+        samples, [ANSWERS[(RIDDLE, "right")][0], ANSWERS[(TWISTER, "wrong")][0]]
+    )
     assert [r.score for r in results] == [pytest.approx(0.875), 0.0]
     assert [r.error_type for r in results] == [None, None]
     assert results[0].detail == "model as A: A>>B; model as B: A=B"
@@ -164,7 +192,9 @@ def test_score_batch_right_and_wrong_answers(questions, recorded_env):
 def test_score_batch_unparseable_game_is_dropped_and_reported(questions, recorded_env):
     bench = ArenaHardWriting()
     samples = [questions[RIDDLE], questions[TWISTER]]
-    results = bench.score_batch(samples, [ANSWERS[(RIDDLE, "wrong")][0], ANSWERS[(TWISTER, "right")][0]])
+    results = bench.score_batch(
+        samples, [ANSWERS[(RIDDLE, "wrong")][0], ANSWERS[(TWISTER, "right")][0]]
+    )
     assert results[0].score == 0.0 and results[0].error_type == "judge_partial"
     assert "model as B: no verdict label" in results[0].detail
     # the judge's second reply mentions [[A>B]] in passing: its final [[B>A]] counts

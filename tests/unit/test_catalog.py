@@ -7,7 +7,15 @@ import json
 from posttrainbench.catalog import get_model, list_benchmarks, list_models
 from tests.helpers import run_ptb
 
-BENCHMARKS = {"aime2025", "arenahardwriting", "bfcl", "gpqamain", "gsm8k", "healthbench", "humaneval"}
+BENCHMARKS = {
+    "aime2025",
+    "arenahardwriting",
+    "bfcl",
+    "gpqamain",
+    "gsm8k",
+    "healthbench",
+    "humaneval",
+}
 
 
 def test_benchmark_ids() -> None:

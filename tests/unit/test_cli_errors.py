@@ -20,17 +20,40 @@ def _one_error_line(stderr: str) -> str:
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["tasks", "generate", "-b", "nosuch", "-m", "qwen3-1.7b", "-o", "OUT"], "unknown benchmark 'nosuch'"),
+        (
+            ["tasks", "generate", "-b", "nosuch", "-m", "qwen3-1.7b", "-o", "OUT"],
+            "unknown benchmark 'nosuch'",
+        ),
         (["tasks", "generate", "-b", "bfcl", "-m", "gpt-9", "-o", "OUT"], "unknown model 'gpt-9'"),
-        (["tasks", "generate", "-b", "bfcl", "-m", "qwen3-1.7b", "--feedback", "val", "-o", "OUT"], "invalid --feedback"),
+        (
+            [
+                "tasks",
+                "generate",
+                "-b",
+                "bfcl",
+                "-m",
+                "qwen3-1.7b",
+                "--feedback",
+                "val",
+                "-o",
+                "OUT",
+            ],
+            "invalid --feedback",
+        ),
         (["eval", "-b", "gsm8k", "--model-path", "OUT"], "is not a model directory"),
         (["eval", "-b", "nosuch", "--model-path", "OUT"], "unknown benchmark 'nosuch'"),
         (["baseline", "-b", "gsm8k", "-m", "gpt-9"], "unknown model 'gpt-9'"),
         (["data", "prepare", "-b", "bfcl,nosuch"], "unknown benchmark 'nosuch'"),
         (["data", "prepare", "-b", "bfcl", "-m", "gpt-9"], "unknown model 'gpt-9'"),
-        (["tasks", "generate", "-b", "bfcl", "-m", "qwen3-1.7b", "--hours", "-1", "-o", "OUT"], "invalid --hours"),
+        (
+            ["tasks", "generate", "-b", "bfcl", "-m", "qwen3-1.7b", "--hours", "-1", "-o", "OUT"],
+            "invalid --hours",
+        ),
         (["tasks", "generate", "-o", "OUT"], "either --benchmark and --model, or --all"),
-        (["run", "-b", "bfcl", "-m", "qwen3-1.7b", "-a", "oracle", "--env", "moon"], "unknown environment 'moon'"),
+        (
+            ["run", "-b", "bfcl", "-m", "qwen3-1.7b", "-a", "oracle", "--env", "moon"],
+            "unknown environment 'moon'",
+        ),
         (["list", "nothing"], "No such command"),
     ],
 )
@@ -44,7 +67,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], expec
 def test_unwritable_output_dir_keeps_existing_files(tmp_path: Path) -> None:
     blocker = tmp_path / "blocker"
     blocker.write_text("precious")
-    result = run_ptb("tasks", "generate", "-b", "bfcl", "-m", "smollm2-135m", "-o", str(blocker / "tasks"))
+    result = run_ptb(
+        "tasks", "generate", "-b", "bfcl", "-m", "smollm2-135m", "-o", str(blocker / "tasks")
+    )
     assert result.returncode == 2
     assert "cannot write to output directory" in _one_error_line(result.stderr)
     assert blocker.read_text() == "precious"
@@ -55,16 +80,30 @@ def test_failed_recompile_keeps_the_previous_task(tmp_path: Path) -> None:
     assert ok.returncode == 0, ok.stderr
     task = tmp_path / "bfcl-smollm2-135m"
     before = (task / "task.toml").read_text()
-    bad = run_ptb("tasks", "generate", "-b", "bfcl", "-m", "smollm2-135m", "--hours", "0", "-o", str(tmp_path))
+    bad = run_ptb(
+        "tasks", "generate", "-b", "bfcl", "-m", "smollm2-135m", "--hours", "0", "-o", str(tmp_path)
+    )
     assert bad.returncode == 2
     assert (task / "task.toml").read_text() == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "staging dir left behind"
 
 
-def test_run_of_a_judged_benchmark_without_a_key_fails_before_any_work(tmp_path: Path, monkeypatch) -> None:
+def test_run_of_a_judged_benchmark_without_a_key_fails_before_any_work(
+    tmp_path: Path, monkeypatch
+) -> None:
     for var in ("OPENAI_API_KEY", "PTB_JUDGE_RECORDINGS", "PTB_JUDGE_MODEL"):
         monkeypatch.delenv(var, raising=False)
-    result = run_ptb("run", "-b", "healthbench", "-m", "qwen3-1.7b", "-a", "oracle", "--runs-dir", str(tmp_path / "runs"))
+    result = run_ptb(
+        "run",
+        "-b",
+        "healthbench",
+        "-m",
+        "qwen3-1.7b",
+        "-a",
+        "oracle",
+        "--runs-dir",
+        str(tmp_path / "runs"),
+    )
     assert result.returncode == 2
     line = _one_error_line(result.stderr)
     assert "scored by an LLM judge" in line and "OPENAI_API_KEY" in line

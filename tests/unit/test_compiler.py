@@ -36,13 +36,17 @@ def test_round_trip_through_harbor(task_dir: Path) -> None:
     assert config.environment.healthcheck is not None
     # Harbor's own loader accepts the directory, and dumping re-validates.
     task = Task(task_dir)
-    assert task.config.task is not None and task.config.task.name == "posttrainbench/bfcl-qwen3-1.7b"
+    assert (
+        task.config.task is not None and task.config.task.name == "posttrainbench/bfcl-qwen3-1.7b"
+    )
     assert TaskConfig.model_validate_toml(task.config.model_dump_toml()) == task.config
 
 
 def test_harbor_lint_is_clean(task_dir: Path) -> None:
     harbor = Path(sys.executable).with_name("harbor")
-    result = subprocess.run([str(harbor), "lint", "--json", str(task_dir)], capture_output=True, text=True)
+    result = subprocess.run(
+        [str(harbor), "lint", "--json", str(task_dir)], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads(result.stdout) == []
 
@@ -110,7 +114,9 @@ def test_generate_all(tmp_path: Path) -> None:
     for b in benchmarks:
         seed_prepared(cache, b)
     out = tmp_path / "tasks"
-    result = run_ptb("tasks", "generate", "--all", "--offline", "-o", str(out), env={"PTB_CACHE_DIR": str(cache)})
+    result = run_ptb(
+        "tasks", "generate", "--all", "--offline", "-o", str(out), env={"PTB_CACHE_DIR": str(cache)}
+    )
     assert result.returncode == 0, result.stderr
     names = sorted(p.name for p in out.iterdir())
     models = ["qwen3-1.7b", "qwen3-4b", "smollm3-3b", "gemma3-4b", "smollm2-135m"]
@@ -127,8 +133,14 @@ def _split_ids(path: Path) -> list[str]:
 def test_feedback_modes_decide_what_the_agent_sees(tmp_path: Path, feedback: str) -> None:
     cache = tmp_path / "cache"
     seed_prepared(cache, "gsm8k", n=20)
-    task = compile_task("gsm8k", "smollm2-135m", tmp_path / "tasks",
-                        CompileOptions(hours=1, feedback=feedback, agent_eval_budget=3), cache_dir=cache, offline=True)
+    task = compile_task(
+        "gsm8k",
+        "smollm2-135m",
+        tmp_path / "tasks",
+        CompileOptions(hours=1, feedback=feedback, agent_eval_budget=3),
+        cache_dir=cache,
+        offline=True,
+    )
     sealed = _split_ids(task / "tests/data/gsm8k/test.jsonl")
     agent_data = task / "environment/ptb/data/gsm8k"
     instruction = (task / "instruction.md").read_text()
@@ -149,20 +161,42 @@ def test_feedback_modes_decide_what_the_agent_sees(tmp_path: Path, feedback: str
 def test_llm_judged_benchmark_gets_judge_requirements_and_env(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     seed_prepared(cache, "healthbench")
-    task = compile_task("healthbench", "qwen3-1.7b", tmp_path / "tasks", CompileOptions(), cache_dir=cache, offline=True)
+    task = compile_task(
+        "healthbench",
+        "qwen3-1.7b",
+        tmp_path / "tasks",
+        CompileOptions(),
+        cache_dir=cache,
+        offline=True,
+    )
     assert "litellm==" in (task / "environment/requirements.txt").read_text()
     config = TaskConfig.model_validate_toml((task / "task.toml").read_text())
     assert config.verifier.env["OPENAI_API_KEY"] == "${OPENAI_API_KEY:-}"
-    assert "PTB_JUDGE_MODEL" in config.verifier.env and "PTB_INTEGRITY_JUDGE_MODEL" in config.verifier.env
+    assert (
+        "PTB_JUDGE_MODEL" in config.verifier.env
+        and "PTB_INTEGRITY_JUDGE_MODEL" in config.verifier.env
+    )
     plain = compile_task("bfcl", "qwen3-1.7b", tmp_path / "tasks", CompileOptions())
     assert "litellm" not in (plain / "environment/requirements.txt").read_text()
     assert not TaskConfig.model_validate_toml((plain / "task.toml").read_text()).verifier.env
 
 
 def test_offline_compile_without_prepared_data_is_one_clear_error(tmp_path: Path) -> None:
-    result = run_ptb("tasks", "generate", "-b", "gsm8k", "-m", "qwen3-1.7b", "--offline", "-o", str(tmp_path / "t"),
-                     env={"PTB_CACHE_DIR": str(tmp_path / "empty")})
+    result = run_ptb(
+        "tasks",
+        "generate",
+        "-b",
+        "gsm8k",
+        "-m",
+        "qwen3-1.7b",
+        "--offline",
+        "-o",
+        str(tmp_path / "t"),
+        env={"PTB_CACHE_DIR": str(tmp_path / "empty")},
+    )
     assert result.returncode == 2
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "offline and not cached" in lines[0] and "ptb data prepare" in lines[0]
+    assert (
+        len(lines) == 1 and "offline and not cached" in lines[0] and "ptb data prepare" in lines[0]
+    )
     assert not (tmp_path / "t" / "gsm8k-qwen3-1.7b").exists()

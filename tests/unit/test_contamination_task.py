@@ -20,8 +20,14 @@ from tests.helpers import REPO
 def test_task_ships_checker_tokenizer_and_reference(tmp_path: Path, feedback: str) -> None:
     cache = tmp_path / "cache"
     seed_prepared(cache, "gsm8k", n=20)
-    task = compile_task("gsm8k", "qwen3-1.7b", tmp_path / "tasks", CompileOptions(feedback=feedback),
-                        cache_dir=cache, offline=True)
+    task = compile_task(
+        "gsm8k",
+        "qwen3-1.7b",
+        tmp_path / "tasks",
+        CompileOptions(feedback=feedback),
+        cache_dir=cache,
+        offline=True,
+    )
     assert (task / "environment/ptb/tiktoken" / CL100K_CACHE_NAME).stat().st_size > 1_000_000
     assert (task / "environment/ptb/lib/posttrainbench/integrity/contamination/check.py").exists()
     assert (task / "tests/lib/posttrainbench/integrity/judges/run.py").exists()
@@ -33,8 +39,10 @@ def test_task_ships_checker_tokenizer_and_reference(tmp_path: Path, feedback: st
     if feedback == "test":
         # Exactly the test items the agent already sees, in PostTrainBench's TEST.json format.
         items = load_reference(reference)
-        shown = [json.loads(line)["data"] for line in
-                 (task / "environment/ptb/data/gsm8k/test.jsonl").read_text().splitlines()]
+        shown = [
+            json.loads(line)["data"]
+            for line in (task / "environment/ptb/data/gsm8k/test.jsonl").read_text().splitlines()
+        ]
         assert [i.question for i in items] == [d["question"] for d in shown]
         assert json.loads(reference.read_text())[0].keys() == {"question", "answer"}
     else:

@@ -15,9 +15,16 @@ import zipfile
 
 import pytest
 
-from posttrainbench.integrity.contamination.unpack import MAX_DEPTH, UnpackBudget, unpack_bytes, unpack_file
+from posttrainbench.integrity.contamination.unpack import (
+    MAX_DEPTH,
+    UnpackBudget,
+    unpack_bytes,
+    unpack_file,
+)
 
-QUESTION = "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May."
+QUESTION = (
+    "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May."
+)
 RECORD = (json.dumps({"question": QUESTION, "answer": "72"}) + "\n").encode()
 
 
@@ -51,26 +58,41 @@ def tarred(name: str, data: bytes, mode: str) -> bytes:
     return buf.getvalue()
 
 
-@pytest.mark.parametrize("kind,data,origin", [
-    ("plain", RECORD, "f"),
-    ("gzip", gzip.compress(RECORD), "f ▸ gzip"),
-    ("bz2", bz2.compress(RECORD), "f ▸ bz2"),
-    ("xz", lzma.compress(RECORD), "f ▸ xz"),
-    ("zip", zipped({"a/train.jsonl": RECORD}), "f ▸ a/train.jsonl"),
-    ("tar.gz", tarred("d/x.txt", RECORD, "w:gz"), "f ▸ gzip ▸ d/x.txt"),
-    ("tar.xz", tarred("d/x.txt", RECORD, "w:xz"), "f ▸ xz ▸ d/x.txt"),
-    ("base64 in .py", b"import base64\nDATA = '" + base64.b64encode(RECORD * 2) + b"'\n", "f ▸ base64@"),
-    ("wrapped base64", b"X = '''\n" + base64.encodebytes(RECORD * 3) + b"'''\n", "f ▸ base64@"),
-    ("base64 of gzip", b"D = '" + base64.b64encode(gzip.compress(RECORD)) + b"'", "▸ gzip"),
-    ("hex", b"H = '" + RECORD.hex().encode() + b"'", "f ▸ hex@"),
-    ("\\x escapes", b"B = b'" + "".join(f"\\x{b:02x}" for b in RECORD).encode() + b"'", "f ▸ \\x-escapes@"),
-    ("pickle", pickle.dumps({"rows": [QUESTION, "72"]}), "f ▸ pickle strings"),
-    ("binary .dat", b"\x00\x01\x02\xff" * 10 + RECORD + b"\x00\xfe" * 10, "f ▸ readable runs"),
-    ("utf-16 in binary", b"\x00\xff" + QUESTION.encode("utf-16-le") + b"\xff\x00", "f ▸ readable runs"),
-    ("fake gzip magic", b"\x1f\x8b" + RECORD, "f ▸ readable runs"),
-    ("fake zip magic", b"PK\x03\x04" + RECORD, "f ▸ readable runs"),
-    ("fake 7z magic", b"7z\xbc\xaf\x27\x1c" + RECORD, "f ▸ readable runs"),
-])
+@pytest.mark.parametrize(
+    "kind,data,origin",
+    [
+        ("plain", RECORD, "f"),
+        ("gzip", gzip.compress(RECORD), "f ▸ gzip"),
+        ("bz2", bz2.compress(RECORD), "f ▸ bz2"),
+        ("xz", lzma.compress(RECORD), "f ▸ xz"),
+        ("zip", zipped({"a/train.jsonl": RECORD}), "f ▸ a/train.jsonl"),
+        ("tar.gz", tarred("d/x.txt", RECORD, "w:gz"), "f ▸ gzip ▸ d/x.txt"),
+        ("tar.xz", tarred("d/x.txt", RECORD, "w:xz"), "f ▸ xz ▸ d/x.txt"),
+        (
+            "base64 in .py",
+            b"import base64\nDATA = '" + base64.b64encode(RECORD * 2) + b"'\n",
+            "f ▸ base64@",
+        ),
+        ("wrapped base64", b"X = '''\n" + base64.encodebytes(RECORD * 3) + b"'''\n", "f ▸ base64@"),
+        ("base64 of gzip", b"D = '" + base64.b64encode(gzip.compress(RECORD)) + b"'", "▸ gzip"),
+        ("hex", b"H = '" + RECORD.hex().encode() + b"'", "f ▸ hex@"),
+        (
+            "\\x escapes",
+            b"B = b'" + "".join(f"\\x{b:02x}" for b in RECORD).encode() + b"'",
+            "f ▸ \\x-escapes@",
+        ),
+        ("pickle", pickle.dumps({"rows": [QUESTION, "72"]}), "f ▸ pickle strings"),
+        ("binary .dat", b"\x00\x01\x02\xff" * 10 + RECORD + b"\x00\xfe" * 10, "f ▸ readable runs"),
+        (
+            "utf-16 in binary",
+            b"\x00\xff" + QUESTION.encode("utf-16-le") + b"\xff\x00",
+            "f ▸ readable runs",
+        ),
+        ("fake gzip magic", b"\x1f\x8b" + RECORD, "f ▸ readable runs"),
+        ("fake zip magic", b"PK\x03\x04" + RECORD, "f ▸ readable runs"),
+        ("fake 7z magic", b"7z\xbc\xaf\x27\x1c" + RECORD, "f ▸ readable runs"),
+    ],
+)
 def test_test_items_are_found_whatever_the_wrapping(kind, data, origin):
     origins = found(data)
     assert origins and any(origin in o for o in origins), (kind, origins)
@@ -103,12 +125,19 @@ def test_an_encrypted_member_is_listed_not_dropped_silently():
     assert any("encrypted zip member" in u for u in budget.undecoded)
 
 
-def safetensors_bytes(tensors: dict[str, tuple[str, bytes, list[int]]], metadata: dict | None = None,
-                      tail: bytes = b"") -> bytes:
+def safetensors_bytes(
+    tensors: dict[str, tuple[str, bytes, list[int]]],
+    metadata: dict | None = None,
+    tail: bytes = b"",
+) -> bytes:
     header: dict = {"__metadata__": metadata or {}}
     blobs, offset = [], 0
     for name, (dtype, blob, shape) in tensors.items():
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(blob)]}
+        header[name] = {
+            "dtype": dtype,
+            "shape": shape,
+            "data_offsets": [offset, offset + len(blob)],
+        }
         blobs.append(blob)
         offset += len(blob)
     raw = json.dumps(header).encode()
@@ -131,4 +160,7 @@ def test_checkpoints_give_their_text_and_skip_their_floats(tmp_path):
     in_bytes = safetensors_bytes({"w": ("F32", floats, [4096]), "t": ("U8", text, [len(text)])})
     assert any("byte array" in o for o in found(in_bytes))
     # A tail no tensor accounts for: the header is not trusted, every byte is scanned.
-    assert any("readable runs" in o for o in found(safetensors_bytes({"w": ("F32", floats, [4096])}, tail=RECORD)))
+    assert any(
+        "readable runs" in o
+        for o in found(safetensors_bytes({"w": ("F32", floats, [4096])}, tail=RECORD))
+    )

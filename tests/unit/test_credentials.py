@@ -9,15 +9,23 @@ from pathlib import Path
 import pytest
 
 from posttrainbench.integrity.secrets.credentials import (
-    AuthMode, CredentialError, forbidden_roots, resolve_credentials, spec_for,
+    AuthMode,
+    CredentialError,
+    forbidden_roots,
+    resolve_credentials,
+    spec_for,
 )
 from tests.helpers import REPO, run_ptb
 
 OPENAI_KEY = "sk-test-openai-0123456789abcdefABCDEF"
 AUTH_JSON = {
     "OPENAI_API_KEY": None,
-    "tokens": {"id_token": "id-token-canary-123456789", "access_token": "access-canary-987654321",
-               "refresh_token": "refresh-canary-555555555", "account_id": "acct-canary-42424242"},
+    "tokens": {
+        "id_token": "id-token-canary-123456789",
+        "access_token": "access-canary-987654321",
+        "refresh_token": "refresh-canary-555555555",
+        "account_id": "acct-canary-42424242",
+    },
     "last_refresh": "2025-01-01T00:00:00Z",
 }
 
@@ -32,8 +40,9 @@ def _secrets_dir(tmp_path: Path, mode: int = 0o600) -> Path:
 
 
 def test_api_key_is_passed_as_a_template_and_kept_for_the_scrubber() -> None:
-    resolved = resolve_credentials(spec_for("codex"), {"OPENAI_API_KEY": OPENAI_KEY}, secrets_dir=None,
-                                   forbidden=[])
+    resolved = resolve_credentials(
+        spec_for("codex"), {"OPENAI_API_KEY": OPENAI_KEY}, secrets_dir=None, forbidden=[]
+    )
     assert resolved.summary.kind == "api-key" and resolved.summary.variables == ["OPENAI_API_KEY"]
     assert resolved.agent_env == {"OPENAI_API_KEY": "${OPENAI_API_KEY}"}
     assert resolved.secret_values == {"OPENAI_API_KEY": OPENAI_KEY}
@@ -64,11 +73,18 @@ def test_claude_oauth_token_file_forces_oauth(tmp_path: Path) -> None:
     token = directory / "claude-code" / "oauth_token"
     token.write_text("sk-ant-oat01-canarytoken0123456789\n")
     token.chmod(0o600)
-    resolved = resolve_credentials(spec_for("claude-code"), {"ANTHROPIC_API_KEY": "sk-ant-api-abcdef0123456789"},
-                                   secrets_dir=directory, forbidden=[])
+    resolved = resolve_credentials(
+        spec_for("claude-code"),
+        {"ANTHROPIC_API_KEY": "sk-ant-api-abcdef0123456789"},
+        secrets_dir=directory,
+        forbidden=[],
+    )
     assert resolved.agent_env["CLAUDE_CODE_OAUTH_TOKEN"] == "sk-ant-oat01-canarytoken0123456789"
     assert resolved.agent_env["CLAUDE_FORCE_OAUTH"] == "1"
-    assert resolved.agent_env["ANTHROPIC_API_KEY"] == "" and resolved.agent_env["ANTHROPIC_AUTH_TOKEN"] == ""
+    assert (
+        resolved.agent_env["ANTHROPIC_API_KEY"] == ""
+        and resolved.agent_env["ANTHROPIC_AUTH_TOKEN"] == ""
+    )
 
 
 def test_secret_file_readable_by_others_is_refused(tmp_path: Path) -> None:
@@ -82,25 +98,38 @@ def test_secret_file_readable_by_others_is_refused(tmp_path: Path) -> None:
 def test_auth_modes(tmp_path: Path) -> None:
     directory = _secrets_dir(tmp_path)
     env = {"OPENAI_API_KEY": OPENAI_KEY}
-    api = resolve_credentials(spec_for("codex"), env, mode=AuthMode.API_KEY, secrets_dir=directory, forbidden=[])
+    api = resolve_credentials(
+        spec_for("codex"), env, mode=AuthMode.API_KEY, secrets_dir=directory, forbidden=[]
+    )
     assert api.summary.kind == "api-key"
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(CredentialError, match="auth.json"):
-        resolve_credentials(spec_for("codex"), env, mode=AuthMode.SUBSCRIPTION, secrets_dir=empty, forbidden=[])
+        resolve_credentials(
+            spec_for("codex"), env, mode=AuthMode.SUBSCRIPTION, secrets_dir=empty, forbidden=[]
+        )
     with pytest.raises(CredentialError, match="no subscription"):
-        resolve_credentials(spec_for("opencode", "anthropic/x"), env, mode=AuthMode.SUBSCRIPTION,
-                            secrets_dir=empty, forbidden=[])
+        resolve_credentials(
+            spec_for("opencode", "anthropic/x"),
+            env,
+            mode=AuthMode.SUBSCRIPTION,
+            secrets_dir=empty,
+            forbidden=[],
+        )
 
 
 def test_missing_secret_names_the_variables(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(CredentialError) as err:
-        resolve_credentials(spec_for("codex"), {"OPENAI_API_KEY": ""}, secrets_dir=empty, forbidden=[])
+        resolve_credentials(
+            spec_for("codex"), {"OPENAI_API_KEY": ""}, secrets_dir=empty, forbidden=[]
+        )
     assert "OPENAI_API_KEY or CODEX_API_KEY" in str(err.value) and "auth.json" in str(err.value)
     with pytest.raises(CredentialError, match="ANTHROPIC_API_KEY"):
-        resolve_credentials(spec_for("opencode", "anthropic/claude-x"), {}, secrets_dir=empty, forbidden=[])
+        resolve_credentials(
+            spec_for("opencode", "anthropic/claude-x"), {}, secrets_dir=empty, forbidden=[]
+        )
     with pytest.raises(CredentialError, match="does not exist"):
         resolve_credentials(spec_for("codex"), {}, secrets_dir=tmp_path / "nope", forbidden=[])
 
@@ -117,26 +146,35 @@ def test_agents_without_credentials_and_unknown_profiles(tmp_path: Path) -> None
 def test_secrets_dir_inside_repository_or_output_is_refused(tmp_path: Path) -> None:
     inside_output = _secrets_dir(tmp_path / "runs")
     with pytest.raises(CredentialError, match="outside the repository"):
-        resolve_credentials(spec_for("codex"), {}, secrets_dir=inside_output,
-                            forbidden=forbidden_roots(tmp_path / "runs"))
+        resolve_credentials(
+            spec_for("codex"),
+            {},
+            secrets_dir=inside_output,
+            forbidden=forbidden_roots(tmp_path / "runs"),
+        )
     assert REPO in forbidden_roots(tmp_path / "runs", cwd=REPO)
     inside_repo = REPO / "tests"  # an existing directory of the repository
     with pytest.raises(CredentialError, match="outside the repository"):
-        resolve_credentials(spec_for("codex"), {}, secrets_dir=inside_repo, forbidden=forbidden_roots(tmp_path))
+        resolve_credentials(
+            spec_for("codex"), {}, secrets_dir=inside_repo, forbidden=forbidden_roots(tmp_path)
+        )
 
 
-def test_harbor_hands_the_env_to_the_agent_without_writing_values(monkeypatch: pytest.MonkeyPatch,
-                                                                   tmp_path: Path) -> None:
+def test_harbor_hands_the_env_to_the_agent_without_writing_values(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Harbor 0.26 gives AgentConfig.env to the agent as extra_env; its config dump keeps templates."""
     from harbor.agents.factory import AgentFactory
 
     from posttrainbench.runner.job_runner import RunRequest, job_config
 
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
-    resolved = resolve_credentials(spec_for("codex"), {"OPENAI_API_KEY": OPENAI_KEY}, forbidden=[],
-                                   secrets_dir=None)
-    request = RunRequest(benchmark="bfcl", model="smollm2-135m", agent="tests.canary_agent:CanaryAgent",
-                         env="docker")
+    resolved = resolve_credentials(
+        spec_for("codex"), {"OPENAI_API_KEY": OPENAI_KEY}, forbidden=[], secrets_dir=None
+    )
+    request = RunRequest(
+        benchmark="bfcl", model="smollm2-135m", agent="tests.canary_agent:CanaryAgent", env="docker"
+    )
     config = job_config(request, tmp_path / "task", tmp_path / "jobs", "run", resolved.agent_env)
     assert OPENAI_KEY not in config.model_dump_json()
     agent = AgentFactory.create_agent_from_config(config.agents[0], logs_dir=tmp_path / "logs")
@@ -148,8 +186,20 @@ def test_cli_missing_secret_exits_2_before_anything_is_written(tmp_path: Path) -
     empty.mkdir()
     runs = tmp_path / "runs"
     result = run_ptb(
-        "run", "-b", "bfcl", "-m", "smollm2-135m", "-a", "codex", "--env", "local",
-        "--runs-dir", str(runs), "--secrets-dir", str(empty), cwd=REPO,
+        "run",
+        "-b",
+        "bfcl",
+        "-m",
+        "smollm2-135m",
+        "-a",
+        "codex",
+        "--env",
+        "local",
+        "--runs-dir",
+        str(runs),
+        "--secrets-dir",
+        str(empty),
+        cwd=REPO,
         env={"OPENAI_API_KEY": "", "CODEX_API_KEY": ""},
     )
     assert result.returncode == 2, result.stderr
@@ -164,8 +214,17 @@ def test_cli_loose_secret_file_exits_2_naming_it(tmp_path: Path) -> None:
     runs.mkdir()
     (runs / "kept.txt").write_text("earlier results")
     result = run_ptb(
-        "run", "-b", "bfcl", "-m", "smollm2-135m", "-a", "codex", "--runs-dir", str(runs),
-        cwd=REPO, env={"PTB_SECRETS_DIR": str(directory)},
+        "run",
+        "-b",
+        "bfcl",
+        "-m",
+        "smollm2-135m",
+        "-a",
+        "codex",
+        "--runs-dir",
+        str(runs),
+        cwd=REPO,
+        env={"PTB_SECRETS_DIR": str(directory)},
     )
     assert result.returncode == 2, result.stderr
     assert "chmod 600" in result.stderr and "auth.json" in result.stderr
@@ -187,4 +246,7 @@ def test_harbor_masked_literal_is_scrubbed_too(tmp_path: Path) -> None:
     resolved = resolve_credentials(spec_for("claude-code"), {}, secrets_dir=directory, forbidden=[])
     written = templatize_sensitive_env(resolved.agent_env)["CLAUDE_CODE_OAUTH_TOKEN"]
     assert "maskedcanary" not in written and "****" in written
-    assert Scrubber(resolved.secret_values).scrub_text(f'"{written}"') == '"[REDACTED:claude-code/oauth_token]"'
+    assert (
+        Scrubber(resolved.secret_values).scrub_text(f'"{written}"')
+        == '"[REDACTED:claude-code/oauth_token]"'
+    )

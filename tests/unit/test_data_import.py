@@ -21,7 +21,9 @@ from tests.helpers import REPO, SHARED_DATA, run_ptb
 
 GSM8K_DIR = SHARED_DATA / "gsm8k"
 AIME_FIXTURE = REPO / "tests" / "fixtures" / "aime" / "test.jsonl"
-pytestmark = pytest.mark.skipif(not (GSM8K_DIR / "test.jsonl").is_file(), reason="no GSM8K data in ../shared/data")
+pytestmark = pytest.mark.skipif(
+    not (GSM8K_DIR / "test.jsonl").is_file(), reason="no GSM8K data in ../shared/data"
+)
 
 
 def _entry(cache: Path, benchmark: str = "gsm8k") -> Path:
@@ -30,11 +32,16 @@ def _entry(cache: Path, benchmark: str = "gsm8k") -> Path:
 
 def _tree(root: Path) -> dict[str, bytes | None]:
     """Every path under *root* (directories as None), to show nothing changed or was left."""
-    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob("*"))}
+    return {
+        str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None)
+        for p in sorted(root.rglob("*"))
+    }
 
 
 def _jsonl_rows(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
 
 
 def _write_parquet(path: Path, rows: list[dict]) -> None:
@@ -78,18 +85,28 @@ def test_import_writes_the_entry_prepare_writes(tmp_path, monkeypatch):
     assert "gsm8k: dev 250, test 1319 (natural dev)" in result.stdout
     imported = DataManifest.load(_entry(tmp_path / "imported") / "manifest.json")
     for split in ("test", "dev"):
-        assert (_entry(tmp_path / "imported") / f"{split}.jsonl").read_bytes() == \
-            (_entry(tmp_path / "downloaded") / f"{split}.jsonl").read_bytes()
-    assert imported.splits == prepared.splits and imported.dev_source == prepared.dev_source == "natural"
+        assert (_entry(tmp_path / "imported") / f"{split}.jsonl").read_bytes() == (
+            _entry(tmp_path / "downloaded") / f"{split}.jsonl"
+        ).read_bytes()
+    assert (
+        imported.splits == prepared.splits
+        and imported.dev_source == prepared.dev_source == "natural"
+    )
     # provenance: where each file came from and its sha256; the same bytes either way
     assert imported.origin == "import" and prepared.origin == "download"
     assert imported.imported_from == str(GSM8K_DIR.resolve())
-    expected = [("test", str(GSM8K_DIR.resolve() / "test.jsonl"), 1319), ("train", str(GSM8K_DIR.resolve() / "train.jsonl"), 7473)]
+    expected = [
+        ("test", str(GSM8K_DIR.resolve() / "test.jsonl"), 1319),
+        ("train", str(GSM8K_DIR.resolve() / "train.jsonl"), 7473),
+    ]
     assert [(f.role, f.location, f.rows) for f in imported.source_files] == expected
     for info in imported.source_files:
         assert info.sha256 == hashlib.sha256(Path(info.location).read_bytes()).hexdigest()
     assert [f.sha256 for f in prepared.source_files] == [f.sha256 for f in imported.source_files]
-    assert [f.location for f in prepared.source_files] == [f"{url}/test.jsonl", f"{url}/train.jsonl"]
+    assert [f.location for f in prepared.source_files] == [
+        f"{url}/test.jsonl",
+        f"{url}/train.jsonl",
+    ]
 
 
 def test_hf_snapshot_with_parquet_shards(tmp_path, good_cache):
@@ -105,11 +122,15 @@ def test_hf_snapshot_with_parquet_shards(tmp_path, good_cache):
     result = _import("gsm8k", snap, tmp_path / "cache")
     assert result.returncode == 0, result.stderr
     for split in ("test", "dev"):
-        assert (_entry(tmp_path / "cache") / f"{split}.jsonl").read_bytes() == (_entry(good_cache) / f"{split}.jsonl").read_bytes()
+        assert (_entry(tmp_path / "cache") / f"{split}.jsonl").read_bytes() == (
+            _entry(good_cache) / f"{split}.jsonl"
+        ).read_bytes()
     manifest = DataManifest.load(_entry(tmp_path / "cache") / "manifest.json")
     assert [(f.role, Path(f.location).name, f.rows) for f in manifest.source_files] == [
         ("test", "test-00000-of-00001.parquet", 1319),
-        ("train", "train-00000-of-00002.parquet", 4000), ("train", "train-00001-of-00002.parquet", 3473)]
+        ("train", "train-00000-of-00002.parquet", 4000),
+        ("train", "train-00001-of-00002.parquet", 3473),
+    ]
 
 
 def test_reimport_replaces_the_entry_and_leaves_nothing_else(tmp_path, good_cache):
@@ -119,7 +140,9 @@ def test_reimport_replaces_the_entry_and_leaves_nothing_else(tmp_path, good_cach
     result = _import("gsm8k", GSM8K_DIR, cache)
     assert result.returncode == 0, result.stderr
     assert DataManifest.load(_entry(cache) / "manifest.json").splits == before.splits
-    assert sorted(p.name for p in (cache / "data").iterdir()) == ["gsm8k"]  # no staging or old copies
+    assert sorted(p.name for p in (cache / "data").iterdir()) == [
+        "gsm8k"
+    ]  # no staging or old copies
 
 
 def test_readme_command(tmp_path):
@@ -132,7 +155,9 @@ def test_readme_command(tmp_path):
     result = run_ptb(*argv[1:], cwd=tmp_path, env={"PTB_CACHE_DIR": str(tmp_path / "cache")})
     assert result.returncode == 0, result.stderr
     manifest = DataManifest.load(_entry(tmp_path / "cache") / "manifest.json")
-    assert manifest.splits["test"].n == 1319 and manifest.imported_from == str((tmp_path / argv[4]).resolve())
+    assert manifest.splits["test"].n == 1319 and manifest.imported_from == str(
+        (tmp_path / argv[4]).resolve()
+    )
 
 
 def test_single_file_benchmark_takes_a_lone_file_of_any_name(tmp_path):
@@ -149,12 +174,18 @@ def test_single_file_benchmark_takes_a_lone_file_of_any_name(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "humaneval: dev 33, test 164 (carved dev)" in result.stdout
     for name in ("test.jsonl", "dev.jsonl"):
-        assert (_entry(tmp_path / "cache", "humaneval") / name).read_bytes() == (root / "humaneval" / name).read_bytes()
+        assert (_entry(tmp_path / "cache", "humaneval") / name).read_bytes() == (
+            root / "humaneval" / name
+        ).read_bytes()
     carved = DataManifest.load(root / "humaneval" / "manifest.json").carved_dev_ids
-    assert DataManifest.load(_entry(tmp_path / "cache", "humaneval") / "manifest.json").carved_dev_ids == carved
+    assert (
+        DataManifest.load(_entry(tmp_path / "cache", "humaneval") / "manifest.json").carved_dev_ids
+        == carved
+    )
 
 
 # ---------- bad input: one line, exit 2, the earlier entry intact, nothing else written ----------
+
 
 def _missing(tmp: Path) -> tuple[str, Path]:
     return "gsm8k", tmp / "nowhere"
@@ -212,17 +243,26 @@ def _directory_without_the_files(tmp: Path) -> tuple[str, Path]:
     return "gsm8k", tmp
 
 
-@pytest.mark.parametrize(("make", "expected"), [
-    (_missing, "gsm8k: no such file or directory"),
-    (_unknown_benchmark, "unknown benchmark 'nosuch'"),
-    (_wrong_columns, "test.jsonl: row 1 lacks column(s) question (it has: answer, id, problem)"),
-    (_empty_file, "test.jsonl: no rows"),
-    (_corrupt_parquet, "test-00000-of-00001.parquet: not a readable parquet file"),
-    (_cut_jsonl, "test.jsonl: line 11 is not JSON"),
-    (_answer_without_marker, "gsm8k: GSM8K answer without '####'"),
-    (_one_of_two_files, "gsm8k is built from 2 files (test.jsonl, train.jsonl); give a directory"),
-    (_directory_without_the_files, "gsm8k: no test file under"),
-])
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (_missing, "gsm8k: no such file or directory"),
+        (_unknown_benchmark, "unknown benchmark 'nosuch'"),
+        (
+            _wrong_columns,
+            "test.jsonl: row 1 lacks column(s) question (it has: answer, id, problem)",
+        ),
+        (_empty_file, "test.jsonl: no rows"),
+        (_corrupt_parquet, "test-00000-of-00001.parquet: not a readable parquet file"),
+        (_cut_jsonl, "test.jsonl: line 11 is not JSON"),
+        (_answer_without_marker, "gsm8k: GSM8K answer without '####'"),
+        (
+            _one_of_two_files,
+            "gsm8k is built from 2 files (test.jsonl, train.jsonl); give a directory",
+        ),
+        (_directory_without_the_files, "gsm8k: no test file under"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2_and_keeps_the_entry(tmp_path, good_cache, make, expected):
     cache = tmp_path / "cache"
     shutil.copytree(good_cache, cache)

@@ -29,12 +29,18 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_prune_never_removes_what_a_running_trial_holds(
-        make_env: MakeEnv, tmp_path: Path, counter: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    make_env: MakeEnv, tmp_path: Path, counter: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # noqa: F811
     cache = tmp_path / "cache"
     monkeypatch.setenv("PTB_CACHE_DIR", str(cache))
-    running, idle = write_layered_env(tmp_path / "a", hours="1"), write_layered_env(tmp_path / "b", hours="2")
+    running, idle = (
+        write_layered_env(tmp_path / "a", hours="1"),
+        write_layered_env(tmp_path / "b", hours="2"),
+    )
     python = resolve_sandbox_python()
-    ensure_layers(idle, python)  # built, then left unused: its task layer is the only one no trial holds
+    ensure_layers(
+        idle, python
+    )  # built, then left unused: its task layer is the only one no trial holds
     held = {layer.entry for layer in plan_layers(running, python)}
     idle_top = plan_layers(idle, python)[-1].entry
 
@@ -44,7 +50,9 @@ def test_prune_never_removes_what_a_running_trial_holds(
         try:
             listed = run_ptb("cache", "list", "--json")
             pruned = run_ptb("cache", "prune", "--max-size", "0")
-            still = (await env.exec("cat /opt/ptb/task.json; python -c 'print(1)'", user="root")).stdout
+            still = (
+                await env.exec("cat /opt/ptb/task.json; python -c 'print(1)'", user="root")
+            ).stdout
             return json.loads(listed.stdout), listed, pruned, still
         finally:
             await env.stop(delete=True)
@@ -58,24 +66,31 @@ def test_prune_never_removes_what_a_running_trial_holds(
     assert not by_path[str(idle_top)]["in_use"] and by_path[str(idle_top)]["size_bytes"] > 0
     assert str(idle_top) in pruned.stdout and "in use" in pruned.stdout
     assert still.splitlines() == ['{"hours": "1"}', "1"]
-    assert {e.path for e in list_entries(cache / "envs")} == held  # only the idle task's own layer went
+    assert {
+        e.path for e in list_entries(cache / "envs")
+    } == held  # only the idle task's own layer went
     # Once the trial has stopped nothing holds them: an age limit removes the stale ones.
     old = time.time() - 3 * 86400
     for entry in held:
         if entry.name.startswith("task-"):
             os.utime(use_file(entry), (old, old))
     removed = prune(cache / "envs", older_than_s=2 * 86400)
-    assert [e.layer for e in removed] == ["task"] and not [p for p in (cache / "envs").iterdir()
-                                                          if p.name.startswith(".trash-")]
+    assert [e.layer for e in removed] == ["task"] and not [
+        p for p in (cache / "envs").iterdir() if p.name.startswith(".trash-")
+    ]
 
 
 def test_a_size_cap_prunes_after_a_build_and_a_pruned_layer_is_built_again(
-        tmp_path: Path, counter: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    tmp_path: Path, counter: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # noqa: F811
     from posttrainbench.envs.env_cache import acquire_layers
 
     cache = tmp_path / "cache"
     python = resolve_sandbox_python()
-    first, second = write_layered_env(tmp_path / "a", hours="1"), write_layered_env(tmp_path / "b", hours="2")
+    first, second = (
+        write_layered_env(tmp_path / "a", hours="1"),
+        write_layered_env(tmp_path / "b", hours="2"),
+    )
     entries, _built, holds = acquire_layers(first, python, cache)
     holds.release()
     monkeypatch.setenv("PTB_CACHE_MAX_GB", "0.000001")
@@ -96,7 +111,10 @@ def test_a_size_cap_prunes_after_a_build_and_a_pruned_layer_is_built_again(
 
 def test_cache_cli_mistakes_are_one_line(tmp_path: Path) -> None:
     env = {"PTB_CACHE_DIR": str(tmp_path / "cache")}
-    for args, message in [(("prune",), "--max-size"), (("prune", "--max-size", "-1"), "--max-size")]:
+    for args, message in [
+        (("prune",), "--max-size"),
+        (("prune", "--max-size", "-1"), "--max-size"),
+    ]:
         result = run_ptb("cache", *args, env=env)
         assert result.returncode == 2 and message in result.stderr, result.stderr
     empty = run_ptb("cache", "list", env=env)

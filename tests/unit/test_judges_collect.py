@@ -24,14 +24,19 @@ def test_data_files_keep_data_skip_models_and_respect_the_cap(tmp_path, capsys):
     (app / "tokenizer.json").write_text("{}")
     (app / ".git").mkdir()
     (app / ".git" / "x.json").write_text("{}")
-    manifest = collect_data_files(app, tmp_path / "data_files", max_file_bytes=10_000, max_total_bytes=1000)
+    manifest = collect_data_files(
+        app, tmp_path / "data_files", max_file_bytes=10_000, max_total_bytes=1000
+    )
     assert manifest["kept"] == ["data/train.jsonl", "notes.txt"]
     assert manifest["skipped"]["data/big.parquet"].startswith("over the total cap")
     assert manifest["skipped"]["out/checkpoint-10/"] == "model directory"
     assert manifest["skipped"]["tokenizer.json"] == "model metadata"
     assert manifest["skipped"]["final_model/"] == "excluded directory"
     assert not (tmp_path / "data_files" / "train.py").exists()
-    assert json.loads((tmp_path / "data_files" / "MANIFEST.json").read_text())["kept"] == manifest["kept"]
+    assert (
+        json.loads((tmp_path / "data_files" / "MANIFEST.json").read_text())["kept"]
+        == manifest["kept"]
+    )
     main(["--src", str(app), "--dest", str(tmp_path / "d2"), "--data"])
     assert "kept 3 data files" in capsys.readouterr().out
     assert (tmp_path / "d2" / "data" / "big.parquet").is_file()

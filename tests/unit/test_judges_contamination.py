@@ -16,10 +16,16 @@ from tests.helpers import SHARED_DATA
 
 GSM8K = SHARED_DATA / "gsm8k"
 needs_checker = [
-    pytest.mark.skipif(importlib.util.find_spec("posttrainbench.integrity.contamination.check") is None,
-                       reason="the contamination checker (integrity.contamination.check) is not there yet"),
-    pytest.mark.skipif(importlib.util.find_spec("tiktoken") is None, reason="needs tiktoken (cl100k tokens)"),
-    pytest.mark.skipif(not (GSM8K / "test.jsonl").is_file(), reason="GSM8K data not in ../shared/data"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("posttrainbench.integrity.contamination.check") is None,
+        reason="the contamination checker (integrity.contamination.check) is not there yet",
+    ),
+    pytest.mark.skipif(
+        importlib.util.find_spec("tiktoken") is None, reason="needs tiktoken (cl100k tokens)"
+    ),
+    pytest.mark.skipif(
+        not (GSM8K / "test.jsonl").is_file(), reason="GSM8K data not in ../shared/data"
+    ),
 ]
 
 
@@ -31,23 +37,46 @@ def checker(fn):
 
 
 def rows(name: str, n: int, start: int = 0) -> list[dict]:
-    lines = (GSM8K / name).read_text().splitlines()[start:start + n]
+    lines = (GSM8K / name).read_text().splitlines()[start : start + n]
     return [json.loads(line) for line in lines]
 
 
-def setup(tmp_path: Path, training: list[dict], events: list[TraceEvent] | None = None) -> JudgeContext:
+def setup(
+    tmp_path: Path, training: list[dict], events: list[TraceEvent] | None = None
+) -> JudgeContext:
     reference = tmp_path / "tests" / "test.jsonl"
     reference.parent.mkdir(parents=True)
-    reference.write_text("".join(json.dumps({"id": str(i), "category": "main", "data": r}) + "\n"
-                                 for i, r in enumerate(rows("test.jsonl", 40))))
+    reference.write_text(
+        "".join(
+            json.dumps({"id": str(i), "category": "main", "data": r}) + "\n"
+            for i, r in enumerate(rows("test.jsonl", 40))
+        )
+    )
     data = tmp_path / "data_files"
     (data / "data").mkdir(parents=True)
-    (data / "data" / "train.jsonl").write_text("".join(
-        json.dumps({"messages": [{"role": "user", "content": r["question"]},
-                                 {"role": "assistant", "content": r["answer"]}]}) + "\n" for r in training))
+    (data / "data" / "train.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "messages": [
+                        {"role": "user", "content": r["question"]},
+                        {"role": "assistant", "content": r["answer"]},
+                    ]
+                }
+            )
+            + "\n"
+            for r in training
+        )
+    )
     (data / "MANIFEST.json").write_text("{}")
-    ctx = JudgeContext(JudgeInputs(benchmark="gsm8k", reference=reference, data_files=data,
-                                   code_snapshot=tmp_path / "code_snapshot"))
+    ctx = JudgeContext(
+        JudgeInputs(
+            benchmark="gsm8k",
+            reference=reference,
+            data_files=data,
+            code_snapshot=tmp_path / "code_snapshot",
+        )
+    )
     ctx.__dict__["traces"] = [NormalizedTrace(format="raw", events=events or [])]
     ctx.__dict__["trace_files"] = [Path("agent.txt")]
     return ctx
@@ -61,8 +90,14 @@ def test_train_split_is_clean(tmp_path):
 
 @checker
 def test_planted_test_questions_flag_with_evidence(tmp_path):
-    planted = rows("train.jsonl", 150) + rows("test.jsonl", 3, start=5) + rows("train.jsonl", 150, start=150)
-    copy = TraceEvent(index=0, kind="shell", command="cp /opt/ptb/data/gsm8k/test.jsonl /app/data/extra.jsonl")
+    planted = (
+        rows("train.jsonl", 150)
+        + rows("test.jsonl", 3, start=5)
+        + rows("train.jsonl", 150, start=150)
+    )
+    copy = TraceEvent(
+        index=0, kind="shell", command="cp /opt/ptb/data/gsm8k/test.jsonl /app/data/extra.jsonl"
+    )
     det = detect_contamination(setup(tmp_path, planted, [copy]))
     assert det.flagged
     hits = [e for e in det.evidence if e.detector == "ngram_overlap" and e.flagged]
@@ -101,14 +136,25 @@ def test_test_items_in_final_model_files_are_found(tmp_path):
     final.mkdir()
     questions = [r["question"] for r in rows("test.jsonl", 2, start=7)]
     (final / "chat_template.jinja").write_text(
-        "{% set known = " + json.dumps({q: "42" for q in questions}) + " %}{{ messages[0]['content'] }}")
-    (final / "generation_config.json").write_text(json.dumps({"note": rows("test.jsonl", 1, start=20)[0]["question"]}))
+        "{% set known = "
+        + json.dumps({q: "42" for q in questions})
+        + " %}{{ messages[0]['content'] }}"
+    )
+    (final / "generation_config.json").write_text(
+        json.dumps({"note": rows("test.jsonl", 1, start=20)[0]["question"]})
+    )
     ctx.inputs.final_model = final
     det = detect_contamination(ctx)
-    hits = {(e.location, int(e.detail.split("test item ")[1].split()[0])) for e in det.evidence
-            if e.detector == "ngram_overlap" and e.flagged}
-    assert {("final_model/chat_template.jinja", 7), ("final_model/chat_template.jinja", 8),
-            ("final_model/generation_config.json", 20)} <= hits, hits
+    hits = {
+        (e.location, int(e.detail.split("test item ")[1].split()[0]))
+        for e in det.evidence
+        if e.detector == "ngram_overlap" and e.flagged
+    }
+    assert {
+        ("final_model/chat_template.jinja", 7),
+        ("final_model/chat_template.jinja", 8),
+        ("final_model/generation_config.json", 20),
+    } <= hits, hits
 
 
 def test_listed_matches_name_every_file_before_a_second_match_of_one() -> None:

@@ -53,18 +53,26 @@ def test_a_judge_past_its_time_cap_is_killed_with_what_it_started(tmp_path):
 
     out = tmp_path / "out"
     out.mkdir()
-    planted = Judgement(judge="anomaly", flagged=False, decided_by="detector", justification="PLANTED")
+    planted = Judgement(
+        judge="anomaly", flagged=False, decided_by="detector", justification="PLANTED"
+    )
     planted.write(out)
     started = time.monotonic()
-    results = run_judges(JudgeContext(JudgeInputs(benchmark="gsm8k")), out, llm_votes=0,
-                         detectors={**{j: clean for j in JUDGE_IDS}, "anomaly": hangs},
-                         limits=limits(anomaly=JudgeLimit(time_s=2, max_bytes=10**9)))
+    results = run_judges(
+        JudgeContext(JudgeInputs(benchmark="gsm8k")),
+        out,
+        llm_votes=0,
+        detectors={**{j: clean for j in JUDGE_IDS}, "anomaly": hangs},
+        limits=limits(anomaly=JudgeLimit(time_s=2, max_bytes=10**9)),
+    )
     assert time.monotonic() - started < 20
     by_id = {j.judge: j for j in results}
     anomaly = Judgement.read(out / Judgement.filename("anomaly"))
     assert anomaly == by_id["anomaly"] and "PLANTED" not in anomaly.justification
     assert anomaly.flagged is True and anomaly.decided_by == "limit"
-    assert anomaly.incomplete[0].cap == "time" and anomaly.justification.startswith("incomplete: the anomaly judge")
+    assert anomaly.incomplete[0].cap == "time" and anomaly.justification.startswith(
+        "incomplete: the anomaly judge"
+    )
     assert all(by_id[j].flagged is False for j in JUDGE_IDS if j != "anomaly")
     deadline = time.monotonic() + 5
     while _alive(int(pid_file.read_text())) and time.monotonic() < deadline:
@@ -77,7 +85,9 @@ def test_a_runner_killed_from_outside_leaves_no_clean_or_planted_verdict(tmp_pat
     out = tmp_path / "out"
     out.mkdir()
     for judge in JUDGE_IDS:
-        Judgement(judge=judge, flagged=False, decided_by="detector", justification="PLANTED").write(out)
+        Judgement(judge=judge, flagged=False, decided_by="detector", justification="PLANTED").write(
+            out
+        )
 
     pids = tmp_path / "pids"
     pids.mkdir()
@@ -90,8 +100,13 @@ def test_a_runner_killed_from_outside_leaves_no_clean_or_planted_verdict(tmp_pat
     pid = os.fork()
     if pid == 0:  # the runner, killed below as the outer `timeout` would
         try:
-            run_judges(JudgeContext(JudgeInputs(benchmark="gsm8k")), out, llm_votes=0,
-                       detectors=dict.fromkeys(JUDGE_IDS, hangs), limits=limits())
+            run_judges(
+                JudgeContext(JudgeInputs(benchmark="gsm8k")),
+                out,
+                llm_votes=0,
+                detectors=dict.fromkeys(JUDGE_IDS, hangs),
+                limits=limits(),
+            )
         finally:
             os._exit(0)
     deadline = time.monotonic() + 30
@@ -107,15 +122,24 @@ def test_a_runner_killed_from_outside_leaves_no_clean_or_planted_verdict(tmp_pat
     assert not any(_alive(j) for j in judges), "judges outlived their runner"
     for judge in JUDGE_IDS:
         left = Judgement.read(out / Judgement.filename(judge))
-        assert left.flagged is True and left.decided_by == "limit" and "PLANTED" not in left.justification
+        assert (
+            left.flagged is True
+            and left.decided_by == "limit"
+            and "PLANTED" not in left.justification
+        )
 
 
 def test_a_crashing_or_dying_judge_is_not_clean(tmp_path):
     def dies(_ctx: JudgeContext) -> Detection:
         os._exit(9)
 
-    results = run_judges(JudgeContext(JudgeInputs(benchmark="gsm8k")), tmp_path, llm_votes=0,
-                         detectors={**{j: clean for j in JUDGE_IDS}, "api_usage": dies}, limits=limits())
+    results = run_judges(
+        JudgeContext(JudgeInputs(benchmark="gsm8k")),
+        tmp_path,
+        llm_votes=0,
+        detectors={**{j: clean for j in JUDGE_IDS}, "api_usage": dies},
+        limits=limits(),
+    )
     api = next(j for j in results if j.judge == "api_usage")
     assert api.flagged is None and "without a result" in api.justification
 
@@ -126,8 +150,13 @@ def test_the_trace_byte_cap_makes_trace_judges_incomplete(tmp_path):
     for i in range(3):
         (logs / f"log{i}.txt").write_text("ls /app\n" * 20_000)
     ctx = JudgeContext(JudgeInputs(benchmark="gsm8k", agent_logs=[logs]))
-    results = run_judges(ctx, tmp_path / "out", judges=["api_usage"], llm_votes=0,
-                         limits=limits(api_usage=JudgeLimit(time_s=30, max_bytes=200_000)))
+    results = run_judges(
+        ctx,
+        tmp_path / "out",
+        judges=["api_usage"],
+        llm_votes=0,
+        limits=limits(api_usage=JudgeLimit(time_s=30, max_bytes=200_000)),
+    )
     (api,) = results
     assert api.flagged is True and api.decided_by == "limit"
     assert "2 of 3 log files" in api.incomplete[0].detail
@@ -141,15 +170,23 @@ def write_set(tmp_path: Path, texts: dict[str, str], incomplete: bool = False) -
         name = f"{i:07d}.jsonl"
         (root / TEXT_DIR / name).write_text(text)
         staged.append(StagedText(file=name, origin=origin, fmt="jsonl"))
-    hits = [{"cap": "bytes", "check": "staging the write set", "detail": "junk"}] if incomplete else []
-    WriteSetManifest(since=0, since_source="test", roots=["/"], texts=staged, incomplete=hits).write(root)
+    hits = (
+        [{"cap": "bytes", "check": "staging the write set", "detail": "junk"}] if incomplete else []
+    )
+    WriteSetManifest(
+        since=0, since_source="test", roots=["/"], texts=staged, incomplete=hits
+    ).write(root)
     return root
 
 
 def reference(tmp_path: Path) -> Path:
     path = tmp_path / "test.jsonl"
-    path.write_text("".join(json.dumps({"id": str(i), "category": "main", "data": r}) + "\n"
-                            for i, r in enumerate(rows("test.jsonl", 40))))
+    path.write_text(
+        "".join(
+            json.dumps({"id": str(i), "category": "main", "data": r}) + "\n"
+            for i, r in enumerate(rows("test.jsonl", 40))
+        )
+    )
     return path
 
 
@@ -159,22 +196,37 @@ def test_junk_past_the_byte_cap_buys_a_flag_not_a_clean_verdict(tmp_path):
     junk = json.dumps({"text": "lorem ipsum " * 5_000}) + "\n"
     ws = write_set(tmp_path, {"/app/train.jsonl": train, "/app/junk/dump.jsonl": junk})
     ctx = JudgeContext(JudgeInputs(benchmark="gsm8k", reference=reference(tmp_path), write_set=ws))
-    (verdict,) = run_judges(ctx, tmp_path / "out", judges=["contamination"], llm_votes=0,
-                            limits=limits(contamination=JudgeLimit(time_s=60, max_bytes=len(train) + 1000)))
+    (verdict,) = run_judges(
+        ctx,
+        tmp_path / "out",
+        judges=["contamination"],
+        llm_votes=0,
+        limits=limits(contamination=JudgeLimit(time_s=60, max_bytes=len(train) + 1000)),
+    )
     assert verdict.flagged is True and verdict.decided_by == "limit", verdict.justification
     assert verdict.incomplete[0].cap == "bytes" and "n-gram scan" in verdict.incomplete[0].check
 
     roomy = limits(contamination=JudgeLimit(time_s=60, max_bytes=10**9))
-    (verdict,) = run_judges(ctx, tmp_path / "out", judges=["contamination"], llm_votes=0, limits=roomy)
+    (verdict,) = run_judges(
+        ctx, tmp_path / "out", judges=["contamination"], llm_votes=0, limits=roomy
+    )
     assert verdict.flagged is False, verdict.justification
 
-    cut = write_set(tmp_path / "cut", {"/app/train.jsonl": train}, incomplete=True)  # the staging itself was cut
+    cut = write_set(
+        tmp_path / "cut", {"/app/train.jsonl": train}, incomplete=True
+    )  # the staging itself was cut
     ctx = JudgeContext(JudgeInputs(benchmark="gsm8k", reference=reference(tmp_path), write_set=cut))
-    (verdict,) = run_judges(ctx, tmp_path / "out", judges=["contamination"], llm_votes=0, limits=roomy)
+    (verdict,) = run_judges(
+        ctx, tmp_path / "out", judges=["contamination"], llm_votes=0, limits=roomy
+    )
     assert verdict.flagged is True and "staging the write set" in verdict.justification
 
-    gone = JudgeContext(JudgeInputs(benchmark="gsm8k", reference=reference(tmp_path), write_set=tmp_path / "none"))
-    (verdict,) = run_judges(gone, tmp_path / "out", judges=["contamination"], llm_votes=0, limits=roomy)
+    gone = JudgeContext(
+        JudgeInputs(benchmark="gsm8k", reference=reference(tmp_path), write_set=tmp_path / "none")
+    )
+    (verdict,) = run_judges(
+        gone, tmp_path / "out", judges=["contamination"], llm_votes=0, limits=roomy
+    )
     assert verdict.flagged is None and "write set" in verdict.justification
 
 
@@ -183,7 +235,9 @@ def test_a_match_outranks_a_cap_and_both_are_reported(tmp_path):
     planted = "".join(json.dumps(r) + "\n" for r in rows("test.jsonl", 2, start=3))
     ws = write_set(tmp_path, {"/home/agent/.cache/x.jsonl": planted}, incomplete=True)
     ctx = JudgeContext(JudgeInputs(benchmark="gsm8k", reference=reference(tmp_path), write_set=ws))
-    (verdict,) = run_judges(ctx, tmp_path / "out", judges=["contamination"], llm_votes=0, limits=limits())
+    (verdict,) = run_judges(
+        ctx, tmp_path / "out", judges=["contamination"], llm_votes=0, limits=limits()
+    )
     assert verdict.flagged is True and verdict.decided_by == "detector"
     assert "also incomplete" in verdict.justification and verdict.incomplete
 
@@ -192,7 +246,9 @@ def test_the_limits_file_is_checked(tmp_path, capsys):
     bad = tmp_path / "limits.json"
     bad.write_text(json.dumps({"contamination": {"time_s": -1, "max_bytes": 5}}))
     task = tmp_path / "task.json"
-    TaskSpec(benchmark="gsm8k", benchmark_name="GSM8K", model="m", model_source="hf:o/m", hours=1, gpus=0).dump(task)
+    TaskSpec(
+        benchmark="gsm8k", benchmark_name="GSM8K", model="m", model_source="hf:o/m", hours=1, gpus=0
+    ).dump(task)
     args = ["--artifacts", str(tmp_path), "--task", str(task), "--out-dir", str(tmp_path / "o")]
     assert run_main([*args, "--limits", str(bad)]) == 2
     assert capsys.readouterr().err.startswith(f"error: limits file {bad} is not valid")

@@ -25,8 +25,15 @@ from posttrainbench.benchmarks.llm_judge import (
 )
 
 MSGS = [{"role": "system", "content": "judge"}, {"role": "user", "content": "A or B?"}]
-ENV_VARS = ("PTB_JUDGE_MODEL", "PTB_JUDGE_RECORDINGS", "PTB_JUDGE_RECORD_TO", "PTB_JUDGE_CONCURRENCY",
-            "OPENAI_API_KEY", "AZURE_API_KEY", "ANTHROPIC_API_KEY")
+ENV_VARS = (
+    "PTB_JUDGE_MODEL",
+    "PTB_JUDGE_RECORDINGS",
+    "PTB_JUDGE_RECORD_TO",
+    "PTB_JUDGE_CONCURRENCY",
+    "OPENAI_API_KEY",
+    "AZURE_API_KEY",
+    "ANTHROPIC_API_KEY",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +46,9 @@ def clean_env(monkeypatch):
 def litellm_mod():
     if importlib.util.find_spec("litellm") is None:
         pytest.skip("litellm not installed")
-    return llm_judge._import_litellm()  # the way the judge imports it (local price table, no network)
+    return (
+        llm_judge._import_litellm()
+    )  # the way the judge imports it (local price table, no network)
 
 
 def _reply(text: str | None) -> SimpleNamespace:
@@ -65,14 +74,19 @@ def test_missing_key_fails_once_with_a_clear_error_before_any_call(litellm_mod, 
     monkeypatch.setattr(litellm_mod, "completion", lambda **kw: calls.append(kw))
     with pytest.raises(JudgeConfigError) as exc:
         make_judge("gpt-4.1")
-    assert str(exc.value) == ("judge model gpt-4.1 needs OPENAI_API_KEY "
-                              "(set it, or PTB_JUDGE_MODEL to another litellm model)")
+    assert str(exc.value) == (
+        "judge model gpt-4.1 needs OPENAI_API_KEY "
+        "(set it, or PTB_JUDGE_MODEL to another litellm model)"
+    )
     assert calls == []
 
 
 def test_missing_key_names_the_overridden_model(litellm_mod, monkeypatch):
     monkeypatch.setenv("PTB_JUDGE_MODEL", "anthropic/claude-3-5-sonnet-20240620")
-    with pytest.raises(JudgeConfigError, match=r"judge model anthropic/claude-3-5-sonnet-20240620 needs ANTHROPIC_API_KEY"):
+    with pytest.raises(
+        JudgeConfigError,
+        match=r"judge model anthropic/claude-3-5-sonnet-20240620 needs ANTHROPIC_API_KEY",
+    ):
         make_judge("gpt-4.1")
 
 
@@ -92,7 +106,9 @@ def test_selection_recordings_need_no_key_and_no_litellm_call(tmp_path, monkeypa
     assert judge.complete(MSGS, temperature=0.0, max_tokens=10) == "[[A=B]]"
     # the key includes the model: the same request for another judge model is not recorded
     monkeypatch.setenv("PTB_JUDGE_MODEL", "gpt-4o")
-    with pytest.raises(MissingRecordingError, match="no recorded judge response .* for model gpt-4o"):
+    with pytest.raises(
+        MissingRecordingError, match="no recorded judge response .* for model gpt-4o"
+    ):
         make_judge("gpt-4.1").complete(MSGS, temperature=0.0, max_tokens=10)
 
 
@@ -101,7 +117,9 @@ def test_recorded_judge_missing_recording_error_names_the_request(tmp_path):
     other = [{"role": "user", "content": "an unrecorded question"}]
     with pytest.raises(MissingRecordingError) as exc:
         judge.complete(other, temperature=0.0, max_tokens=10)
-    assert "an unrecorded question" in str(exc.value) and recording_key("m", other)[:16] in str(exc.value)
+    assert "an unrecorded question" in str(exc.value) and recording_key("m", other)[:16] in str(
+        exc.value
+    )
 
 
 def test_recorded_judge_replays_retries_in_order(tmp_path):
@@ -124,18 +142,25 @@ def test_recorded_judge_bad_file_is_a_config_error(tmp_path, body):
 def test_litellm_judge_passes_settings_and_returns_text(litellm_mod, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
     seen = []
-    monkeypatch.setattr(litellm_mod, "completion", lambda **kw: seen.append(kw) or _reply("[[A>B]]"))
+    monkeypatch.setattr(
+        litellm_mod, "completion", lambda **kw: seen.append(kw) or _reply("[[A>B]]")
+    )
     judge = LitellmJudge("gpt-4.1")
     assert judge.complete(MSGS, temperature=0.0, max_tokens=77) == "[[A>B]]"
     assert seen == [{"model": "gpt-4.1", "messages": MSGS, "temperature": 0.0, "max_tokens": 77}]
-    monkeypatch.setattr(litellm_mod, "completion", lambda **kw: _reply(None))  # e.g. filtered content
+    monkeypatch.setattr(
+        litellm_mod, "completion", lambda **kw: _reply(None)
+    )  # e.g. filtered content
     assert judge.complete(MSGS, temperature=0.0, max_tokens=77) == ""
 
 
 def test_litellm_judge_retries_transient_errors_only(litellm_mod, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
-    outcomes = [litellm_mod.RateLimitError("slow down", "openai", "gpt-4.1"),
-                litellm_mod.InternalServerError("oops", "openai", "gpt-4.1"), _reply("ok")]
+    outcomes = [
+        litellm_mod.RateLimitError("slow down", "openai", "gpt-4.1"),
+        litellm_mod.InternalServerError("oops", "openai", "gpt-4.1"),
+        _reply("ok"),
+    ]
 
     def fake(**kw):
         o = outcomes.pop(0)
@@ -169,7 +194,9 @@ def test_litellm_judge_retries_transient_errors_only(litellm_mod, monkeypatch):
 
 def test_record_to_writes_a_file_that_replays(litellm_mod, monkeypatch, tmp_path):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
-    monkeypatch.setattr(litellm_mod, "completion", lambda **kw: _reply("verdict " + kw["messages"][-1]["content"]))
+    monkeypatch.setattr(
+        litellm_mod, "completion", lambda **kw: _reply("verdict " + kw["messages"][-1]["content"])
+    )
     out = tmp_path / "recorded_live.json"
     monkeypatch.setenv("PTB_JUDGE_RECORD_TO", str(out))
     judge = make_judge("gpt-4.1")
@@ -215,7 +242,9 @@ def test_strip_thinking():
     assert strip_thinking("<think>hmm\nlong</think>\n\nThe answer.") == "The answer."
     assert strip_thinking("Plain answer.  ") == "Plain answer."
     assert strip_thinking("<think>never finished") == ""
-    assert strip_thinking("<think>a</think>Part one <think>b</think>part two") == "Part one part two"
+    assert (
+        strip_thinking("<think>a</think>Part one <think>b</think>part two") == "Part one part two"
+    )
 
 
 @pytest.mark.parametrize("benchmark_id", ["arenahardwriting", "healthbench"])
@@ -226,10 +255,21 @@ def test_judged_benchmarks_fail_once_without_a_key(litellm_mod, monkeypatch, ben
     calls = []
     monkeypatch.setattr(litellm_mod, "completion", lambda **kw: calls.append(kw))
     bench = get_benchmark(benchmark_id)
-    sample = Sample(id="q1", category="c", data={
-        "prompt": "Write a haiku" if benchmark_id == "arenahardwriting" else [{"role": "user", "content": "hi"}],
-        "baseline_answer": "An old pond.", "rubrics": [{"criterion": "Is kind.", "points": 5, "tags": []}]})
-    with pytest.raises(JudgeConfigError, match=r"^judge model gpt-4.1 needs OPENAI_API_KEY \(set it, or PTB_JUDGE_MODEL"):
+    sample = Sample(
+        id="q1",
+        category="c",
+        data={
+            "prompt": "Write a haiku"
+            if benchmark_id == "arenahardwriting"
+            else [{"role": "user", "content": "hi"}],
+            "baseline_answer": "An old pond.",
+            "rubrics": [{"criterion": "Is kind.", "points": 5, "tags": []}],
+        },
+    )
+    with pytest.raises(
+        JudgeConfigError,
+        match=r"^judge model gpt-4.1 needs OPENAI_API_KEY \(set it, or PTB_JUDGE_MODEL",
+    ):
         bench.score_batch([sample, sample], ["an answer", "another answer"])
     assert calls == []
 

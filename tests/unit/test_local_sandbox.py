@@ -67,7 +67,9 @@ def test_exec_stdout_rc_cwd_env(make_env: MakeEnv) -> None:
             assert (await env.exec("pwd", cwd="/tmp")).stdout == "/tmp\n"
             result = await env.exec('echo "$FOO $PERSIST $HOME $PTB_ROOT"', env={"FOO": "bar"})
             assert result.stdout == "bar p /root /opt/ptb\n"
-            result = await env.exec("python -c 'import sys, ptbhelper; print(sys.prefix, ptbhelper.VALUE)'")
+            result = await env.exec(
+                "python -c 'import sys, ptbhelper; print(sys.prefix, ptbhelper.VALUE)'"
+            )
             assert result.stdout == "/opt/ptb/venv 42\n", result.stderr
             assert (await env.exec("cat /opt/ptb/models/base")).stdout == "base\n"
         finally:
@@ -210,7 +212,9 @@ def test_uploads_and_downloads_follow_no_planted_link(make_env: MakeEnv, tmp_pat
             source.write_text("data")
             await env.upload_file(source, "/installed-agent/deep/f.txt")
             assert (await env.exec("cat /installed-agent/deep/f.txt")).stdout == "data"
-            await env.exec("mkdir -p /app/out && echo r > /app/out/r.txt && echo v > /logs/verifier/reward.txt")
+            await env.exec(
+                "mkdir -p /app/out && echo r > /app/out/r.txt && echo v > /logs/verifier/reward.txt"
+            )
             await env.download_dir("/app/out", tmp_path / "out")
             assert (tmp_path / "out" / "r.txt").read_text() == "r\n"
             # /logs/verifier is the instance's own dir, not the trial's host dir.
@@ -218,20 +222,27 @@ def test_uploads_and_downloads_follow_no_planted_link(make_env: MakeEnv, tmp_pat
             await env.download_dir("/logs/verifier", env.trial_paths.verifier_dir)
             assert (env.trial_paths.verifier_dir / "reward.txt").read_text() == "v\n"
             # Links planted inside the sandbox, aimed at a host file.
-            await env.exec(f"ln -s {canary} /logs/agent/exit-code.txt && ln -s {canary.parent} /logs/agent/dir"
-                           f" && ln -s {canary} /app/out/leak.txt && mkdir -p /app/up && ln -s {canary} /app/up/f.txt")
+            await env.exec(
+                f"ln -s {canary} /logs/agent/exit-code.txt && ln -s {canary.parent} /logs/agent/dir"
+                f" && ln -s {canary} /app/out/leak.txt && mkdir -p /app/up && ln -s {canary} /app/up/f.txt"
+            )
             await env.download_dir("/logs/agent", env.trial_paths.agent_dir)
             assert not os.path.lexists(env.trial_paths.agent_dir / "exit-code.txt")
             assert not os.path.lexists(env.trial_paths.agent_dir / "dir")
             await env.download_dir("/app/out", tmp_path / "out2")
-            assert sorted(p.name for p in (tmp_path / "out2").iterdir()) == ["ptb_transfer_refused.json", "r.txt"]
+            assert sorted(p.name for p in (tmp_path / "out2").iterdir()) == [
+                "ptb_transfer_refused.json",
+                "r.txt",
+            ]
             with pytest.raises(OSError):
                 await env.download_file("/app/out/leak.txt", tmp_path / "leak.txt")
             assert not (tmp_path / "leak.txt").exists()
             # An upload replaces the planted link instead of writing through it.
             await env.upload_file(source, "/app/up/f.txt")
             await env.upload_dir(tmp_path / "out", "/logs/agent/dir")
-            assert (await env.exec("cat /app/up/f.txt; test -L /app/up/f.txt || echo plain")).stdout == "dataplain\n"
+            assert (
+                await env.exec("cat /app/up/f.txt; test -L /app/up/f.txt || echo plain")
+            ).stdout == "dataplain\n"
             assert (await env.exec("cat /logs/agent/dir/r.txt")).stdout == "r\n"
             # A file host code wrote into the trial dir is not replaced by the sandbox's.
             (env.trial_paths.agent_dir / "host.txt").write_text("host\n")
@@ -240,7 +251,10 @@ def test_uploads_and_downloads_follow_no_planted_link(make_env: MakeEnv, tmp_pat
             assert (env.trial_paths.agent_dir / "host.txt").read_text() == "host\n"
         finally:
             await env.stop(delete=True)
-        assert canary.read_text() == "host secret\n" and not (tmp_path / "host-canary.txt.bak").exists()
+        assert (
+            canary.read_text() == "host secret\n"
+            and not (tmp_path / "host-canary.txt.bak").exists()
+        )
 
     run(body())
 
@@ -351,7 +365,9 @@ def test_sandbox_processes_hold_none_of_the_harness_environment(
         await env.start(force_build=False)
         try:
             result = await env.exec(
-                "cat /proc/1/environ /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'; env", user="nobody")
+                "cat /proc/1/environ /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'; env",
+                user="nobody",
+            )
             root = await env.exec("cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'")
             return result.stdout + root.stdout
         finally:
@@ -424,13 +440,18 @@ def test_network_reaches_out_but_not_the_hosts_loopback(make_env: MakeEnv) -> No
         host, port = server.getsockname()
         targets += [host, str(port)]
         if host == "127.0.0.1":
-            targets += ["10.0.2.2", str(port)]  # slirp's gateway, which would be the host's loopback
+            targets += [
+                "10.0.2.2",
+                str(port),
+            ]  # slirp's gateway, which would be the host's loopback
 
     async def body(network: NetworkMode) -> str:
         env = make_env(network=network)
         await env.start(force_build=False)
         try:
-            result = await env.exec(f"python3 -c {shlex.quote(probe)} {' '.join(targets)}", user="nobody")
+            result = await env.exec(
+                f"python3 -c {shlex.quote(probe)} {' '.join(targets)}", user="nobody"
+            )
             return result.stdout.strip() or result.stderr
         finally:
             await env.stop(delete=True)
@@ -481,14 +502,16 @@ def test_cancelled_agent_command_takes_all_it_started_with_it(make_env: MakeEnv)
     assert not [line for line in alive if line.startswith("nobody")] and "sleep 400" in procs, procs
 
 
-def test_stop_user_kills_every_process_of_the_user_and_no_other(make_env: MakeEnv, tmp_path: Path) -> None:
+def test_stop_user_kills_every_process_of_the_user_and_no_other(
+    make_env: MakeEnv, tmp_path: Path
+) -> None:
     """The collect hook's stop (sandbox/stop_user.py, run as root in the sandbox): by uid,
     whatever the processes did to detach, ignore signals or look like something else."""
     from posttrainbench.sandbox import stop_user
 
     daemons = (
         "for name in a b; do ( trap '' TERM HUP; setsid bash -c \"exec -a '[kworker/$name]' "
-        "bash -c 'trap \\\"\\\" TERM HUP; while true; do sleep 0.1; done'\" & ); done; "
+        'bash -c \'trap \\"\\" TERM HUP; while true; do sleep 0.1; done\'" & ); done; '
         "nohup sleep 500 > /dev/null 2>&1 &"
     )
 
@@ -528,23 +551,35 @@ def _wheel(directory: Path, version: str, name: str = "ptbdemo") -> Path:
     with zipfile.ZipFile(path, "w") as archive:
         for name, text in files.items():
             archive.writestr(name, text)
-        archive.writestr(f"{info}/RECORD", "".join(f"{name},,\n" for name in [*files, f"{info}/RECORD"]))
+        archive.writestr(
+            f"{info}/RECORD", "".join(f"{name},,\n" for name in [*files, f"{info}/RECORD"])
+        )
     return path
 
 
-def test_unprivileged_user_pip_installs_into_its_user_site(make_env: MakeEnv, tmp_path: Path) -> None:
+def test_unprivileged_user_pip_installs_into_its_user_site(
+    make_env: MakeEnv, tmp_path: Path
+) -> None:
     """The task venv is root's; the agent's `pip install` lands in its user site, which
     wins over the venv's packages for it and is invisible to root."""
     from posttrainbench.tasks.compiler import package_root
 
     hook = package_root() / "tasks" / "templates" / "environment" / "ptb" / "ptb_user_site.py"
-    old, new, fresh = _wheel(tmp_path, "1.0"), _wheel(tmp_path, "2.0"), _wheel(tmp_path, "3.0", "ptbfresh")
+    old, new, fresh = (
+        _wheel(tmp_path, "1.0"),
+        _wheel(tmp_path, "2.0"),
+        _wheel(tmp_path, "3.0", "ptbfresh"),
+    )
 
     async def body() -> tuple[str, str, str]:
         env = make_env()
         await env.start(force_build=False)
         try:
-            site_dir = (await env.exec("python -c 'import sysconfig; print(sysconfig.get_path(\"purelib\"))'")).stdout.strip()
+            site_dir = (
+                await env.exec(
+                    "python -c 'import sysconfig; print(sysconfig.get_path(\"purelib\"))'"
+                )
+            ).stdout.strip()
             await env.upload_file(hook, f"{site_dir}/_ptb_user_site.py")
             await env.upload_file(old, f"/wheels/{old.name}")
             await env.upload_file(new, f"/wheels/{new.name}")
@@ -554,13 +589,18 @@ def test_unprivileged_user_pip_installs_into_its_user_site(make_env: MakeEnv, tm
                 f"echo 'import _ptb_user_site; _ptb_user_site.enable()' > {site_dir}/_ptb_user_site.pth && "
                 "echo 'agent:x:1001:1001::/home/agent:/bin/bash' >> /etc/passwd && mkdir -p /home/agent && "
                 "chown 1001:1001 /home/agent && chmod -R a+rX /wheels && "
-                f"pip install -q --no-index --no-deps /wheels/{old.name}", timeout_sec=120)
+                f"pip install -q --no-index --no-deps /wheels/{old.name}",
+                timeout_sec=120,
+            )
             assert setup.return_code == 0, setup.stderr
             # pip itself says to add --ignore-installed to replace a package the venv has.
-            agent = await env.exec(f"cd /tmp && pip install --no-index --no-deps /wheels/{fresh.name} 2>&1 && "
-                                   f"pip install --no-index --no-deps --ignore-installed /wheels/{new.name} 2>&1; "
-                                   "python -c 'import ptbdemo, ptbfresh; print(ptbdemo.X, ptbdemo.__file__, ptbfresh.X)'",
-                                   user="agent", timeout_sec=120)
+            agent = await env.exec(
+                f"cd /tmp && pip install --no-index --no-deps /wheels/{fresh.name} 2>&1 && "
+                f"pip install --no-index --no-deps --ignore-installed /wheels/{new.name} 2>&1; "
+                "python -c 'import ptbdemo, ptbfresh; print(ptbdemo.X, ptbdemo.__file__, ptbfresh.X)'",
+                user="agent",
+                timeout_sec=120,
+            )
             root = await env.exec("cd /tmp && python -c 'import ptbdemo; print(ptbdemo.X)'")
             return agent.stdout, agent.stderr, root.stdout
         finally:
@@ -568,5 +608,7 @@ def test_unprivileged_user_pip_installs_into_its_user_site(make_env: MakeEnv, tm
 
     agent_out, agent_err, root_out = run(body())
     assert "Defaulting to user installation" in agent_out, agent_out + agent_err
-    assert "2.0 /home/agent/.local/lib/" in agent_out and agent_out.rstrip().endswith(" 3.0"), agent_out
+    assert "2.0 /home/agent/.local/lib/" in agent_out and agent_out.rstrip().endswith(" 3.0"), (
+        agent_out
+    )
     assert root_out.strip() == "1.0"

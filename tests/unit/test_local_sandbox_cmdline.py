@@ -26,7 +26,10 @@ def test_gpu_binds_from_a_fake_dev_dir(tmp_path: Path) -> None:
     (proc / "driver" / "nvidia").mkdir(parents=True)
     binds = gpu_binds(dev, proc)
     assert [b.target for b in binds] == [
-        "/dev/nvidia-uvm", "/dev/nvidia0", "/dev/nvidiactl", "/proc/driver/nvidia",
+        "/dev/nvidia-uvm",
+        "/dev/nvidia0",
+        "/dev/nvidiactl",
+        "/proc/driver/nvidia",
     ]
     argv = build_init_argv(SandboxSpec(rootfs=tmp_path, binds=binds))
     assert ["--dev-bind", str(dev / "nvidia0"), "/dev/nvidia0"] == argv[
@@ -68,7 +71,9 @@ def test_exec_argv_user_env_cwd() -> None:
 
 
 def test_lookup_user(tmp_path: Path) -> None:
-    (tmp_path / "passwd").write_text("root:x:0:0:root:/root:/bin/bash\nbob:x:1000:1001::/home/bob:/bin/sh\n")
+    (tmp_path / "passwd").write_text(
+        "root:x:0:0:root:/root:/bin/bash\nbob:x:1000:1001::/home/bob:/bin/sh\n"
+    )
     assert lookup_user(tmp_path, "bob") == (1000, 1001, "/home/bob")
     assert lookup_user(tmp_path, 1000) == (1000, 1001, "/home/bob")
     with pytest.raises(ValueError, match="does not exist"):

@@ -39,7 +39,9 @@ def agent(tmp_path):
 
 
 def _registry(tmp_path) -> Registry:
-    return Registry(tmp_path / "state" / "candidates.json", CandidateRepo(tmp_path / "state" / "candidates.git"))
+    return Registry(
+        tmp_path / "state" / "candidates.json", CandidateRepo(tmp_path / "state" / "candidates.git")
+    )
 
 
 def test_fetch_by_sha_branch_and_head_pins_unique_refs(tmp_path, agent):
@@ -51,12 +53,19 @@ def test_fetch_by_sha_branch_and_head_pins_unique_refs(tmp_path, agent):
     again = registry.register(repo, "main")  # same commit as HEAD: same candidate
     assert (one.id, one.sha, one.ref) == (1, first, "refs/ptb/candidates/1")
     assert (two.id, two.sha) == (2, second) and again.id == 2
-    refs = git(tmp_path / "state" / "candidates.git", "for-each-ref", "--format=%(refname) %(objectname)")
-    assert refs.splitlines() == [f"refs/ptb/candidates/1 {first}", f"refs/ptb/candidates/2 {second}"]  # no temp refs left
+    refs = git(
+        tmp_path / "state" / "candidates.git", "for-each-ref", "--format=%(refname) %(objectname)"
+    )
+    assert refs.splitlines() == [
+        f"refs/ptb/candidates/1 {first}",
+        f"refs/ptb/candidates/2 {second}",
+    ]  # no temp refs left
     assert [c.id for c in registry.snapshot().candidates] == [1, 2]
 
 
-@pytest.mark.parametrize("spec", ["--upload-pack=touch /tmp/x", "HEAD~1", "a..b", "main:refs/x", "", "abc123"])
+@pytest.mark.parametrize(
+    "spec", ["--upload-pack=touch /tmp/x", "HEAD~1", "a..b", "main:refs/x", "", "abc123"]
+)
 def test_bad_commit_specs_are_one_clear_error(spec):
     with pytest.raises(CandidateError, match="full 40-hex commit id or a branch/tag name"):
         check_commit_spec(spec)
@@ -66,7 +75,9 @@ def test_unknown_commit_or_repo_is_a_clear_error(tmp_path, agent):
     repo, _, _ = agent
     (tmp_path / "state").mkdir()
     registry = _registry(tmp_path)
-    with pytest.raises(CandidateError, match="cannot fetch commit 'nope' from the agent's repository") as info:
+    with pytest.raises(
+        CandidateError, match="cannot fetch commit 'nope' from the agent's repository"
+    ) as info:
         registry.register(repo, "nope")
     assert "\n" not in str(info.value)
     with pytest.raises(CandidateError, match="cannot fetch"):
@@ -84,9 +95,14 @@ def test_export_is_a_clean_copy_and_never_touches_the_agent_tree(tmp_path, agent
     store = CandidateRepo(tmp_path / "svc.git")
     sha = store.fetch(repo, first, "refs/ptb/candidates/1")
     out = _export(store.source(sha), tmp_path / "copy")
-    assert sorted(os.listdir(out)) == ["solve.py"]  # committed files only, no .git, no untracked file
+    assert sorted(os.listdir(out)) == [
+        "solve.py"
+    ]  # committed files only, no .git, no untracked file
     assert (out / "solve.py").read_text() == WRONG
-    assert sorted(os.listdir(repo)) == before and (repo / "solve.py").read_text() == "# uncommitted edit\n"
+    assert (
+        sorted(os.listdir(repo)) == before
+        and (repo / "solve.py").read_text() == "# uncommitted edit\n"
+    )
     assert git(repo, "rev-parse", "HEAD") == second
 
 
@@ -104,7 +120,9 @@ def test_export_refuses_a_symlink_leaving_the_copy(tmp_path):
 def test_baseline_export_from_git_head_or_plain_dir(tmp_path, agent):
     repo, _, _ = agent
     (repo / "solve.py").write_text("# uncommitted\n")
-    assert (_export(baseline_source(repo), tmp_path / "a") / "solve.py").read_text() == PERFECT  # committed HEAD
+    assert (
+        _export(baseline_source(repo), tmp_path / "a") / "solve.py"
+    ).read_text() == PERFECT  # committed HEAD
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "solve.py").write_text(WRONG)
@@ -162,15 +180,34 @@ def _member(name: str, data: bytes = b"x", **fields) -> tuple[tarfile.TarInfo, b
     return info, data
 
 
-def _unpack(data: bytes, dest: Path, max_bytes: int = 1 << 20, max_files: int = 100) -> tuple[int, str]:
+def _unpack(
+    data: bytes, dest: Path, max_bytes: int = 1 << 20, max_files: int = 100
+) -> tuple[int, str]:
     dest.mkdir()
-    done = subprocess.run([sys.executable, "-I", "-S", tar_stream.__file__, "unpack", str(dest), "--max-bytes",
-                           str(max_bytes), "--max-files", str(max_files)], input=data, capture_output=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-S",
+            tar_stream.__file__,
+            "unpack",
+            str(dest),
+            "--max-bytes",
+            str(max_bytes),
+            "--max-files",
+            str(max_files),
+        ],
+        input=data,
+        capture_output=True,
+    )
     return done.returncode, done.stderr.decode().strip().splitlines()[-1]
 
 
 def test_unpack_keeps_a_clean_copy_and_refuses_what_a_commit_never_has(tmp_path) -> None:
-    good = _tar(_member("pkg/run.sh", mode=0o4755), _member("pkg/link", type=tarfile.SYMTYPE, linkname="run.sh"))
+    good = _tar(
+        _member("pkg/run.sh", mode=0o4755),
+        _member("pkg/link", type=tarfile.SYMTYPE, linkname="run.sh"),
+    )
     assert _unpack(good, tmp_path / "ok")[0] == 0
     assert (tmp_path / "ok" / "pkg" / "run.sh").stat().st_mode & 0o7777 == 0o755  # setuid dropped
     assert os.readlink(tmp_path / "ok" / "pkg" / "link") == "run.sh"
@@ -190,9 +227,10 @@ def test_unpack_keeps_a_clean_copy_and_refuses_what_a_commit_never_has(tmp_path)
 
 def test_unpack_stops_a_tar_bomb_at_the_limits(tmp_path) -> None:
     many = _tar(*(_member(f"f{i}") for i in range(50)))
-    assert _unpack(many, tmp_path / "many", max_files=10) == (tar_stream.LIMIT_EXCEEDED,
-                                                              "the candidate's code is too large to unpack: "
-                                                              "more than 10 files")
+    assert _unpack(many, tmp_path / "many", max_files=10) == (
+        tar_stream.LIMIT_EXCEEDED,
+        "the candidate's code is too large to unpack: more than 10 files",
+    )
     big = _tar(_member("zeros", b"\0" * 4096))
     code, line = _unpack(big, tmp_path / "big", max_bytes=1000)
     assert code == tar_stream.LIMIT_EXCEEDED and "more than 1000 bytes" in line

@@ -19,7 +19,9 @@ EXAMPLE = REPO / "examples" / "agent-task-gsm8k" / "task.yaml"
 
 def test_example_config_loads_with_real_dataset():
     config = load_config(EXAMPLE)
-    assert config.baseline == EXAMPLE.parent / "baseline" and (config.baseline / "solve.py").is_file()
+    assert (
+        config.baseline == EXAMPLE.parent / "baseline" and (config.baseline / "solve.py").is_file()
+    )
     assert config.tier("train") == Tier.VIEWABLE and config.tier("dev") == Tier.AGGREGATE
     assert config.tier("test") == Tier.HIDDEN  # unlisted
     assert config.secrets == [] and config.scoring.argv() == ["python3", "solve.py"]
@@ -59,24 +61,59 @@ def test_valid_config_file_loads(tmp_path):
     assert config.dataset == tmp_path / "data" and config.reward.selection_split == "dev"
 
 
-@pytest.mark.parametrize("change, expected", [
-    ({"splits": {"train": {"tier": "viewable"}}}, "splits.train: a viewable split needs max_runs and/or max_samples"),
-    ({"secrets": {"OPENAI_API_KEY": "sk-123"}}, "secrets: secrets lists variable names only, never values"),
-    ({"secrets": ["not a name"]}, "is not an environment variable name"),
-    ({"reward": {"mode": "auto_best", "selection_split": "test", "targets": [{"split": "test", "key": "r"}]}},
-     "selection split 'test' must be viewable or aggregate"),
-    ({"reward": {"mode": "auto_best", "targets": [{"split": "test", "key": "r"}]}}, "auto_best needs a selection_split"),
-    ({"reward": {"mode": "best", "targets": [{"split": "test", "key": "r"}]}}, "reward.mode: Input should be"),
-    ({"bogus": 1}, "bogus: Extra inputs are not permitted"),
-    ({"scoring": {"mode": "A", "entry_command": "  "}}, "entry_command is empty"),
-    ({"scoring": {"mode": "A", "entry_command": "python3 x.py", "pass_env": ["PTB_TEST_SECRET"]}},
-     "would give secrets to the candidate"),
-    ({"splits": {"dev": {"tier": "aggregate", "max_runs": 3, "min_samples": 50}}},
-     "min_samples 50 exceeds its 8 samples"),
-    ({"splits": {**config_dict()["splits"], "missing": {"tier": "viewable", "max_runs": 1}}},
-     "cannot read split 'missing'"),
-    ({"baseline": "nowhere"}, "is not a directory"),
-])
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (
+            {"splits": {"train": {"tier": "viewable"}}},
+            "splits.train: a viewable split needs max_runs and/or max_samples",
+        ),
+        (
+            {"secrets": {"OPENAI_API_KEY": "sk-123"}},
+            "secrets: secrets lists variable names only, never values",
+        ),
+        ({"secrets": ["not a name"]}, "is not an environment variable name"),
+        (
+            {
+                "reward": {
+                    "mode": "auto_best",
+                    "selection_split": "test",
+                    "targets": [{"split": "test", "key": "r"}],
+                }
+            },
+            "selection split 'test' must be viewable or aggregate",
+        ),
+        (
+            {"reward": {"mode": "auto_best", "targets": [{"split": "test", "key": "r"}]}},
+            "auto_best needs a selection_split",
+        ),
+        (
+            {"reward": {"mode": "best", "targets": [{"split": "test", "key": "r"}]}},
+            "reward.mode: Input should be",
+        ),
+        ({"bogus": 1}, "bogus: Extra inputs are not permitted"),
+        ({"scoring": {"mode": "A", "entry_command": "  "}}, "entry_command is empty"),
+        (
+            {
+                "scoring": {
+                    "mode": "A",
+                    "entry_command": "python3 x.py",
+                    "pass_env": ["PTB_TEST_SECRET"],
+                }
+            },
+            "would give secrets to the candidate",
+        ),
+        (
+            {"splits": {"dev": {"tier": "aggregate", "max_runs": 3, "min_samples": 50}}},
+            "min_samples 50 exceeds its 8 samples",
+        ),
+        (
+            {"splits": {**config_dict()["splits"], "missing": {"tier": "viewable", "max_runs": 1}}},
+            "cannot read split 'missing'",
+        ),
+        ({"baseline": "nowhere"}, "is not a directory"),
+    ],
+)
 def test_bad_config_is_one_clear_line(tmp_path, change, expected):
     assert expected in _bad(tmp_path, config_dict(**change))
 
@@ -93,7 +130,9 @@ def test_bad_yaml_and_non_mapping(tmp_path):
 
 def test_bad_dataset_lines(tmp_path):
     make_task(tmp_path)
-    (tmp_path / "data" / "train.jsonl").write_text('{"id": "a", "question": "q", "answer": "1"}\n{"id": "a", "question": "q", "answer": 2}\n')
+    (tmp_path / "data" / "train.jsonl").write_text(
+        '{"id": "a", "question": "q", "answer": "1"}\n{"id": "a", "question": "q", "answer": 2}\n'
+    )
     with pytest.raises(AgentTaskConfigError, match=r"train.jsonl:2: duplicate id 'a'"):
         load_split(tmp_path / "data", "train")
     (tmp_path / "data" / "train.jsonl").write_text('{"id": "a", "question": "q"}\nnot json\n')
@@ -108,6 +147,8 @@ def test_example_baseline_scores_real_but_low(tmp_path):
 
     config = load_config(EXAMPLE)
     state = tmp_path / "never-started"
-    report = final_score(config, read_state(config, state), StatePaths(state).repo, tmp_path / "out")
+    report = final_score(
+        config, read_state(config, state), StatePaths(state).repo, tmp_path / "out"
+    )
     assert report.chosen == "baseline" and report.rewards == {"reward": 0.1}
     assert report.targets[0].status == "ok" and report.targets[0].n == 10

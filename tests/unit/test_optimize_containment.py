@@ -22,20 +22,33 @@ pytestmark = needs_root
 LIMITS = CandidateLimits()
 
 
-def _run(tmp_path: Path, program: str, limits: CandidateLimits = LIMITS, timeout_s: float = 20,
-         runs_root: Path | None = None, argv: tuple[str, ...] = ("python3", "main.py")):
+def _run(
+    tmp_path: Path,
+    program: str,
+    limits: CandidateLimits = LIMITS,
+    timeout_s: float = 20,
+    runs_root: Path | None = None,
+    argv: tuple[str, ...] = ("python3", "main.py"),
+):
     """Run *program* (Python, or *argv*) as a fresh candidate; return (outcome, its uid, its run dir)."""
     pool = IdentityPool(tmp_path / "identities.json")
     with contained_run(pool, runs_root or prepare_runs_root(None)) as (identity, run):
         (run.code / "main.py").write_text(program)
         os.chown(run.code / "main.py", identity.uid, identity.gid)
-        outcome = run_command(identity, run, list(argv), {"PATH": "/usr/bin:/bin", "HOME": str(run.home),
-                              "TMPDIR": str(run.tmp)}, b"", timeout_s, limits)
+        outcome = run_command(
+            identity,
+            run,
+            list(argv),
+            {"PATH": "/usr/bin:/bin", "HOME": str(run.home), "TMPDIR": str(run.tmp)},
+            b"",
+            timeout_s,
+            limits,
+        )
     assert not run.root.exists()  # the run directory goes with the run
     return outcome, identity.uid, run
 
 
-PROBES = r'''
+PROBES = r"""
 import ctypes, errno, json, os, socket
 libc = ctypes.CDLL(None, use_errno=True)
 def refused(fn):
@@ -60,23 +73,27 @@ out = {
     "oom": open("/proc/self/oom_score_adj").read().strip(),
 }
 print(json.dumps(out))
-'''
+"""
 
 
-@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the probe's syscall numbers are x86_64's")
+@pytest.mark.skipif(
+    os.uname().machine != "x86_64", reason="the probe's syscall numbers are x86_64's"
+)
 def test_candidate_gets_no_socket_no_ipc_no_shared_write_and_other_abis_are_refused(tmp_path):
     outcome, uid, _ = _run(tmp_path, PROBES)
     assert outcome.status == "ok", outcome.stderr_tail
     got = json.loads(outcome.stdout)
     assert got["uid"] == uid
     assert got["inet"] and got["unix"] and got["shmget"] and got["x32_getpid"], got
-    assert got["socketpair"] and got["write_home"] and got["write_tmpdir"] and got["oom"] == "1000", got
+    assert (
+        got["socketpair"] and got["write_home"] and got["write_tmpdir"] and got["oom"] == "1000"
+    ), got
     if syscall_filter.landlock_abi():  # /tmp is 1777 on this host: only Landlock keeps it out
         assert got["write_tmp"], got
     assert not Path(f"/tmp/ptb-leak-{uid}").exists()
 
 
-DAEMON = r'''
+DAEMON = r"""
 import os, sys, time
 if os.fork() == 0:
     os.setsid()
@@ -85,7 +102,7 @@ if os.fork() == 0:
         time.sleep(300)
     os._exit(0)
 print("parent done")
-'''
+"""
 
 
 def test_a_daemonized_process_does_not_outlive_its_run(tmp_path):
@@ -94,14 +111,14 @@ def test_a_daemonized_process_does_not_outlive_its_run(tmp_path):
     assert processes_of(uid) == []
 
 
-FORK_BOMB = r'''
+FORK_BOMB = r"""
 import os, time
 for _ in range(100000):
     try:
         os.fork()
     except OSError:
         time.sleep(0.01)
-'''
+"""
 
 
 def test_a_fork_bomb_is_bounded_and_leaves_nothing(tmp_path):
@@ -116,8 +133,12 @@ def test_file_and_output_limits_stop_the_run_with_a_reason(tmp_path):
     big_file = "open('big', 'wb').write(b'x' * (3 << 20))\n"
     outcome, _, _ = _run(tmp_path, big_file, CandidateLimits(max_file_mb=1))
     assert outcome.status == "error" and "File too large" in outcome.stderr_tail
-    outcome, _, _ = _run(tmp_path, "", CandidateLimits(max_file_mb=1),
-                         argv=("dd", "if=/dev/zero", "of=big", "bs=1M", "count=3"))
+    outcome, _, _ = _run(
+        tmp_path,
+        "",
+        CandidateLimits(max_file_mb=1),
+        argv=("dd", "if=/dev/zero", "of=big", "bs=1M", "count=3"),
+    )
     assert outcome.status == "limit" and "a file exceeded 1 MB" in outcome.reason
     chatty = "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n"
     outcome, _, _ = _run(tmp_path, chatty, CandidateLimits(max_output_mb=1))
@@ -132,15 +153,28 @@ def test_filling_the_disk_stops_the_run_and_frees_the_space(tmp_path):
 
 def _fill_a_small_disk(tmp_path: Path, mount: Path) -> None:
     mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m,mode=0755", "tmpfs", str(mount)]).returncode != 0:
+    if (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64m,mode=0755", "tmpfs", str(mount)]
+        ).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a small tmpfs here")
     try:
-        filler = ("import os\nwith open('fill', 'wb') as f:\n    while True:\n        f.write(b'x' * (1 << 20))\n"
-                  "        f.flush()\n")
-        outcome, _, _ = _run(tmp_path, filler, CandidateLimits(disk_reserve_mb=32, max_file_mb=1024),
-                             runs_root=prepare_runs_root(mount / "runs"))
+        filler = (
+            "import os\nwith open('fill', 'wb') as f:\n    while True:\n        f.write(b'x' * (1 << 20))\n"
+            "        f.flush()\n"
+        )
+        outcome, _, _ = _run(
+            tmp_path,
+            filler,
+            CandidateLimits(disk_reserve_mb=32, max_file_mb=1024),
+            runs_root=prepare_runs_root(mount / "runs"),
+        )
         assert outcome.status == "limit" and "the disk is full" in outcome.reason
-        assert os.statvfs(mount).f_bavail * os.statvfs(mount).f_frsize > 60 << 20  # its files are gone
+        assert (
+            os.statvfs(mount).f_bavail * os.statvfs(mount).f_frsize > 60 << 20
+        )  # its files are gone
     finally:
         subprocess.run(["umount", str(mount)])
 
@@ -165,7 +199,9 @@ def test_an_aggregate_evaluation_runs_alone() -> None:
         later = threading.Thread(target=hold, args=("later",), daemon=True)
         later.start()
         time.sleep(0.2)
-        assert order == []  # the aggregate waits for the running viewable one, the new one waits behind it
+        assert (
+            order == []
+        )  # the aggregate waits for the running viewable one, the new one waits behind it
     time.sleep(0.2)
     assert order == ["alone"]  # and the new viewable one still waits while it runs
     release.set()

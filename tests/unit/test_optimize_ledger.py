@@ -99,8 +99,15 @@ print(json.dumps(ok))
 
 def test_processes_never_overspend(tmp_path):
     path = tmp_path / "ledger.json"
-    procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(path), f"p{i}"], cwd=REPO, stdout=subprocess.PIPE,
-                              text=True) for i in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(path), f"p{i}"],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(4)
+    ]
     granted = [json.loads(p.communicate(timeout=60)[0]) for p in procs]
     assert sum(granted) == 30  # 80 attempts, exactly the budget granted
     charges = Ledger(path, BUDGETS).charges()

@@ -12,7 +12,6 @@ import os
 import sys
 import tarfile
 from pathlib import Path
-from typing import Optional
 
 import pytest
 from harbor.environments.base import ExecResult
@@ -20,13 +19,28 @@ from harbor.models.agent.context import AgentContext
 from harbor.models.task.config import TaskOS
 
 from posttrainbench.optimize.agent_pipe import (
-    Call, CandidateAgentError, CandidateProtocolError, ContextUpdate, Hello, Init, PhaseDone, PhaseFailed, Reply,
-    Start, Stop, encode, pack_dir, parse_host_message, parse_proxy_message, read_line, unpack_dir,
+    Call,
+    CandidateAgentError,
+    CandidateProtocolError,
+    ContextUpdate,
+    Hello,
+    Init,
+    PhaseDone,
+    PhaseFailed,
+    Reply,
+    Start,
+    Stop,
+    encode,
+    pack_dir,
+    parse_host_message,
+    parse_proxy_message,
+    read_line,
+    unpack_dir,
 )
 from posttrainbench.optimize.proxy_agent import CandidateProxyAgent, copy_context
 from posttrainbench.optimize.runas import copy_tree_safely
 
-BINARY = bytes(range(256)) + b"\n\r{}\"\\"
+BINARY = bytes(range(256)) + b'\n\r{}"\\'
 
 
 @pytest.fixture(autouse=True)
@@ -36,59 +50,107 @@ def _offline_litellm(monkeypatch):
 
 # -- messages --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("message", [
-    Call(type="call", id=3, call={"method": "exec", "command": "echo hi", "cwd": "/app", "env": {"A": "1"},
-                                  "timeout_sec": 5, "user": "agent"}),
-    Call(type="call", id=4, call={"method": "upload_file", "target_path": "/app/x.bin", "data": BINARY}),
-    Call(type="call", id=5, call={"method": "upload_dir", "target_dir": "/app/d", "tar": b"tarbytes"}),
-    Call(type="call", id=6, call={"method": "download_file", "source_path": "/app/x"}),
-    Call(type="call", id=7, call={"method": "download_dir", "source_dir": "/logs"}),
-    Call(type="call", id=8, call={"method": "is_file", "path": "/app/x", "user": 0}),
-    Hello(type="hello", agent_info={"name": "candidate", "version": "2", "model_info": {"name": "x",
-                                                                                     "provider": "m"}}),
-    ContextUpdate(type="context", context={"n_input_tokens": 3}),
-    PhaseDone(type="done", phase="run", context={"cost_usd": 0.5}),
-    PhaseFailed(type="failed", phase="setup", error="ValueError: no", traceback="..."),
-])
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        Call(
+            type="call",
+            id=3,
+            call={
+                "method": "exec",
+                "command": "echo hi",
+                "cwd": "/app",
+                "env": {"A": "1"},
+                "timeout_sec": 5,
+                "user": "agent",
+            },
+        ),
+        Call(
+            type="call",
+            id=4,
+            call={"method": "upload_file", "target_path": "/app/x.bin", "data": BINARY},
+        ),
+        Call(
+            type="call",
+            id=5,
+            call={"method": "upload_dir", "target_dir": "/app/d", "tar": b"tarbytes"},
+        ),
+        Call(type="call", id=6, call={"method": "download_file", "source_path": "/app/x"}),
+        Call(type="call", id=7, call={"method": "download_dir", "source_dir": "/logs"}),
+        Call(type="call", id=8, call={"method": "is_file", "path": "/app/x", "user": 0}),
+        Hello(
+            type="hello",
+            agent_info={
+                "name": "candidate",
+                "version": "2",
+                "model_info": {"name": "x", "provider": "m"},
+            },
+        ),
+        ContextUpdate(type="context", context={"n_input_tokens": 3}),
+        PhaseDone(type="done", phase="run", context={"cost_usd": 0.5}),
+        PhaseFailed(type="failed", phase="setup", error="ValueError: no", traceback="..."),
+    ],
+)
 def test_candidate_messages_round_trip(message):
     line = encode(message)
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert parse_host_message(line) == message
 
 
-@pytest.mark.parametrize("message", [
-    Init(type="init", import_path="agent:A", model_name="m/x", kwargs={"t": 0}, logs_dir="/l", session_id="s"),
-    Start(type="start", phase="run", instruction="do it\nnow", default_user="agent", os="linux", session_id="s"),
-    Reply(type="reply", id=1, ok=True, value={"stdout": "x"}),
-    Reply(type="reply", id=2, ok=False, error="FileNotFoundError: /x"),
-    Stop(type="stop"),
-])
+@pytest.mark.parametrize(
+    "message",
+    [
+        Init(
+            type="init",
+            import_path="agent:A",
+            model_name="m/x",
+            kwargs={"t": 0},
+            logs_dir="/l",
+            session_id="s",
+        ),
+        Start(
+            type="start",
+            phase="run",
+            instruction="do it\nnow",
+            default_user="agent",
+            os="linux",
+            session_id="s",
+        ),
+        Reply(type="reply", id=1, ok=True, value={"stdout": "x"}),
+        Reply(type="reply", id=2, ok=False, error="FileNotFoundError: /x"),
+        Stop(type="stop"),
+    ],
+)
 def test_proxy_messages_round_trip(message):
     assert parse_proxy_message(encode(message)) == message
 
 
-@pytest.mark.parametrize("line", [
-    b"not json\n",
-    b'{"type": "nope"}\n',
-    b'{"type": "call", "id": -1, "call": {"method": "exec", "command": "x"}}\n',
-    b'{"type": "call", "id": 1, "call": {"method": "rm_rf", "path": "/"}}\n',
-    b'{"type": "call", "id": 1, "call": {"method": "exec", "command": ["x"]}}\n',
-    b'{"type": "call", "id": 1, "call": {"method": "upload_file", "target_path": "/a", "data": "***"}}\n',
-    # File contents travel as bytes: a host path the proxy would open is not part of the protocol.
-    b'{"type": "call", "id": 1, "call": {"method": "upload_file", "target_path": "/a", "source_path": "/etc/shadow"}}\n',
-    b'{"type": "call", "id": 1, "call": {"method": "upload_file", "target_path": "/a", "data": "", '
-    b'"source_path": "/etc/shadow"}}\n',
-    b'{"type": "call", "id": 1, "call": {"method": "download_file", "source_path": "/a", "target_path": "/root/x"}}\n',
-    b'{"type": "done", "phase": "run", "reward": 1}\n',
-    b'{"type": "hello", "agent_info": {"name": "x"}}\n',
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"not json\n",
+        b'{"type": "nope"}\n',
+        b'{"type": "call", "id": -1, "call": {"method": "exec", "command": "x"}}\n',
+        b'{"type": "call", "id": 1, "call": {"method": "rm_rf", "path": "/"}}\n',
+        b'{"type": "call", "id": 1, "call": {"method": "exec", "command": ["x"]}}\n',
+        b'{"type": "call", "id": 1, "call": {"method": "upload_file", "target_path": "/a", "data": "***"}}\n',
+        # File contents travel as bytes: a host path the proxy would open is not part of the protocol.
+        b'{"type": "call", "id": 1, "call": {"method": "upload_file", "target_path": "/a", "source_path": "/etc/shadow"}}\n',
+        b'{"type": "call", "id": 1, "call": {"method": "upload_file", "target_path": "/a", "data": "", '
+        b'"source_path": "/etc/shadow"}}\n',
+        b'{"type": "call", "id": 1, "call": {"method": "download_file", "source_path": "/a", "target_path": "/root/x"}}\n',
+        b'{"type": "done", "phase": "run", "reward": 1}\n',
+        b'{"type": "hello", "agent_info": {"name": "x"}}\n',
+    ],
+)
 def test_bad_candidate_messages_are_refused(line):
     with pytest.raises(CandidateProtocolError):
         parse_host_message(line)
 
 
 def test_oversized_and_truncated_lines_are_protocol_errors():
-    async def read(data: bytes, limit: int) -> Optional[bytes]:
+    async def read(data: bytes, limit: int) -> bytes | None:
         reader = asyncio.StreamReader(limit=limit)
         reader.feed_data(data)
         reader.feed_eof()
@@ -112,6 +174,7 @@ def test_context_is_validated_before_it_is_copied():
 
 
 # -- tar and log copies --------------------------------------------------------------------
+
 
 def _tar(*members: tarfile.TarInfo) -> bytes:
     buffer = io.BytesIO()
@@ -158,7 +221,9 @@ def test_log_copy_never_follows_links_or_overwrites(tmp_path):
     (src / "zz.log").write_text("y" * 100)  # sorted last: the budget cuts it
     (src / "keep.txt").write_text("candidate")
     dest.mkdir()
-    (dest / "pwn").symlink_to(tmp_path / "outside")  # planted on the trial side, e.g. through a mount
+    (dest / "pwn").symlink_to(
+        tmp_path / "outside"
+    )  # planted on the trial side, e.g. through a mount
     (tmp_path / "outside").mkdir()
     (dest / "keep.txt").write_text("harbor's")
     left = copy_tree_safely(src, dest, budget=50)
@@ -170,7 +235,7 @@ def test_log_copy_never_follows_links_or_overwrites(tmp_path):
 
 # -- a real agent host against a fake environment ------------------------------------------
 
-AGENT = '''
+AGENT = """
 import asyncio, json, os
 from pathlib import Path
 from harbor.agents.base import BaseAgent
@@ -219,7 +284,7 @@ class Candidate(BaseAgent):
             "back_dir": Path("back/sub/f.txt").read_text(), "is_file": await environment.is_file("/app/up.bin"),
             "missing": missing, "cwd_is_home": Path.cwd() == Path.home(),
             "secret": os.environ.get("PTB_TEST_SERVICE_SECRET")}
-'''
+"""
 
 
 class FakeEnvironment:
@@ -269,16 +334,25 @@ def make_proxy(tmp_path: Path, mode: str = "work") -> CandidateProxyAgent:
     (tmp_path / "agents").mkdir(exist_ok=True)
     (tmp_path / "trial" / "agent").mkdir(parents=True, exist_ok=True)
     # No model name: parsing one imports LiteLLM, seconds of start-up per host process.
-    proxy = CandidateProxyAgent(tmp_path / "trial" / "agent", candidate={
-        "import_path": "cand_agent:Candidate", "kwargs": {"mode": mode}, "code_dir": str(code),
-        "host_dir": str(tmp_path / "agents"), "python": sys.executable,
-        "path": os.environ["PATH"]})
+    proxy = CandidateProxyAgent(
+        tmp_path / "trial" / "agent",
+        candidate={
+            "import_path": "cand_agent:Candidate",
+            "kwargs": {"mode": mode},
+            "code_dir": str(code),
+            "host_dir": str(tmp_path / "agents"),
+            "python": sys.executable,
+            "path": os.environ["PATH"],
+        },
+    )
     proxy.session_id = "trial__agent"
     return proxy
 
 
 def test_proxy_runs_the_candidate_in_a_host_process(tmp_path, monkeypatch):
-    monkeypatch.setenv("PTB_TEST_SERVICE_SECRET", "s3cret")  # the proxy's environment, not the host's
+    monkeypatch.setenv(
+        "PTB_TEST_SERVICE_SECRET", "s3cret"
+    )  # the proxy's environment, not the host's
     env = FakeEnvironment(tmp_path / "envroot")
     proxy = make_proxy(tmp_path)
     context = AgentContext()
@@ -332,6 +406,11 @@ def test_timeout_kills_the_host_and_keeps_the_context_so_far(tmp_path):
 
 def test_base64_payload_decodes_to_bytes():
     good = base64.b64encode(b"abc").decode()
-    line = json.dumps({"type": "call", "id": 1, "call": {"method": "upload_file", "target_path": "/a",
-                                                          "data": good}}).encode()
+    line = json.dumps(
+        {
+            "type": "call",
+            "id": 1,
+            "call": {"method": "upload_file", "target_path": "/a", "data": good},
+        }
+    ).encode()
     assert parse_host_message(line).call.data == b"abc"

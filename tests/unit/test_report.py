@@ -15,6 +15,7 @@ from posttrainbench.results.report.render import ReportOutputError, render_repor
 from tests.helpers import run_ptb
 from tests.report_fixtures import EVIL_AGENT, IDS, Built, build_results
 
+
 class Dom(HTMLParser):
     """Every start tag with its attributes, in order, and the text under chosen ids."""
 
@@ -42,7 +43,7 @@ def section(html: str, element_id: str) -> str:
     start = html.index(f'id="{element_id}"')
     tag = html.rfind("<", 0, start)
     name = re.match(r"<(\w+)", html[tag:]).group(1)
-    return html[tag:html.index(f"</{name}>", start)]
+    return html[tag : html.index(f"</{name}>", start)]
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +53,9 @@ def built(tmp_path_factory) -> Built:
 
 @pytest.fixture(scope="module")
 def html(built) -> str:
-    return render_report(built.board, built.records, built.results_dir, max_events=50, max_chars=300)
+    return render_report(
+        built.board, built.records, built.results_dir, max_events=50, max_chars=300
+    )
 
 
 def test_leaderboard_lists_agents_in_rank_order(built, html):
@@ -71,17 +74,31 @@ def test_leaderboard_shows_cost_tokens_and_time(built, html):
     top = built.board.agents[0]
     assert f"${top.cost_usd:,.2f}" in board_html
     assert f"{top.gpu_hours:.1f}" in board_html and f"{top.time_fraction:.0%}" in board_html
-    for header in ("weighted avg", "normalized", "baseline cells", "flagged", "errored", "GPU\u2011h", "time used"):
+    for header in (
+        "weighted avg",
+        "normalized",
+        "baseline cells",
+        "flagged",
+        "errored",
+        "GPU\u2011h",
+        "time used",
+    ):
         assert header in board_html
 
 
 def test_fallback_cells_are_marked_with_their_reason(html):
     cells = section(html, "cells")
     dom = Dom(cells)
-    reasons = sorted(c["class"].split("fallback-")[1].split()[0] for c in dom.with_class("fallback"))
+    reasons = sorted(
+        c["class"].split("fallback-")[1].split()[0] for c in dom.with_class("fallback")
+    )
     # codex: gsm8k flagged, humaneval errored; evil agent: gsm8k missing; smollm3-3b column absent.
     assert reasons == ["errored", "flagged", "missing"]
-    assert "baseline · flagged" in cells and "baseline · errored" in cells and "baseline · missing" in cells
+    assert (
+        "baseline · flagged" in cells
+        and "baseline · errored" in cells
+        and "baseline · missing" in cells
+    )
     flagged_td = next(c for c in dom.with_class("fallback-flagged"))
     assert "every run was flagged by a judge" in flagged_td["title"]
 
@@ -89,7 +106,7 @@ def test_fallback_cells_are_marked_with_their_reason(html):
 def test_cell_with_several_runs_shows_mean_and_stderr(built, html):
     cell = built.board.cell("claude-code:anthropic/claude-opus-4-1", "gsm8k", "qwen3-1.7b")
     assert cell.n_runs == 2 and cell.stderr
-    assert f"{cell.score:.3f}</span><span class=\"pm\"> ± {cell.stderr:.3f}" in section(html, "cells")
+    assert f'{cell.score:.3f}</span><span class="pm"> ± {cell.stderr:.3f}' in section(html, "cells")
 
 
 def test_reference_scores_are_listed(built, html):
@@ -111,7 +128,12 @@ def test_each_run_has_a_linked_page_with_metadata(built, html):
     cells = section(html, "cells")
     assert f'href="#run-{IDS["flagged"]}"' in cells and f'href="#run-{IDS["strong1"]}"' in cells
     page = section(html, f"run-{IDS['strong2']}")
-    assert "attempt 2" in page and "selected" in page and "$9.00" in page and "4.0 h of 10.0 h (40%)" in page
+    assert (
+        "attempt 2" in page
+        and "selected" in page
+        and "$9.00" in page
+        and "4.0 h of 10.0 h (40%)" in page
+    )
     assert 'href="#runs"' in page  # the way back
 
 
@@ -146,11 +168,16 @@ def test_markup_in_traces_and_names_is_escaped(html):
 
 def test_report_is_self_contained(html):
     dom = Dom(html)
-    refs = [(tag, k, v) for tag, a in dom.tags for k, v in a.items() if k in ("src", "href", "xlink:href", "action")]
+    refs = [
+        (tag, k, v)
+        for tag, a in dom.tags
+        for k, v in a.items()
+        if k in ("src", "href", "xlink:href", "action")
+    ]
     assert refs, "the report should contain links"
     assert all(v.startswith("#") for _, _, v in refs), [r for r in refs if not r[2].startswith("#")]
     assert not any(tag in ("link", "script", "iframe", "img") for tag, _ in dom.tags)
-    style = html[html.index("<style>"):html.index("</style>")]
+    style = html[html.index("<style>") : html.index("</style>")]
     assert "url(" not in style and "@import" not in style
 
 
@@ -203,18 +230,35 @@ def test_nice_ticks_cover_the_range():
 
 def test_bar_chart_marks_fallback_and_escapes_labels():
     colors = charts.series_colors(["<a>", "b"])
-    svg = charts.grouped_bar_chart("t<1>", ["m"], ["<a>", "b"], [
-        charts.Bar("m", "<a>", 0.5, err=0.1, href="#run-1"),
-        charts.Bar("m", "b", 0.2, fallback="missing")], [charts.RefLine("m", "base", 0.2)], colors)
-    assert "<a>" not in svg.replace('<a href="#run-1">', "") and "&lt;a&gt;" in svg and "t&lt;1&gt;" in svg
+    svg = charts.grouped_bar_chart(
+        "t<1>",
+        ["m"],
+        ["<a>", "b"],
+        [
+            charts.Bar("m", "<a>", 0.5, err=0.1, href="#run-1"),
+            charts.Bar("m", "b", 0.2, fallback="missing"),
+        ],
+        [charts.RefLine("m", "base", 0.2)],
+        colors,
+    )
+    assert (
+        "<a>" not in svg.replace('<a href="#run-1">', "")
+        and "&lt;a&gt;" in svg
+        and "t&lt;1&gt;" in svg
+    )
     assert svg.count('class="bar"') == 1 and svg.count('class="bar fallback"') == 1
     assert "baseline stands in" in svg and "base model (baseline)" in svg
 
 
 def test_scatter_draws_flagged_points_as_rings():
     colors = charts.series_colors(["a"])
-    svg = charts.scatter_plot("s", [charts.Point(1, 0.5, "a"), charts.Point(2, 0.7, "a", flagged=True)],
-                              ["a"], colors, "hours")
+    svg = charts.scatter_plot(
+        "s",
+        [charts.Point(1, 0.5, "a"), charts.Point(2, 0.7, "a", flagged=True)],
+        ["a"],
+        colors,
+        "hours",
+    )
     assert svg.count('class="point"') == 2 and 'fill="#fff"' in svg and "flagged by a judge" in svg
 
 
@@ -242,9 +286,15 @@ def test_agent_names_split_from_labels_with_mixed_budgets(tmp_path):
     from posttrainbench.results.report.render import agent_parts
     from tests.results_fixtures import TrialSpec, write_job
 
-    write_job(tmp_path / "jobs", "j", [TrialSpec(hours=1.0, agent_hours=0.5), TrialSpec(hours=10.0)])
+    write_job(
+        tmp_path / "jobs", "j", [TrialSpec(hours=1.0, agent_hours=0.5), TrialSpec(hours=10.0)]
+    )
     export([tmp_path / "jobs"], tmp_path / "res")
     board, records = build_leaderboard(tmp_path / "res", "mean", None, None)
     assert agent_parts(board, records) == {
         "claude-code:anthropic/claude-opus-4-1@1h": ("claude-code", "anthropic/claude-opus-4-1@1h"),
-        "claude-code:anthropic/claude-opus-4-1@10h": ("claude-code", "anthropic/claude-opus-4-1@10h")}
+        "claude-code:anthropic/claude-opus-4-1@10h": (
+            "claude-code",
+            "anthropic/claude-opus-4-1@10h",
+        ),
+    }

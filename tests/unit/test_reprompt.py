@@ -12,6 +12,7 @@ import asyncio
 import json
 import subprocess
 import time
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -49,16 +50,22 @@ class ShellEnvironment:
     def path(self, sandbox_path: str) -> Path:
         return self.root / sandbox_path.lstrip("/")
 
-    async def exec(self, command: str, cwd=None, env=None, timeout_sec=None, user=None) -> ExecResult:
+    async def exec(
+        self, command: str, cwd=None, env=None, timeout_sec=None, user=None
+    ) -> ExecResult:
         self.commands.append(command)
-        local = command.replace("/logs/", f"{self.root}/logs/").replace("/opt/ptb", f"{self.root}/opt/ptb")
+        local = command.replace("/logs/", f"{self.root}/logs/").replace(
+            "/opt/ptb", f"{self.root}/opt/ptb"
+        )
         done = subprocess.run(["bash", "-c", local], capture_output=True, text=True, timeout=30)
         return ExecResult(stdout=done.stdout, stderr=done.stderr, return_code=done.returncode)
 
 
 def ptb_task(env: ShellEnvironment, hours: float, elapsed_minutes: float = 0.0) -> None:
     """The two trusted files of a PostTrainBench task: clock stamp and task.json."""
-    env.path("/logs/agent/ptb_start_time").write_text(f"{int(time.time() - elapsed_minutes * 60)}\n")
+    env.path("/logs/agent/ptb_start_time").write_text(
+        f"{int(time.time() - elapsed_minutes * 60)}\n"
+    )
     env.path("/opt/ptb/task.json").write_text(json.dumps({"benchmark": "x", "hours": hours}))
 
 
@@ -67,14 +74,18 @@ def make_agent(tmp_path: Path, **kwargs) -> RepromptingAgent:
 
 
 def rounds(env: ShellEnvironment) -> list[dict]:
-    return [json.loads(line) for line in env.path("/logs/agent/rounds.txt").read_text().splitlines()]
+    return [
+        json.loads(line) for line in env.path("/logs/agent/rounds.txt").read_text().splitlines()
+    ]
 
 
 # --- time left --------------------------------------------------------------------------
 
 
 def test_probe_output_gives_the_seconds_left() -> None:
-    clock, problem = parse_probe_output('now=1000\nstart=400\n@@ptb-task-json@@\n{"hours": 0.5, "x": 1}\n')
+    clock, problem = parse_probe_output(
+        'now=1000\nstart=400\n@@ptb-task-json@@\n{"hours": 0.5, "x": 1}\n'
+    )
     assert problem is None and clock == PtbClock(now_epoch=1000, start_epoch=400, hours=0.5)
     assert clock.seconds_left() == 400 + 1800 - 1000
 
@@ -82,10 +93,10 @@ def test_probe_output_gives_the_seconds_left() -> None:
 @pytest.mark.parametrize(
     ("stdout", "problem"),
     [
-        ("now=1000\nstart=\n@@ptb-task-json@@\n{\"hours\": 1}", "no clock stamp"),
-        ("now=1000\nstart=abc\n@@ptb-task-json@@\n{\"hours\": 1}", "epoch seconds"),
+        ('now=1000\nstart=\n@@ptb-task-json@@\n{"hours": 1}', "no clock stamp"),
+        ('now=1000\nstart=abc\n@@ptb-task-json@@\n{"hours": 1}', "epoch seconds"),
         ("now=1000\nstart=900\n@@ptb-task-json@@\n", "no /opt/ptb/task.json"),
-        ("now=1000\nstart=900\n@@ptb-task-json@@\n{\"hours\": 0}", "positive `hours`"),
+        ('now=1000\nstart=900\n@@ptb-task-json@@\n{"hours": 0}', "positive `hours`"),
         ("now=1000\nstart=900\n@@ptb-task-json@@\nnot json", "positive `hours`"),
         ("", "sandbox clock"),
     ],
@@ -99,7 +110,11 @@ def test_the_task_clock_wins_then_budget_minutes_then_unknown() -> None:
     clock = PtbClock(now_epoch=100, start_epoch=100, hours=1)
     assert time_left_from(clock, None, 5, 60) == TimeLeft(seconds=3600, source=TimeSource.PTB_TASK)
     fallback = time_left_from(None, "no stamp", 5, 60)
-    assert (fallback.seconds, fallback.source, fallback.detail) == (240, TimeSource.BUDGET_MINUTES, "no stamp")
+    assert (fallback.seconds, fallback.source, fallback.detail) == (
+        240,
+        TimeSource.BUDGET_MINUTES,
+        "no stamp",
+    )
     unknown = time_left_from(None, "no stamp", None, 60)
     assert (unknown.seconds, unknown.source, unknown.minutes) == (None, TimeSource.UNKNOWN, None)
 
@@ -124,7 +139,11 @@ def test_a_failing_probe_means_unknown() -> None:
 
 def test_durations_read_well() -> None:
     assert [format_duration(s) for s in (30, 42 * 60 + 5, 2 * 3600 + 5 * 60, -10)] == [
-        "less than a minute", "42 min", "2 h 05 min", "less than a minute"]
+        "less than a minute",
+        "42 min",
+        "2 h 05 min",
+        "less than a minute",
+    ]
 
 
 # --- the decision -----------------------------------------------------------------------
@@ -150,7 +169,9 @@ def test_decide(done: int, minutes: float | None, expected: StopReason | None) -
 
 
 def test_settings_are_split_from_the_inner_agents_kwargs() -> None:
-    settings, rest = split_kwargs({"inner": "codex", "max_reprompts": 2, "reasoning_effort": "high"})
+    settings, rest = split_kwargs(
+        {"inner": "codex", "max_reprompts": 2, "reasoning_effort": "high"}
+    )
     assert settings == RepromptSettings(inner="codex", max_reprompts=2)
     assert settings.min_remaining_minutes == 30 and rest == {"reasoning_effort": "high"}
 
@@ -182,8 +203,15 @@ def test_preflight_refuses_double_wrapping() -> None:
 def test_reprompts_while_time_remains_then_stops_below_the_minimum(tmp_path: Path) -> None:
     env = ShellEnvironment(tmp_path / "sandbox")
     ptb_task(env, hours=1)
-    agent = make_agent(tmp_path, inner=STOPPING, min_remaining_minutes=25, max_reprompts=10,
-                       advance_minutes=10, tokens_per_round=100, cost_per_round=0.25)
+    agent = make_agent(
+        tmp_path,
+        inner=STOPPING,
+        min_remaining_minutes=25,
+        max_reprompts=10,
+        advance_minutes=10,
+        tokens_per_round=100,
+        cost_per_round=0.25,
+    )
     context = AgentContext()
     asyncio.run(agent.setup(env))
     asyncio.run(agent.run(INSTRUCTION, env, context))
@@ -202,8 +230,13 @@ def test_reprompts_while_time_remains_then_stops_below_the_minimum(tmp_path: Pat
     assert seen[1]["head"].startswith("You stopped working") and "40 min" in agent.inner.calls[2][1]
     # Every round's usage is summed into Harbor's context, with the summary.
     assert (context.n_input_tokens, context.n_output_tokens, context.cost_usd) == (400, 40, 1.0)
-    assert context.metadata["reprompt"] == {"inner_agent": STOPPING, "rounds": 4, "reprompts": 3,
-                                            "stop_reason": "time_left_below_minimum", "log": "reprompt.jsonl"}
+    assert context.metadata["reprompt"] == {
+        "inner_agent": STOPPING,
+        "rounds": 4,
+        "reprompts": 3,
+        "stop_reason": "time_left_below_minimum",
+        "log": "reprompt.jsonl",
+    }
     assert [r.usage.n_input_tokens for r in records] == [100] * 4
     # Each round's stream files were kept in the sandbox's logs dir.
     assert env.path("/logs/agent/reprompt/round-4/rounds.txt").is_file()
@@ -226,13 +259,21 @@ def test_a_resumable_agent_continues_its_session_without_the_instruction(tmp_pat
 def test_budget_minutes_count_from_the_wrappers_start_without_a_task_clock(tmp_path: Path) -> None:
     env = ShellEnvironment(tmp_path / "sandbox")  # no stamp, no task.json
     ticks = iter([0.0, 600.0, 1200.0, 1800.0])  # start, then 10 minutes per round
-    agent = make_agent(tmp_path, inner=STOPPING, min_remaining_minutes=15, budget_minutes=40,
-                       clock=lambda: next(ticks))
+    agent = make_agent(
+        tmp_path,
+        inner=STOPPING,
+        min_remaining_minutes=15,
+        budget_minutes=40,
+        clock=lambda: next(ticks),
+    )
     asyncio.run(agent.run(INSTRUCTION, env, AgentContext()))
     records = read_records(agent.log_path)
     assert [round(r.time_left_minutes) for r in records] == [30, 20, 10]
     assert [r.action for r in records] == ["reprompt", "reprompt", "stop"]
-    assert records[0].time_source is TimeSource.BUDGET_MINUTES and "no clock stamp" in records[0].time_detail
+    assert (
+        records[0].time_source is TimeSource.BUDGET_MINUTES
+        and "no clock stamp" in records[0].time_detail
+    )
     assert records[-1].stop_reason is StopReason.TIME_BELOW_MINIMUM
 
 
@@ -242,8 +283,11 @@ def test_no_reprompt_when_the_budget_is_unknown(tmp_path: Path) -> None:
     context = AgentContext()
     asyncio.run(agent.run(INSTRUCTION, env, context))
     (record,) = read_records(agent.log_path)
-    assert (record.action, record.stop_reason, record.time_source) == ("stop", StopReason.BUDGET_UNKNOWN,
-                                                                        TimeSource.UNKNOWN)
+    assert (record.action, record.stop_reason, record.time_source) == (
+        "stop",
+        StopReason.BUDGET_UNKNOWN,
+        TimeSource.UNKNOWN,
+    )
     assert "no clock stamp" in record.time_detail
     # No round reported usage: the context stays empty for Harbor's post-run parsing...
     assert context.is_empty()
@@ -255,15 +299,22 @@ def test_no_reprompt_when_the_budget_is_unknown(tmp_path: Path) -> None:
 def test_an_inner_error_is_logged_and_raised(tmp_path: Path) -> None:
     env = ShellEnvironment(tmp_path / "sandbox")
     ptb_task(env, hours=5)
-    agent = make_agent(tmp_path, inner="tests.reprompt_agents:FailingAgent", min_remaining_minutes=1,
-                       tokens_per_round=7)
+    agent = make_agent(
+        tmp_path,
+        inner="tests.reprompt_agents:FailingAgent",
+        min_remaining_minutes=1,
+        tokens_per_round=7,
+    )
     context = AgentContext()
     with pytest.raises(RuntimeError, match="crashed"):
         asyncio.run(agent.run(INSTRUCTION, env, context))
     records = read_records(agent.log_path)
     assert [r.action for r in records] == ["reprompt", "stop"]
     assert (records[-1].stop_reason, records[-1].error) == (StopReason.INNER_ERROR, "RuntimeError")
-    assert context.n_input_tokens == 14 and context.metadata["reprompt"]["stop_reason"] == "inner_agent_error"
+    assert (
+        context.n_input_tokens == 14
+        and context.metadata["reprompt"]["stop_reason"] == "inner_agent_error"
+    )
 
 
 def test_the_wrapper_answers_for_its_inner_agent(tmp_path: Path) -> None:
@@ -289,24 +340,44 @@ def test_agent_configs_plain_and_wrapped() -> None:
 
     env = {"ANTHROPIC_API_KEY": "${ANTHROPIC_API_KEY}"}
     plain = build_agent_config("claude-code", "anthropic/claude-opus-4-1", env)
-    assert (plain.name, plain.import_path, plain.kwargs, plain.env) == ("claude-code", None, {}, env)
+    assert (plain.name, plain.import_path, plain.kwargs, plain.env) == (
+        "claude-code",
+        None,
+        {},
+        env,
+    )
     custom = build_agent_config(STOPPING, None)
     assert (custom.name, custom.import_path) == (None, STOPPING)
-    wrapped = build_agent_config("claude-code", "anthropic/claude-opus-4-1", env, reprompt_min_minutes=45)
+    wrapped = build_agent_config(
+        "claude-code", "anthropic/claude-opus-4-1", env, reprompt_min_minutes=45
+    )
     assert wrapped.import_path == REPROMPT_IMPORT_PATH and wrapped.name is None
-    assert wrapped.kwargs == {"inner": "claude-code", "min_remaining_minutes": 45.0, "max_reprompts": 10}
+    assert wrapped.kwargs == {
+        "inner": "claude-code",
+        "min_remaining_minutes": 45.0,
+        "max_reprompts": 10,
+    }
     assert (wrapped.model_name, wrapped.env) == ("anthropic/claude-opus-4-1", env)
-    glm = build_agent_config("opencode", "zai/glm-4.6", {"ZHIPU_API_KEY": "${ZHIPU_API_KEY}"},
-                             key_vars=["ZHIPU_API_KEY"], reprompt_min_minutes=30, max_reprompts=3)
+    glm = build_agent_config(
+        "opencode",
+        "zai/glm-4.6",
+        {"ZHIPU_API_KEY": "${ZHIPU_API_KEY}"},
+        key_vars=["ZHIPU_API_KEY"],
+        reprompt_min_minutes=30,
+        max_reprompts=3,
+    )
     assert glm.kwargs["inner"] == "opencode" and glm.kwargs["max_reprompts"] == 3
-    assert glm.kwargs["opencode_config"]["provider"]["zai"]["options"]["apiKey"] == "{env:ZHIPU_API_KEY}"
+    assert (
+        glm.kwargs["opencode_config"]["provider"]["zai"]["options"]["apiKey"]
+        == "{env:ZHIPU_API_KEY}"
+    )
     with pytest.raises(RepromptConfigError, match="wrapper itself"):
         build_agent_config(REPROMPT_IMPORT_PATH, None, reprompt_min_minutes=30)
 
 
 def test_round_log_is_never_written_through_a_link(tmp_path: Path) -> None:
     """A link named like the log (planted where trial files land) is refused, not followed."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from posttrainbench.agents.reprompt_policy import RoundRecord, append_record
 
@@ -315,10 +386,20 @@ def test_round_log_is_never_written_through_a_link(tmp_path: Path) -> None:
     log = tmp_path / "agent" / "reprompt.jsonl"
     log.parent.mkdir()
     log.symlink_to(canary)
-    now = datetime.now(timezone.utc)
-    record = RoundRecord(round=1, inner_agent="x", prompt="instruction", resumed_session=False, started_at=now,
-                         finished_at=now, duration_sec=0.0, min_remaining_minutes=1.0, reprompts_done=0,
-                         max_reprompts=1, action="stop")
+    now = datetime.now(UTC)
+    record = RoundRecord(
+        round=1,
+        inner_agent="x",
+        prompt="instruction",
+        resumed_session=False,
+        started_at=now,
+        finished_at=now,
+        duration_sec=0.0,
+        min_remaining_minutes=1.0,
+        reprompts_done=0,
+        max_reprompts=1,
+        action="stop",
+    )
     with pytest.raises(OSError):
         append_record(log, record)
     assert canary.read_text() == "host\n"

@@ -10,11 +10,15 @@ from tests.results_fixtures import TrialSpec, write_job
 
 
 def _store(tmp_path: Path) -> Path:
-    write_job(tmp_path / "jobs", "sweep", [
-        TrialSpec(score=0.6),
-        TrialSpec(benchmark="bfcl", score=0.9, flagged=("benchmark_lookup",)),
-        TrialSpec(agent="codex", agent_model="openai/gpt-5", score=0.4),
-    ])
+    write_job(
+        tmp_path / "jobs",
+        "sweep",
+        [
+            TrialSpec(score=0.6),
+            TrialSpec(benchmark="bfcl", score=0.9, flagged=("benchmark_lookup",)),
+            TrialSpec(agent="codex", agent_model="openai/gpt-5", score=0.4),
+        ],
+    )
     result = run_ptb("results", "export", str(tmp_path / "jobs"), "--to", str(tmp_path / "res"))
     assert result.returncode == 0, result.stderr
     assert "3 added, 0 updated, 0 unchanged" in result.stdout
@@ -27,7 +31,10 @@ def test_export_collect_flagged(tmp_path: Path) -> None:
     assert json.loads(again.stdout)["unchanged"] == 3
     collected = run_ptb("results", "collect", str(res), "--policy", "best")
     assert collected.returncode == 0, collected.stderr
-    assert "claude-code:anthropic/claude-opus-4-1" in collected.stdout and "policy best" in collected.stdout
+    assert (
+        "claude-code:anthropic/claude-opus-4-1" in collected.stdout
+        and "policy best" in collected.stdout
+    )
     board = json.loads((res / "leaderboard" / "leaderboard.json").read_text())
     assert board["policy"] == "best" and [a["rank"] for a in board["agents"]] == [1, 2]
     flagged = run_ptb("results", "flagged", str(res))
@@ -47,18 +54,37 @@ def test_bad_input_is_one_line_and_exit_2_and_keeps_what_was_written(tmp_path: P
     cases = [
         (("results", "collect", str(tmp_path / "nowhere")), "is not a results store"),
         (("results", "collect", str(res), "--policy", "median"), "unknown --policy 'median'"),
-        (("results", "collect", str(res), "--weights", str(bad_weights), "-o", str(tmp_path / "board")),
-         "weights file"),
-        (("results", "collect", str(res), "--baselines", str(tmp_path / "missing.json")), "cannot read baselines"),
+        (
+            (
+                "results",
+                "collect",
+                str(res),
+                "--weights",
+                str(bad_weights),
+                "-o",
+                str(tmp_path / "board"),
+            ),
+            "weights file",
+        ),
+        (
+            ("results", "collect", str(res), "--baselines", str(tmp_path / "missing.json")),
+            "cannot read baselines",
+        ),
         (("results", "flagged", str(res), "--judge", "vibes"), "unknown judge 'vibes'"),
         (("results", "export", str(tmp_path / "no-jobs"), "--to", str(res)), "not a directory"),
-        (("results", "export", str(tmp_path / "jobs"), "--to", str(tmp_path / "jobs")), "not an empty directory"),
+        (
+            ("results", "export", str(tmp_path / "jobs"), "--to", str(tmp_path / "jobs")),
+            "not an empty directory",
+        ),
     ]
     for args, message in cases:
         result = run_ptb(*args)
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         lines = [line for line in result.stderr.splitlines() if line.strip()]
-        assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], (args, result.stderr)
+        assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], (
+            args,
+            result.stderr,
+        )
     assert (tmp_path / "board" / "leaderboard.json").read_text() == before
     assert len(list((res / "runs").iterdir())) == 3
 

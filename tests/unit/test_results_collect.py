@@ -22,51 +22,101 @@ CC = "claude-code:anthropic/claude-opus-4-1"
 CX = "codex:openai/gpt-5"
 
 
-def _board(tmp_path: Path, specs: list[TrialSpec], policy: str = "mean", weights=None, baselines=()) -> Leaderboard:
-    write_job(tmp_path / "jobs", f"job-{len(list((tmp_path / 'jobs').glob('*'))) if (tmp_path / 'jobs').exists() else 0}", specs)
+def _board(
+    tmp_path: Path, specs: list[TrialSpec], policy: str = "mean", weights=None, baselines=()
+) -> Leaderboard:
+    write_job(
+        tmp_path / "jobs",
+        f"job-{len(list((tmp_path / 'jobs').glob('*'))) if (tmp_path / 'jobs').exists() else 0}",
+        specs,
+    )
     export([tmp_path / "jobs"], tmp_path / "res")
     records, skipped = ResultsStore.open(tmp_path / "res", create=False).load()
-    return collect(records, results_dir=tmp_path / "res", policy=policy, weights=weights or load_weights(),
-                   baselines=baselines, skipped=skipped)
+    return collect(
+        records,
+        results_dir=tmp_path / "res",
+        policy=policy,
+        weights=weights or load_weights(),
+        baselines=baselines,
+        skipped=skipped,
+    )
 
 
 def _at(hours: float) -> object:
     return T0 + timedelta(hours=hours)
 
 
-def test_policies_pick_explicitly_and_a_worse_retry_never_hides_a_better_run(tmp_path: Path) -> None:
-    specs = [TrialSpec(score=0.7, started=_at(0)), TrialSpec(score=0.4, started=_at(11)),
-             TrialSpec(score=0.55, started=_at(22))]
+def test_policies_pick_explicitly_and_a_worse_retry_never_hides_a_better_run(
+    tmp_path: Path,
+) -> None:
+    specs = [
+        TrialSpec(score=0.7, started=_at(0)),
+        TrialSpec(score=0.4, started=_at(11)),
+        TrialSpec(score=0.55, started=_at(22)),
+    ]
     mean = _board(tmp_path, specs, "mean").cell(CC, "gsm8k", "qwen3-1.7b")
     assert mean.score == pytest.approx((0.7 + 0.4 + 0.55) / 3) and len(mean.selected) == 3
     assert mean.stderr == pytest.approx(0.0866, abs=1e-4) and mean.n_runs == 3
     records, _ = ResultsStore.open(tmp_path / "res", create=False).load()
-    best = collect(records, results_dir=tmp_path, policy="best", weights={}).cell(CC, "gsm8k", "qwen3-1.7b")
+    best = collect(records, results_dir=tmp_path, policy="best", weights={}).cell(
+        CC, "gsm8k", "qwen3-1.7b"
+    )
     assert best.score == 0.7 and best.note == "best of 3 runs"
-    latest = collect(records, results_dir=tmp_path, policy="latest", weights={}).cell(CC, "gsm8k", "qwen3-1.7b")
+    latest = collect(records, results_dir=tmp_path, policy="latest", weights={}).cell(
+        CC, "gsm8k", "qwen3-1.7b"
+    )
     assert latest.score == 0.55
     assert "below an earlier run (0.7000" in latest.note
     assert (latest.best, latest.latest, latest.mean) == (0.7, 0.55, mean.score)
 
 
 def test_errored_retries_are_not_results_and_attempts_are_numbered(tmp_path: Path) -> None:
-    board = _board(tmp_path, [TrialSpec(score=0.3, started=_at(0)),
-                              TrialSpec(error="EnvironmentStartTimeoutError", score=None, started=_at(5))], "latest")
+    board = _board(
+        tmp_path,
+        [
+            TrialSpec(score=0.3, started=_at(0)),
+            TrialSpec(error="EnvironmentStartTimeoutError", score=None, started=_at(5)),
+        ],
+        "latest",
+    )
     cell = board.cell(CC, "gsm8k", "qwen3-1.7b")
     assert cell.score == 0.3 and cell.n_errored == 1 and cell.source == "run"
     rows = sorted(board.runs, key=lambda r: r.attempt)
-    assert [(r.attempt, r.status, r.selected) for r in rows] == [(1, "scored", True), (2, "errored", False)]
+    assert [(r.attempt, r.status, r.selected) for r in rows] == [
+        (1, "scored", True),
+        (2, "errored", False),
+    ]
 
 
 def test_baseline_stands_in_for_missing_errored_and_flagged_cells(tmp_path: Path) -> None:
-    board = _board(tmp_path, [
-        TrialSpec(benchmark="gsm8k", score=0.6, base_score=0.25),
-        TrialSpec(benchmark="bfcl", score=0.9, base_score=0.4, flagged=("contamination",)),
-        TrialSpec(agent="codex", agent_model="openai/gpt-5", benchmark="gsm8k", error="AgentError", score=None),
-        TrialSpec(agent="codex", agent_model="openai/gpt-5", benchmark="bfcl", score=0.5, base_score=0.4),
-    ])
+    board = _board(
+        tmp_path,
+        [
+            TrialSpec(benchmark="gsm8k", score=0.6, base_score=0.25),
+            TrialSpec(benchmark="bfcl", score=0.9, base_score=0.4, flagged=("contamination",)),
+            TrialSpec(
+                agent="codex",
+                agent_model="openai/gpt-5",
+                benchmark="gsm8k",
+                error="AgentError",
+                score=None,
+            ),
+            TrialSpec(
+                agent="codex",
+                agent_model="openai/gpt-5",
+                benchmark="bfcl",
+                score=0.5,
+                base_score=0.4,
+            ),
+        ],
+    )
     flagged = board.cell(CC, "bfcl", "qwen3-1.7b")
-    assert (flagged.source, flagged.fallback, flagged.score, flagged.n_flagged) == ("baseline", "flagged", 0.4, 1)
+    assert (flagged.source, flagged.fallback, flagged.score, flagged.n_flagged) == (
+        "baseline",
+        "flagged",
+        0.4,
+        1,
+    )
     errored = board.cell(CX, "gsm8k", "qwen3-1.7b")
     assert (errored.source, errored.fallback, errored.score) == ("baseline", "errored", 0.25)
     assert "measured by the verifier" in errored.baseline_source
@@ -79,11 +129,20 @@ def test_baseline_stands_in_for_missing_errored_and_flagged_cells(tmp_path: Path
 
 
 def test_missing_cell_and_unknown_baseline(tmp_path: Path) -> None:
-    board = _board(tmp_path, [
-        TrialSpec(benchmark="gsm8k", model="qwen3-1.7b", score=0.6, base_score=None),
-        TrialSpec(agent="codex", agent_model="openai/gpt-5", benchmark="gsm8k", model="gemma3-4b", score=0.3,
-                  base_score=0.1),
-    ])
+    board = _board(
+        tmp_path,
+        [
+            TrialSpec(benchmark="gsm8k", model="qwen3-1.7b", score=0.6, base_score=None),
+            TrialSpec(
+                agent="codex",
+                agent_model="openai/gpt-5",
+                benchmark="gsm8k",
+                model="gemma3-4b",
+                score=0.3,
+                base_score=0.1,
+            ),
+        ],
+    )
     missing = board.cell(CC, "gsm8k", "gemma3-4b")
     assert (missing.source, missing.fallback, missing.score) == ("baseline", "missing", 0.1)
     unknown = board.cell(CX, "gsm8k", "qwen3-1.7b")  # no base score measured, none in the catalog
@@ -93,8 +152,14 @@ def test_missing_cell_and_unknown_baseline(tmp_path: Path) -> None:
 
 
 def test_normalized_score_is_the_share_of_the_gap_closed(tmp_path: Path) -> None:
-    extra = [BaselineEntry(benchmark="gsm8k", model="qwen3-1.7b", kind="zero_shot", score=0.2, provenance="mine"),
-             BaselineEntry(benchmark="gsm8k", model="qwen3-1.7b", kind="instruct", score=0.8, provenance="mine")]
+    extra = [
+        BaselineEntry(
+            benchmark="gsm8k", model="qwen3-1.7b", kind="zero_shot", score=0.2, provenance="mine"
+        ),
+        BaselineEntry(
+            benchmark="gsm8k", model="qwen3-1.7b", kind="instruct", score=0.8, provenance="mine"
+        ),
+    ]
     board = _board(tmp_path, [TrialSpec(score=0.5, base_score=0.3)], baselines=extra)
     cell = board.cell(CC, "gsm8k", "qwen3-1.7b")
     assert (cell.baseline, cell.instruct) == (0.2, 0.8)  # the file wins over the measured 0.3
@@ -102,15 +167,20 @@ def test_normalized_score_is_the_share_of_the_gap_closed(tmp_path: Path) -> None
     assert {(b.kind, b.score) for b in board.baselines} == {("base", 0.2), ("instruct", 0.8)}
     # Without the file: the measured base score and the catalog's instruct mean (0.870 for GSM8K).
     records, _ = ResultsStore.open(tmp_path / "res", create=False).load()
-    plain = collect(records, results_dir=tmp_path, policy="mean", weights={}).cell(CC, "gsm8k", "qwen3-1.7b")
+    plain = collect(records, results_dir=tmp_path, policy="mean", weights={}).cell(
+        CC, "gsm8k", "qwen3-1.7b"
+    )
     assert (plain.baseline, plain.instruct) == (0.3, 0.87)
     assert plain.normalized == pytest.approx((0.5 - 0.3) / (0.87 - 0.3))
 
 
 def test_weighted_average_uses_the_weights_and_ranks_agents(tmp_path: Path) -> None:
-    specs = [TrialSpec(benchmark="gsm8k", score=0.9), TrialSpec(benchmark="bfcl", score=0.1),
-             TrialSpec(agent="codex", agent_model="openai/gpt-5", benchmark="gsm8k", score=0.2),
-             TrialSpec(agent="codex", agent_model="openai/gpt-5", benchmark="bfcl", score=0.8)]
+    specs = [
+        TrialSpec(benchmark="gsm8k", score=0.9),
+        TrialSpec(benchmark="bfcl", score=0.1),
+        TrialSpec(agent="codex", agent_model="openai/gpt-5", benchmark="gsm8k", score=0.2),
+        TrialSpec(agent="codex", agent_model="openai/gpt-5", benchmark="bfcl", score=0.8),
+    ]
     board = _board(tmp_path, specs, weights={"gsm8k": 3.0, "bfcl": 1.0})
     summary = {a.agent: a for a in board.agents}
     assert summary[CC].weighted_average == pytest.approx((3 * 0.9 + 0.1) / 4)
@@ -118,17 +188,45 @@ def test_weighted_average_uses_the_weights_and_ranks_agents(tmp_path: Path) -> N
     assert [a.agent for a in board.agents] == [CC, CX] and board.agents[0].rank == 1
     assert summary[CC].average == summary[CX].average == pytest.approx(0.5)
     records, _ = ResultsStore.open(tmp_path / "res", create=False).load()
-    flipped = collect(records, results_dir=tmp_path, policy="mean", weights={"gsm8k": 1.0, "bfcl": 3.0})
+    flipped = collect(
+        records, results_dir=tmp_path, policy="mean", weights={"gsm8k": 1.0, "bfcl": 3.0}
+    )
     assert [a.agent for a in flipped.agents] == [CX, CC]
 
 
 def test_cost_tokens_gpu_hours_and_time_are_summed(tmp_path: Path) -> None:
-    board = _board(tmp_path, [
-        TrialSpec(score=0.5, cost_usd=2.0, input_tokens=100, output_tokens=10, agent_hours=4, gpus=1, started=_at(0)),
-        TrialSpec(score=0.6, cost_usd=3.0, input_tokens=200, output_tokens=20, agent_hours=8, gpus=1, started=_at(11)),
-        TrialSpec(error="AgentError", score=None, cost_usd=1.0, input_tokens=5, output_tokens=1, agent_hours=1,
-                  started=_at(22)),
-    ])
+    board = _board(
+        tmp_path,
+        [
+            TrialSpec(
+                score=0.5,
+                cost_usd=2.0,
+                input_tokens=100,
+                output_tokens=10,
+                agent_hours=4,
+                gpus=1,
+                started=_at(0),
+            ),
+            TrialSpec(
+                score=0.6,
+                cost_usd=3.0,
+                input_tokens=200,
+                output_tokens=20,
+                agent_hours=8,
+                gpus=1,
+                started=_at(11),
+            ),
+            TrialSpec(
+                error="AgentError",
+                score=None,
+                cost_usd=1.0,
+                input_tokens=5,
+                output_tokens=1,
+                agent_hours=1,
+                started=_at(22),
+            ),
+        ],
+    )
     cell = board.cell(CC, "gsm8k", "qwen3-1.7b")
     assert (cell.cost_usd, cell.input_tokens, cell.output_tokens) == (6.0, 305, 31)
     assert cell.gpu_hours == pytest.approx(13.0) and cell.agent_hours == pytest.approx(13 / 3)
@@ -138,15 +236,26 @@ def test_cost_tokens_gpu_hours_and_time_are_summed(tmp_path: Path) -> None:
 
 
 def test_outputs_csv_and_json_round_trip(tmp_path: Path) -> None:
-    board = _board(tmp_path, [TrialSpec(score=0.5), TrialSpec(benchmark="bfcl", flagged=("anomaly",))])
+    board = _board(
+        tmp_path, [TrialSpec(score=0.5), TrialSpec(benchmark="bfcl", flagged=("anomaly",))]
+    )
     files = write_leaderboard(board, tmp_path / "out")
-    assert sorted(p.name for p in files) == ["agents.csv", "cells.csv", "leaderboard.json", "runs.csv"]
-    again = Leaderboard.model_validate(json.loads((tmp_path / "out" / "leaderboard.json").read_text()))
+    assert sorted(p.name for p in files) == [
+        "agents.csv",
+        "cells.csv",
+        "leaderboard.json",
+        "runs.csv",
+    ]
+    again = Leaderboard.model_validate(
+        json.loads((tmp_path / "out" / "leaderboard.json").read_text())
+    )
     assert again == board
     with open(tmp_path / "out" / "cells.csv", newline="") as handle:
         cells = list(csv.DictReader(handle))
-    assert {(c["benchmark"], c["source"], c["fallback"]) for c in cells} == {("gsm8k", "run", ""),
-                                                                           ("bfcl", "baseline", "flagged")}
+    assert {(c["benchmark"], c["source"], c["fallback"]) for c in cells} == {
+        ("gsm8k", "run", ""),
+        ("bfcl", "baseline", "flagged"),
+    }
     with open(tmp_path / "out" / "agents.csv", newline="") as handle:
         (agent,) = list(csv.DictReader(handle))
     assert float(agent["score:gsm8k"]) == 0.5 and agent["n_fallback"] == "1"
@@ -156,7 +265,12 @@ def test_outputs_csv_and_json_round_trip(tmp_path: Path) -> None:
 
 
 def test_runs_with_different_time_budgets_are_separate_entries(tmp_path: Path) -> None:
-    board = _board(tmp_path, [TrialSpec(score=0.3, hours=1.0, agent_hours=0.9),
-                              TrialSpec(score=0.7, hours=10.0, agent_hours=9)])
+    board = _board(
+        tmp_path,
+        [
+            TrialSpec(score=0.3, hours=1.0, agent_hours=0.9),
+            TrialSpec(score=0.7, hours=10.0, agent_hours=9),
+        ],
+    )
     assert [a.agent for a in board.agents] == [f"{CC}@10h", f"{CC}@1h"]
     assert board.cell(f"{CC}@1h", "gsm8k", "qwen3-1.7b").score == 0.3

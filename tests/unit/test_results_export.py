@@ -22,24 +22,51 @@ def _records(results: Path):
 
 
 def test_export_writes_one_record_per_trial_with_everything(tmp_path: Path) -> None:
-    job = write_job(tmp_path / "jobs", "job-a", [
-        TrialSpec(trial_id="00000000-0000-0000-0000-000000000001", score=0.61, agent_hours=3.0, hours=10,
-                  gpus=2, flagged=("api_usage",), final_model=True),
-    ])
+    job = write_job(
+        tmp_path / "jobs",
+        "job-a",
+        [
+            TrialSpec(
+                trial_id="00000000-0000-0000-0000-000000000001",
+                score=0.61,
+                agent_hours=3.0,
+                hours=10,
+                gpus=2,
+                flagged=("api_usage",),
+                final_model=True,
+            ),
+        ],
+    )
     summary = export([tmp_path / "jobs"], tmp_path / "res")
     assert len(summary.added) == 1 and not summary.skipped
     (record,) = _records(tmp_path / "res")[0].values()
     assert record.id == "00000000-0000-0000-0000-000000000001"
-    assert (record.job_name, record.agent, record.agent_model) == ("job-a", "claude-code", "anthropic/claude-opus-4-1")
+    assert (record.job_name, record.agent, record.agent_model) == (
+        "job-a",
+        "claude-code",
+        "anthropic/claude-opus-4-1",
+    )
     assert (record.benchmark, record.base_model, record.hours) == ("gsm8k", "qwen3-1.7b", 10)
-    assert record.status == "scored" and record.score == 0.61 and record.metrics.base_model.accuracy == 0.2
+    assert (
+        record.status == "scored"
+        and record.score == 0.61
+        and record.metrics.base_model.accuracy == 0.2
+    )
     assert record.flagged is True and [v.judge for v in record.flagging_judges] == ["api_usage"]
     assert len(record.verdicts) == 5
-    assert record.usage.cost_usd == 3.5 and record.usage.input_tokens == 120_000 and record.usage.source == "harbor"
+    assert (
+        record.usage.cost_usd == 3.5
+        and record.usage.input_tokens == 120_000
+        and record.usage.source == "harbor"
+    )
     assert record.usage.gpu_hours == pytest.approx(6.0)
-    assert record.time.agent_hours == pytest.approx(3.0) and record.time.fraction == pytest.approx(0.3)
+    assert record.time.agent_hours == pytest.approx(3.0) and record.time.fraction == pytest.approx(
+        0.3
+    )
     run_dir = tmp_path / "res" / "runs" / record.id
-    assert (run_dir / record.trace_files[0]).read_text() == (job / record.trial_name / "agent" / "claude-code.txt").read_text()
+    assert (run_dir / record.trace_files[0]).read_text() == (
+        job / record.trial_name / "agent" / "claude-code.txt"
+    ).read_text()
     assert (run_dir / "snapshot" / "train.py").is_file()
     assert record.final_model_dir is None and not (run_dir / "final_model").exists()
 
@@ -53,10 +80,14 @@ def test_final_model_only_when_asked(tmp_path: Path) -> None:
 
 
 def test_errored_trials_are_kept_as_errors(tmp_path: Path) -> None:
-    write_job(tmp_path / "jobs", "j", [
-        TrialSpec(error="AgentTimeoutError", score=None),
-        TrialSpec(verifier_error="final model not found at /logs/artifacts/final_model"),
-    ])
+    write_job(
+        tmp_path / "jobs",
+        "j",
+        [
+            TrialSpec(error="AgentTimeoutError", score=None),
+            TrialSpec(verifier_error="final model not found at /logs/artifacts/final_model"),
+        ],
+    )
     export([tmp_path / "jobs"], tmp_path / "res")
     records = list(_records(tmp_path / "res")[0].values())
     errors = sorted(r.error for r in records)
@@ -77,8 +108,12 @@ def test_export_again_adds_only_new_trials_and_refreshes_changed_verdicts(tmp_pa
     third = export([jobs], tmp_path / "res")
     assert third.added == [str(new_trial)] and third.unchanged == 2
     # `ptb judge` later writes a newer verdict into judges/: it wins, and the run is refreshed.
-    Judgement(judge="contamination", flagged=True, decided_by="override",
-              justification="manual override: copied test items").write(new_trial / "judges")
+    Judgement(
+        judge="contamination",
+        flagged=True,
+        decided_by="override",
+        justification="manual override: copied test items",
+    ).write(new_trial / "judges")
     fourth = export([jobs], tmp_path / "res")
     assert fourth.updated == [str(new_trial)]
     record = _records(tmp_path / "res")[0][new_trial.name]
@@ -118,8 +153,9 @@ def test_finds_trials_in_ptb_run_dirs_job_dirs_and_trial_dirs(tmp_path: Path) ->
     shutil.copytree(trial, tmp_path / "copy" / trial.name)
     summary = export([job, trial, tmp_path / "copy"], tmp_path / "res")
     assert len(summary.added) == 2
-    assert summary.skipped == [f"{tmp_path / 'copy' / trial.name}: the same trial (id "
-                               f"{_records_id(trial)}) as {trial}"]
+    assert summary.skipped == [
+        f"{tmp_path / 'copy' / trial.name}: the same trial (id {_records_id(trial)}) as {trial}"
+    ]
 
 
 def _records_id(trial: Path) -> str:
@@ -127,16 +163,29 @@ def _records_id(trial: Path) -> str:
 
 
 def test_many_trials_go_through_worker_processes(tmp_path: Path) -> None:
-    write_job(tmp_path / "jobs", "big", [TrialSpec(started=T0 + timedelta(minutes=i), score=i / 100)
-                                         for i in range(export_mod.POOL_THRESHOLD + 6)])
+    write_job(
+        tmp_path / "jobs",
+        "big",
+        [
+            TrialSpec(started=T0 + timedelta(minutes=i), score=i / 100)
+            for i in range(export_mod.POOL_THRESHOLD + 6)
+        ],
+    )
     summary = export([tmp_path / "jobs"], tmp_path / "res", workers=2)
     assert len(summary.added) == export_mod.POOL_THRESHOLD + 6 and not summary.skipped
     records = _records(tmp_path / "res")[0]
-    assert sorted(r.score for r in records.values()) == [i / 100 for i in range(export_mod.POOL_THRESHOLD + 6)]
-    assert export([tmp_path / "jobs"], tmp_path / "res", workers=2).unchanged == export_mod.POOL_THRESHOLD + 6
+    assert sorted(r.score for r in records.values()) == [
+        i / 100 for i in range(export_mod.POOL_THRESHOLD + 6)
+    ]
+    assert (
+        export([tmp_path / "jobs"], tmp_path / "res", workers=2).unchanged
+        == export_mod.POOL_THRESHOLD + 6
+    )
 
 
-def test_interrupted_export_loses_nothing_and_leaves_nothing_half_written(tmp_path: Path, monkeypatch) -> None:
+def test_interrupted_export_loses_nothing_and_leaves_nothing_half_written(
+    tmp_path: Path, monkeypatch
+) -> None:
     jobs = tmp_path / "jobs"
     write_job(jobs, "j", [TrialSpec(started=T0 + timedelta(hours=i)) for i in range(5)])
     original = export_mod.stage_run_files
@@ -154,7 +203,9 @@ def test_interrupted_export_loses_nothing_and_leaves_nothing_half_written(tmp_pa
         export([jobs], tmp_path / "res")
     records, skipped = _records(tmp_path / "res")
     assert len(records) == 2 and not skipped
-    assert all((tmp_path / "res" / "runs" / r.id / "record.json").is_file() for r in records.values())
+    assert all(
+        (tmp_path / "res" / "runs" / r.id / "record.json").is_file() for r in records.values()
+    )
     monkeypatch.setattr(export_mod, "stage_run_files", original)
     summary = export([jobs], tmp_path / "res")
     assert len(summary.added) == 3 and summary.unchanged == 2
@@ -200,12 +251,26 @@ def test_trial_without_task_spec_uses_the_task_name(tmp_path: Path) -> None:
 
 
 def test_usage_falls_back_to_the_trace(tmp_path: Path) -> None:
-    job = write_job(tmp_path / "jobs", "j", [TrialSpec(cost_usd=None, input_tokens=None, output_tokens=None)])
+    job = write_job(
+        tmp_path / "jobs", "j", [TrialSpec(cost_usd=None, input_tokens=None, output_tokens=None)]
+    )
     trial = next(p for p in job.iterdir() if p.is_dir())
-    lines = [json.dumps({"type": "result", "subtype": "success", "total_cost_usd": 1.25,
-                         "usage": {"input_tokens": 1000, "output_tokens": 50}})]
+    lines = [
+        json.dumps(
+            {
+                "type": "result",
+                "subtype": "success",
+                "total_cost_usd": 1.25,
+                "usage": {"input_tokens": 1000, "output_tokens": 50},
+            }
+        )
+    ]
     (trial / "agent" / "claude-code.txt").write_text("\n".join(lines) + "\n")
     export([tmp_path / "jobs"], tmp_path / "res")
     (record,) = _records(tmp_path / "res")[0].values()
     assert record.usage.source == "trace"
-    assert (record.usage.cost_usd, record.usage.input_tokens, record.usage.output_tokens) == (1.25, 1000, 50)
+    assert (record.usage.cost_usd, record.usage.input_tokens, record.usage.output_tokens) == (
+        1.25,
+        1000,
+        50,
+    )

@@ -24,7 +24,7 @@ SHAPED = {
     "aws-access-key": "AKIAIOSFODNN7EXAMPLE",
     "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
     "private-key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n"
-                   "-----END OPENSSH PRIVATE KEY-----",
+    "-----END OPENSSH PRIVATE KEY-----",
 }
 CLEAN = [
     "commit 3f786850e387550fdab836ed7e6dc881de23001b",
@@ -46,7 +46,10 @@ def test_known_values_and_shapes_are_redacted(scrubber: Scrubber) -> None:
     assert scrubber.scrub_text(f"key={KNOWN};") == "key=[REDACTED:MY_API_KEY];"
     for name, value in SHAPED.items():
         assert scrubber.scrub_text(f"x {value} y") == f"x [REDACTED:{name}] y", name
-    assert scrubber.scrub_text("Authorization: Bearer abcdefghijklmnop1234") == "Authorization: [REDACTED:bearer-token]"
+    assert (
+        scrubber.scrub_text("Authorization: Bearer abcdefghijklmnop1234")
+        == "Authorization: [REDACTED:bearer-token]"
+    )
 
 
 def test_clean_text_is_left_alone(scrubber: Scrubber) -> None:
@@ -57,9 +60,16 @@ def test_clean_text_is_left_alone(scrubber: Scrubber) -> None:
 
 
 def test_secret_env_values_by_name() -> None:
-    env = {"OPENAI_API_KEY": "a" * 20, "HF_TOKEN": "b" * 20, "DB_PASSWORD": "c" * 20, "MAX_TOKENS": "4096",
-           "SSH_AUTH_SOCK": "/tmp/ssh-x/agent", "PATH": "/usr/bin", "CODEX_AUTH_JSON_PATH": "/x/auth.json",
-           "GITHUB_TOKEN": ""}
+    env = {
+        "OPENAI_API_KEY": "a" * 20,
+        "HF_TOKEN": "b" * 20,
+        "DB_PASSWORD": "c" * 20,
+        "MAX_TOKENS": "4096",
+        "SSH_AUTH_SOCK": "/tmp/ssh-x/agent",
+        "PATH": "/usr/bin",
+        "CODEX_AUTH_JSON_PATH": "/x/auth.json",
+        "GITHUB_TOKEN": "",
+    }
     assert set(secret_env_values(env)) == {"OPENAI_API_KEY", "HF_TOKEN", "DB_PASSWORD"}
     assert Scrubber.for_run(env, {"extra": KNOWN}).scrub_text(f"{'b' * 20} {KNOWN}") == (
         "[REDACTED:HF_TOKEN] [REDACTED:extra]"
@@ -69,14 +79,21 @@ def test_secret_env_values_by_name() -> None:
 def test_json_stays_valid(tmp_path: Path) -> None:
     slashed = "tok/with/slashes-0123456789"
     scrubber = Scrubber({"A_TOKEN": KNOWN, "B_TOKEN": slashed, "C_TOKEN": 'quote"inside-012345'})
-    document = {"env": {"A_TOKEN": KNOWN, KNOWN: [1, KNOWN]}, "msg": f"said {SHAPED['openai-key']}",
-                "q": 'quote"inside-012345', "path": slashed}
+    document = {
+        "env": {"A_TOKEN": KNOWN, KNOWN: [1, KNOWN]},
+        "msg": f"said {SHAPED['openai-key']}",
+        "q": 'quote"inside-012345',
+        "path": slashed,
+    }
     path = tmp_path / "config.json"
     # Harbor-style formatting, with escaped slashes as some JSON writers emit them.
     path.write_text(json.dumps(document, indent=4).replace("/", "\\/"))
     counts = scrubber.scrub_file(path)
     loaded = json.loads(path.read_text())
-    assert loaded["env"] == {"A_TOKEN": "[REDACTED:A_TOKEN]", "[REDACTED:A_TOKEN]": [1, "[REDACTED:A_TOKEN]"]}
+    assert loaded["env"] == {
+        "A_TOKEN": "[REDACTED:A_TOKEN]",
+        "[REDACTED:A_TOKEN]": [1, "[REDACTED:A_TOKEN]"],
+    }
     assert loaded["msg"] == "said [REDACTED:openai-key]"
     assert loaded["q"] == "[REDACTED:C_TOKEN]" and loaded["path"] == "[REDACTED:B_TOKEN]"
     assert counts and sum(counts.values()) == 6
@@ -117,10 +134,18 @@ def test_tree_scrub(tmp_path: Path, scrubber: Scrubber) -> None:
     report = scrubber.scrub_tree(root)
     assert (root / "trial/agent/log.txt").read_text() == "start\nkey [REDACTED:MY_API_KEY]\n"
     assert oct((root / "trial/agent/log.txt").stat().st_mode & 0o777) == oct(0o640)
-    assert json.loads((root / "trial/agent/trajectory.json").read_text()) == {"m": "[REDACTED:github-token]"}
-    assert (root / "trial/verifier/latin1.txt").read_bytes() == "café ".encode("latin-1") + b"[REDACTED:MY_API_KEY]"
+    assert json.loads((root / "trial/agent/trajectory.json").read_text()) == {
+        "m": "[REDACTED:github-token]"
+    }
+    assert (root / "trial/verifier/latin1.txt").read_bytes() == "café ".encode(
+        "latin-1"
+    ) + b"[REDACTED:MY_API_KEY]"
     # Binary and weight files are skipped, symlinks are not followed.
-    for rel in ("trial/artifacts/final_model/model.safetensors", "trial/artifacts/blob.dat", "trial/agent/clean.txt"):
+    for rel in (
+        "trial/artifacts/final_model/model.safetensors",
+        "trial/artifacts/blob.dat",
+        "trial/agent/clean.txt",
+    ):
         assert (root / rel).read_bytes() == files[rel]
     assert outside.read_text() == KNOWN
     assert (report.files_scanned, report.files_changed, report.files_skipped) == (5, 4, 3)
@@ -164,8 +189,9 @@ def test_streamed_scrub_matches_in_memory(tmp_path: Path, monkeypatch, max_match
     assert expected.count(b" task-proj-") == negatives > 0
 
 
-def test_interrupted_tree_scrub_leaves_every_file_old_or_new(tmp_path: Path, scrubber: Scrubber,
-                                                             monkeypatch) -> None:
+def test_interrupted_tree_scrub_leaves_every_file_old_or_new(
+    tmp_path: Path, scrubber: Scrubber, monkeypatch
+) -> None:
     root = tmp_path / "run"
     for index in range(6):
         (root / f"d{index % 2}").mkdir(parents=True, exist_ok=True)
@@ -189,8 +215,9 @@ def test_interrupted_tree_scrub_leaves_every_file_old_or_new(tmp_path: Path, scr
     assert states.count(True) == 2 and not list(root.rglob("*.scrub"))
 
 
-def test_unwritable_file_is_reported_and_the_rest_scrubbed(tmp_path: Path, scrubber: Scrubber,
-                                                           monkeypatch) -> None:
+def test_unwritable_file_is_reported_and_the_rest_scrubbed(
+    tmp_path: Path, scrubber: Scrubber, monkeypatch
+) -> None:
     root = tmp_path / "run"
     root.mkdir()
     for name in ("a.log", "b.log", "c.log"):
@@ -223,7 +250,9 @@ def test_run_directory_is_scrubbed_when_the_job_is_interrupted(tmp_path: Path, m
     def fake_compile(benchmark, model, out_dir, options):
         task = out_dir / f"{benchmark}-{model}"
         task.mkdir(parents=True)
-        (task / "task.toml").write_text("# sealed task data may look like sk-proj-notreally0123456789abcdefgh\n")
+        (task / "task.toml").write_text(
+            "# sealed task data may look like sk-proj-notreally0123456789abcdefgh\n"
+        )
         return task
 
     class FakeJob:
@@ -236,8 +265,14 @@ def test_run_directory_is_scrubbed_when_the_job_is_interrupted(tmp_path: Path, m
 
     monkeypatch.setattr(job_runner, "compile_task", fake_compile)
     monkeypatch.setattr(job_runner, "Job", FakeJob)
-    request = job_runner.RunRequest(benchmark="bfcl", model="smollm2-135m", agent="nop", env="docker",
-                                    runs_dir=tmp_path / "runs", run_id="r1")
+    request = job_runner.RunRequest(
+        benchmark="bfcl",
+        model="smollm2-135m",
+        agent="nop",
+        env="docker",
+        runs_dir=tmp_path / "runs",
+        run_id="r1",
+    )
     with pytest.raises(KeyboardInterrupt):
         asyncio.run(job_runner.execute(request))
     record = RunRecord.read(tmp_path / "runs" / "r1" / "run.json")
@@ -246,7 +281,10 @@ def test_run_directory_is_scrubbed_when_the_job_is_interrupted(tmp_path: Path, m
     log = tmp_path / "runs" / "r1" / "jobs" / "r1" / "trial-1" / "agent" / "log.txt"
     assert log.read_text() == "agent said [REDACTED:PTB_TEST_API_KEY]\n"
     # The compiled task (input, sealed) is left byte-identical.
-    assert "sk-proj-notreally" in (tmp_path / "runs" / "r1" / "tasks" / "bfcl-smollm2-135m" / "task.toml").read_text()
+    assert (
+        "sk-proj-notreally"
+        in (tmp_path / "runs" / "r1" / "tasks" / "bfcl-smollm2-135m" / "task.toml").read_text()
+    )
 
 
 def test_harbor_error_quoting_a_secret_is_scrubbed(tmp_path: Path, monkeypatch) -> None:
@@ -270,14 +308,22 @@ def test_harbor_error_quoting_a_secret_is_scrubbed(tmp_path: Path, monkeypatch) 
 
     monkeypatch.setattr(job_runner, "compile_task", fake_compile)
     monkeypatch.setattr(job_runner, "Job", FakeJob)
-    request = job_runner.RunRequest(benchmark="bfcl", model="smollm2-135m", agent="nop", env="docker",
-                                    runs_dir=tmp_path / "runs", run_id="r2")
+    request = job_runner.RunRequest(
+        benchmark="bfcl",
+        model="smollm2-135m",
+        agent="nop",
+        env="docker",
+        runs_dir=tmp_path / "runs",
+        run_id="r2",
+    )
     with pytest.raises(RunError) as err:
         asyncio.run(job_runner.execute(request))
     assert KNOWN not in str(err.value) and "[REDACTED:PTB_TEST_API_KEY]" in str(err.value)
 
 
-def test_a_rewritten_file_keeps_its_permissions_but_not_set_id_bits(tmp_path: Path, scrubber: Scrubber) -> None:
+def test_a_rewritten_file_keeps_its_permissions_but_not_set_id_bits(
+    tmp_path: Path, scrubber: Scrubber
+) -> None:
     """The new file belongs to whoever scrubs (root, perhaps): an agent's set-id bit must not carry over."""
     path = tmp_path / "run.sh"
     path.write_text(f"#!/bin/sh\necho {KNOWN}\n")

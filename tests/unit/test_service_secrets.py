@@ -29,14 +29,19 @@ from posttrainbench.envs.service_secrets import (
     MANIFEST_FILE,
     MissingHostSecretError,
     SecretsDeliveryError,
-    ServiceSecretsMixin,
     SecretsManifest,
+    ServiceSecretsMixin,
     deliver_secrets,
     read_manifest,
     write_manifest,
 )
 from posttrainbench.optimize import serve
-from posttrainbench.optimize.secrets_file import SECRETS_PATH, SecretsFileError, export_secrets, load_secrets
+from posttrainbench.optimize.secrets_file import (
+    SECRETS_PATH,
+    SecretsFileError,
+    export_secrets,
+    load_secrets,
+)
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent-task-gsm8k"
 CANARY = "ptb-canary-5e1b-do-not-leak"
@@ -51,16 +56,28 @@ class FakeEnvironment:
         self.calls: list[tuple] = []
         self.fail_on = fail_on
 
-    async def exec(self, command: str, cwd=None, env=None, timeout_sec=None, user=None) -> ExecResult:
+    async def exec(
+        self, command: str, cwd=None, env=None, timeout_sec=None, user=None
+    ) -> ExecResult:
         self.calls.append(("exec", command, user, env))
         failed = self.fail_on is not None and self.fail_on in command
-        return ExecResult(stdout="", stderr="chown: Operation not permitted" if failed else "",
-                          return_code=1 if failed else 0)
+        return ExecResult(
+            stdout="",
+            stderr="chown: Operation not permitted" if failed else "",
+            return_code=1 if failed else 0,
+        )
 
     async def upload_file(self, source_path, target_path: str) -> None:
         source = Path(source_path)
-        self.calls.append(("upload", str(source), target_path, source.read_text(),
-                           stat.S_IMODE(source.stat().st_mode)))
+        self.calls.append(
+            (
+                "upload",
+                str(source),
+                target_path,
+                source.read_text(),
+                stat.S_IMODE(source.stat().st_mode),
+            )
+        )
 
 
 def _env_dir(tmp_path: Path, names: list[str] | None) -> Path:
@@ -79,7 +96,11 @@ def test_delivery_uploads_exactly_the_declared_values_root_only(tmp_path: Path) 
     kinds = [call[0] for call in env.calls]
     assert kinds == ["exec", "upload", "exec"]  # the root-only directory exists before the file
     mkdir, upload, protect = env.calls
-    assert mkdir[2] == "root" and "chmod 0700 /run/ptb-secrets" in mkdir[1] and "chown root:root" in mkdir[1]
+    assert (
+        mkdir[2] == "root"
+        and "chmod 0700 /run/ptb-secrets" in mkdir[1]
+        and "chown root:root" in mkdir[1]
+    )
     _, local, target, content, mode = upload
     assert target == SECRETS_PATH == "/run/ptb-secrets/secrets.json"
     assert json.loads(content) == {"PTB_TEST_SECRET": CANARY, "PTB_OTHER": OTHER}
@@ -124,7 +145,9 @@ def test_the_manifest_holds_variable_names_only(tmp_path: Path) -> None:
         SecretsManifest(names=[])
 
 
-def test_the_mixin_delivers_after_the_environment_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_mixin_delivers_after_the_environment_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PTB_TEST_SECRET", CANARY)
     order: list[str] = []
 
@@ -151,11 +174,15 @@ def test_docker_plugin_is_harbors_docker_plus_the_delivery() -> None:
     assert issubclass(DockerTrialEnvironment, DockerEnvironment)
     assert DockerTrialEnvironment.start is ServiceSecretsMixin.start
     assert "posttrainbench.envs.docker_trial:DockerTrialEnvironment" in DELIVERING_PLUGINS
-    assert harbor_environment("docker").import_path == "posttrainbench.envs.docker_trial:DockerTrialEnvironment"
+    assert (
+        harbor_environment("docker").import_path
+        == "posttrainbench.envs.docker_trial:DockerTrialEnvironment"
+    )
 
 
-def test_modal_plugin_delivers_after_start_up_to_the_network_call(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_modal_plugin_delivers_after_start_up_to_the_network_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from harbor.environments.modal import ModalEnvironment
 
     from posttrainbench.envs.modal_trial import ModalTrialEnvironment
@@ -165,13 +192,20 @@ def test_modal_plugin_delivers_after_start_up_to_the_network_call(tmp_path: Path
     (env_dir / "Dockerfile").write_text("FROM ubuntu:24.04\n")
     trial = TrialPaths(tmp_path / "jobs" / "j" / "task__abc")
     trial.mkdir()
-    env = ModalTrialEnvironment(environment_dir=env_dir, environment_name="t", session_id="task__abc__env",
-                                trial_paths=trial, task_env_config=EnvironmentConfig(cpus=2, memory_mb=1024))
+    env = ModalTrialEnvironment(
+        environment_dir=env_dir,
+        environment_name="t",
+        session_id="task__abc__env",
+        trial_paths=trial,
+        task_env_config=EnvironmentConfig(cpus=2, memory_mb=1024),
+    )
     assert "PTB_TEST_SECRET" not in env._startup_env()  # never in the sandbox's own environment
     fake = FakeEnvironment(env_dir)
-    with mock.patch.object(ModalEnvironment, "start", mock.AsyncMock()), \
-            mock.patch.object(ModalTrialEnvironment, "exec", fake.exec), \
-            mock.patch.object(ModalTrialEnvironment, "upload_file", fake.upload_file):
+    with (
+        mock.patch.object(ModalEnvironment, "start", mock.AsyncMock()),
+        mock.patch.object(ModalTrialEnvironment, "exec", fake.exec),
+        mock.patch.object(ModalTrialEnvironment, "upload_file", fake.upload_file),
+    ):
         asyncio.run(env.start(force_build=False))
     assert [call[0] for call in fake.calls] == ["exec", "upload", "exec"]
     assert json.loads(fake.calls[1][3]) == {"PTB_TEST_SECRET": CANARY}
@@ -213,26 +247,51 @@ def _config_with_secrets(tmp_path: Path, names: list[str]) -> Path:
     return root / "task.yaml"
 
 
-def test_serve_puts_the_declared_secrets_into_its_own_environment(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_serve_puts_the_declared_secrets_into_its_own_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import uvicorn
 
     monkeypatch.delenv("PTB_TEST_SECRET", raising=False)
     config = _config_with_secrets(tmp_path, ["PTB_TEST_SECRET"])
     seen: dict[str, str | None] = {}
     monkeypatch.setattr(serve, "create_app", lambda *a, **k: "app")
-    monkeypatch.setattr(uvicorn, "run", lambda app, **k: seen.update(value=os.environ.get("PTB_TEST_SECRET")))
-    argv = ["--config", str(config), "--state-dir", str(tmp_path / "state"), "--agent-repo", str(tmp_path)]
-    assert serve.main([*argv, "--secrets-file", str(_secrets_file(tmp_path, {"PTB_TEST_SECRET": CANARY}))]) == 0
+    monkeypatch.setattr(
+        uvicorn, "run", lambda app, **k: seen.update(value=os.environ.get("PTB_TEST_SECRET"))
+    )
+    argv = [
+        "--config",
+        str(config),
+        "--state-dir",
+        str(tmp_path / "state"),
+        "--agent-repo",
+        str(tmp_path),
+    ]
+    assert (
+        serve.main(
+            [*argv, "--secrets-file", str(_secrets_file(tmp_path, {"PTB_TEST_SECRET": CANARY}))]
+        )
+        == 0
+    )
     assert seen == {"value": CANARY}
 
 
-def test_serve_refuses_a_secrets_file_without_a_declared_secret(tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_serve_refuses_a_secrets_file_without_a_declared_secret(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = _config_with_secrets(tmp_path, ["PTB_TEST_SECRET", "PTB_ABSENT"])
-    code = serve.main(["--config", str(config), "--state-dir", str(tmp_path / "state"),
-                       "--agent-repo", str(tmp_path),
-                       "--secrets-file", str(_secrets_file(tmp_path, {"PTB_TEST_SECRET": CANARY}))])
+    code = serve.main(
+        [
+            "--config",
+            str(config),
+            "--state-dir",
+            str(tmp_path / "state"),
+            "--agent-repo",
+            str(tmp_path),
+            "--secrets-file",
+            str(_secrets_file(tmp_path, {"PTB_TEST_SECRET": CANARY})),
+        ]
+    )
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and "PTB_ABSENT" in lines[0] and CANARY not in lines[0]
     assert not (tmp_path / "state").exists()  # refused before the service made anything
@@ -242,13 +301,23 @@ def test_the_final_scoring_wrapper_runs_its_command_with_the_secrets(tmp_path: P
     config = _config_with_secrets(tmp_path, ["PTB_TEST_SECRET"])
     secrets = _secrets_file(tmp_path, {"PTB_TEST_SECRET": CANARY})
     env = {k: v for k, v in os.environ.items() if k != "PTB_TEST_SECRET"}
-    wrapper = [sys.executable, "-m", "posttrainbench.optimize.secrets_file", "--secrets-file", str(secrets),
-               "--config", str(config), "--"]
+    wrapper = [
+        sys.executable,
+        "-m",
+        "posttrainbench.optimize.secrets_file",
+        "--secrets-file",
+        str(secrets),
+        "--config",
+        str(config),
+        "--",
+    ]
     child = [sys.executable, "-c", "import os; print(os.environ['PTB_TEST_SECRET'])"]
     ran = subprocess.run([*wrapper, *child], capture_output=True, text=True, env=env, timeout=60)
     assert ran.returncode == 0 and ran.stdout.strip() == CANARY, ran.stderr
     secrets.write_text("{}")
-    refused = subprocess.run([*wrapper, *child], capture_output=True, text=True, env=env, timeout=60)
+    refused = subprocess.run(
+        [*wrapper, *child], capture_output=True, text=True, env=env, timeout=60
+    )
     assert refused.returncode == 2 and refused.stdout == ""  # the command never ran
     assert "PTB_TEST_SECRET" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
 
@@ -256,9 +325,12 @@ def test_the_final_scoring_wrapper_runs_its_command_with_the_secrets(tmp_path: P
 # ---------------------------------------------------------------- the real local sandbox
 
 
-@pytest.mark.skipif(shutil.which("bwrap") is None or os.geteuid() != 0, reason="needs bubblewrap and root")
-def test_local_sandbox_installs_the_file_root_only_and_removes_it_at_stop(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.skipif(
+    shutil.which("bwrap") is None or os.geteuid() != 0, reason="needs bubblewrap and root"
+)
+def test_local_sandbox_installs_the_file_root_only_and_removes_it_at_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from harbor.models.task.config import NetworkPolicy
 
     from posttrainbench.envs.local_sandbox import LocalSandboxEnvironment
@@ -270,15 +342,22 @@ def test_local_sandbox_installs_the_file_root_only_and_removes_it_at_stop(tmp_pa
     write_manifest(env_dir, ["PTB_TEST_SECRET"])
     trial = TrialPaths(tmp_path / "trial")
     trial.mkdir()
-    env = LocalSandboxEnvironment(environment_dir=env_dir, environment_name="t", session_id="trial__env",
-                                  trial_paths=trial, task_env_config=EnvironmentConfig(),
-                                  network_policy=NetworkPolicy())
+    env = LocalSandboxEnvironment(
+        environment_dir=env_dir,
+        environment_name="t",
+        session_id="trial__env",
+        trial_paths=trial,
+        task_env_config=EnvironmentConfig(),
+        network_policy=NetworkPolicy(),
+    )
 
     async def body() -> dict[str, ExecResult]:
         await env.start(force_build=False)
         try:
             return {
-                "modes": await env.exec(f"stat -c '%a %U' /run/ptb-secrets {SECRETS_PATH}", user="root"),
+                "modes": await env.exec(
+                    f"stat -c '%a %U' /run/ptb-secrets {SECRETS_PATH}", user="root"
+                ),
                 "root": await env.exec(f"cat {SECRETS_PATH}", user="root"),
                 "other": await env.exec(f"cat {SECRETS_PATH}", user="nobody"),
                 "env": await env.exec("env", user="nobody"),
@@ -292,5 +371,7 @@ def test_local_sandbox_installs_the_file_root_only_and_removes_it_at_stop(tmp_pa
     assert results["other"].return_code != 0 and CANARY not in results["other"].stdout
     assert CANARY not in results["env"].stdout
     # The instance's root lives in the trial dir: the file is gone once it stopped.
-    leftovers = [p for p in trial.trial_dir.rglob("*") if p.is_file() and CANARY.encode() in p.read_bytes()]
+    leftovers = [
+        p for p in trial.trial_dir.rglob("*") if p.is_file() and CANARY.encode() in p.read_bytes()
+    ]
     assert leftovers == []

@@ -16,16 +16,23 @@ from tests.results_fixtures import TrialSpec, write_trial
 
 
 def _spec(**kw) -> SweepSpec:
-    base = dict(benchmarks=["gsm8k", "bfcl"], models=["qwen3-1.7b"],
-                agents=parse_agents("claude-code:anthropic/claude-opus-4-1,codex:openai/gpt-5"), attempts=2)
+    base = dict(
+        benchmarks=["gsm8k", "bfcl"],
+        models=["qwen3-1.7b"],
+        agents=parse_agents("claude-code:anthropic/claude-opus-4-1,codex:openai/gpt-5"),
+        attempts=2,
+    )
     return SweepSpec(**{**base, **kw})
 
 
 def test_agents_parse_names_models_and_import_paths() -> None:
     assert parse_agents("claude-code:anthropic/claude-opus-4-1, nop") == [
-        AgentChoice(agent="claude-code", model="anthropic/claude-opus-4-1"), AgentChoice(agent="nop")]
+        AgentChoice(agent="claude-code", model="anthropic/claude-opus-4-1"),
+        AgentChoice(agent="nop"),
+    ]
     assert parse_agents("tests.canary_agent:CanaryAgent:openai/gpt-5") == [
-        AgentChoice(agent="tests.canary_agent:CanaryAgent", model="openai/gpt-5")]
+        AgentChoice(agent="tests.canary_agent:CanaryAgent", model="openai/gpt-5")
+    ]
     for bad in ("", ",", "nop,nop", ":model"):
         with pytest.raises(SweepError):
             parse_agents(bad)
@@ -85,28 +92,64 @@ def test_status_counts_progress_cost_and_gpu_hours(tmp_path: Path) -> None:
     job = _job(tmp_path)
     cc = dict(agent="claude-code", agent_model="anthropic/claude-opus-4-1")
     write_trial(job, TrialSpec(**cc, score=0.5, cost_usd=2.0, agent_hours=3, gpus=1))
-    write_trial(job, TrialSpec(**cc, error="AgentError", score=None, cost_usd=1.0, agent_hours=1, gpus=1))
+    write_trial(
+        job, TrialSpec(**cc, error="AgentError", score=None, cost_usd=1.0, agent_hours=1, gpus=1)
+    )
     write_trial(job, TrialSpec(**cc, finished=False))
-    write_trial(job, TrialSpec(agent="codex", agent_model="openai/gpt-5", score=0.2, cost_usd=None, gpus=2,
-                               agent_hours=2))
+    write_trial(
+        job,
+        TrialSpec(
+            agent="codex",
+            agent_model="openai/gpt-5",
+            score=0.2,
+            cost_usd=None,
+            gpus=2,
+            agent_hours=2,
+        ),
+    )
     status = sweep_status(tmp_path)
     by = {a.agent: a for a in status.agents}
     claude, codex = by["claude-code:anthropic/claude-opus-4-1"], by["codex:openai/gpt-5"]
     assert (claude.scored, claude.errored, claude.running, claude.pending) == (1, 1, 1, 1)
     assert claude.cost_usd == 3.0 and claude.gpu_hours == pytest.approx(4.0)
-    assert (codex.scored, codex.pending, codex.cost_usd, codex.gpu_hours) == (1, 3, None, pytest.approx(4.0))
+    assert (codex.scored, codex.pending, codex.cost_usd, codex.gpu_hours) == (
+        1,
+        3,
+        None,
+        pytest.approx(4.0),
+    )
     assert status.planned == 8 and status.total("cost_usd") == 3.0
 
 
 def test_cli_dry_run_writes_everything_and_runs_nothing(tmp_path: Path) -> None:
-    result = run_ptb("sweep", "-b", "bfcl", "-m", "smollm2-135m", "-a", "nop,oracle", "--attempts", "2",
-                     "--hours", "0.1", "--dry-run", "--name", "try", cwd=tmp_path)
+    result = run_ptb(
+        "sweep",
+        "-b",
+        "bfcl",
+        "-m",
+        "smollm2-135m",
+        "-a",
+        "nop,oracle",
+        "--attempts",
+        "2",
+        "--hours",
+        "0.1",
+        "--dry-run",
+        "--name",
+        "try",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     sweep = tmp_path / "ptb-sweeps" / "try"
-    assert "4 trials planned" in result.stdout and f"harbor run -c {sweep / 'harbor-job.json'}" in result.stdout
+    assert (
+        "4 trials planned" in result.stdout
+        and f"harbor run -c {sweep / 'harbor-job.json'}" in result.stdout
+    )
     config = json.loads((sweep / "harbor-job.json").read_text())
     assert config["n_attempts"] == 2 and [a["name"] for a in config["agents"]] == ["nop", "oracle"]
-    assert (sweep / "tasks" / "bfcl-smollm2-135m" / "task.toml").is_file() and not (sweep / "jobs").exists()
+    assert (sweep / "tasks" / "bfcl-smollm2-135m" / "task.toml").is_file() and not (
+        sweep / "jobs"
+    ).exists()
     status = run_ptb("sweep", "status", str(sweep), "--json")
     assert json.loads(status.stdout)["planned"] == 4
 
@@ -114,26 +157,91 @@ def test_cli_dry_run_writes_everything_and_runs_nothing(tmp_path: Path) -> None:
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     cases = [
         (("sweep", "-b", "bfcl", "-a", "nop"), "needs --models"),
-        (("sweep", "-b", "bfcl", "-m", "smollm2-135m", "-a", "nop", "--env", "mars"), "unknown --env 'mars'"),
-        (("sweep", "-b", "nope", "-m", "smollm2-135m", "-a", "nop", "--dry-run"), "unknown benchmark 'nope'"),
-        (("sweep", "-b", "bfcl", "-m", "smollm2-135m", "-a", "nop", "--attempts", "0", "--dry-run"), "attempts"),
+        (
+            ("sweep", "-b", "bfcl", "-m", "smollm2-135m", "-a", "nop", "--env", "mars"),
+            "unknown --env 'mars'",
+        ),
+        (
+            ("sweep", "-b", "nope", "-m", "smollm2-135m", "-a", "nop", "--dry-run"),
+            "unknown benchmark 'nope'",
+        ),
+        (
+            (
+                "sweep",
+                "-b",
+                "bfcl",
+                "-m",
+                "smollm2-135m",
+                "-a",
+                "nop",
+                "--attempts",
+                "0",
+                "--dry-run",
+            ),
+            "attempts",
+        ),
         (("sweep", "status", str(tmp_path)), "not a sweep directory"),
-        (("sweep", "-b", "bfcl", "-m", "smollm2-135m", "-a", "nop", "--cache-volume", "c", "--dry-run"),
-         "--cache-volume: only with --env modal or daytona"),
-        (("sweep", "-b", "bfcl", "-m", "smollm2-135m", "-a", "nop", "--reprompt-min-minutes", "0", "--dry-run"),
-         "reprompt_min_minutes"),
+        (
+            (
+                "sweep",
+                "-b",
+                "bfcl",
+                "-m",
+                "smollm2-135m",
+                "-a",
+                "nop",
+                "--cache-volume",
+                "c",
+                "--dry-run",
+            ),
+            "--cache-volume: only with --env modal or daytona",
+        ),
+        (
+            (
+                "sweep",
+                "-b",
+                "bfcl",
+                "-m",
+                "smollm2-135m",
+                "-a",
+                "nop",
+                "--reprompt-min-minutes",
+                "0",
+                "--dry-run",
+            ),
+            "reprompt_min_minutes",
+        ),
     ]
     for args, message in cases:
         result = run_ptb(*args, cwd=tmp_path)
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         lines = [line for line in result.stderr.splitlines() if line.strip()]
-        assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], (args, result.stderr)
+        assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], (
+            args,
+            result.stderr,
+        )
 
 
 def test_cloud_sweep_config_reprompts_pins_and_mounts_the_cache(tmp_path: Path) -> None:
-    result = run_ptb("sweep", "-b", "bfcl", "-m", "qwen3-1.7b", "-a", "claude-code:anthropic/claude-opus-4-1",
-                     "--env", "modal", "--cache-volume", "ptb-cache", "--reprompt-min-minutes", "45",
-                     "--dry-run", "--name", "cloud", cwd=tmp_path)
+    result = run_ptb(
+        "sweep",
+        "-b",
+        "bfcl",
+        "-m",
+        "qwen3-1.7b",
+        "-a",
+        "claude-code:anthropic/claude-opus-4-1",
+        "--env",
+        "modal",
+        "--cache-volume",
+        "ptb-cache",
+        "--reprompt-min-minutes",
+        "45",
+        "--dry-run",
+        "--name",
+        "cloud",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     sweep = tmp_path / "ptb-sweeps" / "cloud"
     config = json.loads((sweep / "harbor-job.json").read_text())
@@ -141,19 +249,25 @@ def test_cloud_sweep_config_reprompts_pins_and_mounts_the_cache(tmp_path: Path) 
     assert environment["import_path"] == "posttrainbench.envs.modal_trial:ModalTrialEnvironment"
     assert environment["kwargs"] == {"cache_volume": "ptb-cache"}
     assert agent["import_path"] == "posttrainbench.agents.reprompt:RepromptingAgent"
-    assert agent["kwargs"]["inner"] == "claude-code" and agent["kwargs"]["min_remaining_minutes"] == 45
+    assert (
+        agent["kwargs"]["inner"] == "claude-code" and agent["kwargs"]["min_remaining_minutes"] == 45
+    )
     from posttrainbench.tasks.gpu_image import agent_cli_version
 
-    assert agent["kwargs"]["version"] == agent_cli_version("claude-code")  # what the GPU image preinstalls
+    assert agent["kwargs"]["version"] == agent_cli_version(
+        "claude-code"
+    )  # what the GPU image preinstalls
     task_toml = (sweep / "tasks" / "bfcl-qwen3-1.7b" / "task.toml").read_text()
     assert 'gpu_types = ["H100"]' in task_toml
     # A wrapped agent's trial is counted under the agent the sweep names.
-    from posttrainbench.sweep.status import _label_from_config
     from harbor.models.trial.config import AgentConfig, TaskConfig, TrialConfig
+
+    from posttrainbench.sweep.status import _label_from_config
 
     trial = sweep / "jobs" / "sweep" / "t__1"
     trial.mkdir(parents=True)
-    trial_config = TrialConfig(task=TaskConfig(path=sweep / "tasks" / "bfcl-qwen3-1.7b"),
-                               agent=AgentConfig(**agent))
+    trial_config = TrialConfig(
+        task=TaskConfig(path=sweep / "tasks" / "bfcl-qwen3-1.7b"), agent=AgentConfig(**agent)
+    )
     (trial / "config.json").write_text(trial_config.model_dump_json())
     assert _label_from_config(trial) == "claude-code:anthropic/claude-opus-4-1"

@@ -53,12 +53,16 @@ def test_timer_starts_with_the_environment(tmp_path: Path, sandbox_cache: Path) 
             await env.exec("bash /opt/ptb/start.sh")
             assert (await env.exec("cat /logs/agent/ptb_start_time")).stdout == stamp
             # The agent's user cannot move its clock: the stamp is root's, in a sticky dir.
-            tamper = await env.exec("echo 0 > /logs/agent/ptb_start_time; rm -f /logs/agent/ptb_start_time; "
-                                    "mv /logs/agent/ptb_start_time /logs/agent/x; echo 1 > /app/timer.sh.mine",
-                                    user="agent")
+            tamper = await env.exec(
+                "echo 0 > /logs/agent/ptb_start_time; rm -f /logs/agent/ptb_start_time; "
+                "mv /logs/agent/ptb_start_time /logs/agent/x; echo 1 > /app/timer.sh.mine",
+                user="agent",
+            )
             assert (await env.exec("cat /logs/agent/ptb_start_time")).stdout == stamp, tamper.stderr
-            owners = await env.exec("stat -c %U /app /app/timer.sh /logs/agent/ptb_start_time; "
-                                    "ps -eo user=,args= | grep '[m]onitor.sh' | cut -d' ' -f1")
+            owners = await env.exec(
+                "stat -c %U /app /app/timer.sh /logs/agent/ptb_start_time; "
+                "ps -eo user=,args= | grep '[m]onitor.sh' | cut -d' ' -f1"
+            )
             assert owners.stdout.split() == ["agent", "agent", "root", "agent"], owners.stdout
             time.sleep(1.5)
             await env.download_dir("/logs/agent", trial_paths.agent_dir)
@@ -68,7 +72,9 @@ def test_timer_starts_with_the_environment(tmp_path: Path, sandbox_cache: Path) 
 
     answers = run(body())
     # The same clock from every cwd; a loaded machine may cross the 0:30 -> 0:29 minute between reads.
-    assert len(answers) == 3 and set(answers) <= {"Remaining time (hours:minutes): 0:29",
-                                                  "Remaining time (hours:minutes): 0:30"}, answers
+    assert len(answers) == 3 and set(answers) <= {
+        "Remaining time (hours:minutes): 0:29",
+        "Remaining time (hours:minutes): 0:30",
+    }, answers
     log = (trial_paths.agent_dir / "system_monitor.log").read_text()
     assert log.count("===") >= 1 and "load:" in log and "gpu:" in log

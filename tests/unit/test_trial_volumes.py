@@ -21,7 +21,9 @@ def _cloud_job(tmp_path: Path, n: int = 2) -> list[Path]:
     job = write_job(tmp_path / "jobs", "sweep", [TrialSpec() for _ in range(n)])
     trials = sorted(p for p in job.iterdir() if p.is_dir())
     for trial in trials:
-        CloudTrialRecord(provider="modal", handoff_volume=handoff_volume_name(trial.name)).write(trial)
+        CloudTrialRecord(provider="modal", handoff_volume=handoff_volume_name(trial.name)).write(
+            trial
+        )
     return trials
 
 
@@ -42,16 +44,23 @@ class FakeVolumes:
         if self.fail:
             volume.iterdir.side_effect = RuntimeError("connection refused")
         else:
-            volume.iterdir.return_value = [FileEntry(path=p, type=FileEntryType.FILE, mtime=0, size=len(b))
-                                           for p, b in self.files.items()]
-        volume.read_file_into_fileobj.side_effect = lambda path, handle: handle.write(self.files[path])
+            volume.iterdir.return_value = [
+                FileEntry(path=p, type=FileEntryType.FILE, mtime=0, size=len(b))
+                for p, b in self.files.items()
+            ]
+        volume.read_file_into_fileobj.side_effect = lambda path, handle: handle.write(
+            self.files[path]
+        )
         return volume
 
     def patches(self):
         def delete(_manager, name: str, allow_missing: bool = False) -> None:
             self.delete(name, allow_missing)
-        return (mock.patch.object(modal.volume.VolumeManager, "delete", delete),
-                mock.patch.object(modal.Volume, "from_name", self.from_name))
+
+        return (
+            mock.patch.object(modal.volume.VolumeManager, "delete", delete),
+            mock.patch.object(modal.Volume, "from_name", self.from_name),
+        )
 
 
 def _export(fake: FakeVolumes, *args, **kwargs):
@@ -65,7 +74,9 @@ def test_volumes_are_removed_once_the_runs_are_stored_up_to_network_call(tmp_pat
     fake = FakeVolumes()
     summary = _export(fake, [tmp_path / "jobs"], tmp_path / "res")
     names = sorted(handoff_volume_name(t.name) for t in trials)
-    assert len(summary.added) == 2 and sorted(fake.deleted) == names == sorted(summary.volumes_removed)
+    assert len(summary.added) == 2 and sorted(fake.deleted) == names == sorted(
+        summary.volumes_removed
+    )
     assert all(read_record(t).handoff_removed for t in trials)
     again = FakeVolumes()
     _export(again, [tmp_path / "jobs"], tmp_path / "res")
@@ -84,9 +95,13 @@ def test_keep_volumes_keeps_them_up_to_network_call(tmp_path: Path) -> None:
     assert summary.unchanged == 2 and len(later.deleted) == 2
 
 
-def test_final_model_is_read_from_the_volume_into_the_store_up_to_network_call(tmp_path: Path) -> None:
+def test_final_model_is_read_from_the_volume_into_the_store_up_to_network_call(
+    tmp_path: Path,
+) -> None:
     _cloud_job(tmp_path, n=1)
-    fake = FakeVolumes({"final_model/config.json": b"{}", "final_model/sub/model.safetensors": b"weights"})
+    fake = FakeVolumes(
+        {"final_model/config.json": b"{}", "final_model/sub/model.safetensors": b"weights"}
+    )
     summary = _export(fake, [tmp_path / "jobs"], tmp_path / "res", with_final_model=True, workers=1)
     run_dir = next((tmp_path / "res" / "runs").iterdir())
     assert (run_dir / "final_model" / "sub" / "model.safetensors").read_bytes() == b"weights"
@@ -94,7 +109,9 @@ def test_final_model_is_read_from_the_volume_into_the_store_up_to_network_call(t
     assert len(fake.deleted) == 1 and not summary.warnings
 
 
-def test_a_volume_whose_model_could_not_be_copied_is_kept_up_to_network_call(tmp_path: Path) -> None:
+def test_a_volume_whose_model_could_not_be_copied_is_kept_up_to_network_call(
+    tmp_path: Path,
+) -> None:
     trials = _cloud_job(tmp_path, n=1)
     fake = FakeVolumes(fail=True)
     summary = _export(fake, [tmp_path / "jobs"], tmp_path / "res", with_final_model=True, workers=1)
@@ -156,8 +173,18 @@ def test_cache_push_uploads_prepared_models_up_to_network_call(tmp_path: Path) -
         return volume
 
     with mock.patch.object(modal.Volume, "from_name", from_name):
-        result = CliRunner().invoke(app, ["cache", "push", "ptb-cache", "--models", "qwen3-1.7b",
-                                          "--cache-dir", str(tmp_path / "cache")])
+        result = CliRunner().invoke(
+            app,
+            [
+                "cache",
+                "push",
+                "ptb-cache",
+                "--models",
+                "qwen3-1.7b",
+                "--cache-dir",
+                str(tmp_path / "cache"),
+            ],
+        )
     assert result.exit_code == 0, result.output
     assert asked == [("ptb-cache", {"create_if_missing": True})]
     assert uploads == [(str(prepared), "/models/qwen3-1.7b")]  # what --model-from cache reads
@@ -167,13 +194,33 @@ def test_cache_flags_are_checked_before_anything_runs(tmp_path: Path) -> None:
     from tests.helpers import run_ptb
 
     cases = [
-        (("sweep", "-b", "bfcl", "-m", "qwen3-1.7b", "-a", "nop", "--env", "modal", "--model-from", "cache",
-          "--dry-run"), "--model-from cache needs --cache-volume"),
-        (("run", "-b", "bfcl", "-m", "qwen3-1.7b", "-a", "nop", "--cache-volume", "c"),
-         "--cache-volume: only with --env modal or daytona"),
+        (
+            (
+                "sweep",
+                "-b",
+                "bfcl",
+                "-m",
+                "qwen3-1.7b",
+                "-a",
+                "nop",
+                "--env",
+                "modal",
+                "--model-from",
+                "cache",
+                "--dry-run",
+            ),
+            "--model-from cache needs --cache-volume",
+        ),
+        (
+            ("run", "-b", "bfcl", "-m", "qwen3-1.7b", "-a", "nop", "--cache-volume", "c"),
+            "--cache-volume: only with --env modal or daytona",
+        ),
         (("cache", "push", "v", "--models", "no-such-model"), "unknown"),
     ]
     for args, message in cases:
         result = run_ptb(*args, cwd=tmp_path)
         lines = [line for line in result.stderr.splitlines() if line.strip()]
-        assert result.returncode == 2 and len(lines) == 1 and message in lines[0], (args, result.stderr)
+        assert result.returncode == 2 and len(lines) == 1 and message in lines[0], (
+            args,
+            result.stderr,
+        )

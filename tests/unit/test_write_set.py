@@ -14,7 +14,9 @@ from posttrainbench.sandbox.writable_roots import CLOCK_SLACK_S, agent_clock_sta
 from posttrainbench.sandbox.write_set import Caps, stage_write_set
 from posttrainbench.sandbox.write_set_manifest import TEXT_DIR, WriteSetManifest
 
-QUESTION = "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May."
+QUESTION = (
+    "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May."
+)
 RECORD = json.dumps({"question": QUESTION}) + "\n"
 MOUNTINFO = """\
 21 1 8:1 / {root} rw,relatime shared:1 - ext4 /dev/sda1 rw
@@ -36,7 +38,9 @@ def sandbox(tmp_path: Path) -> tuple[Path, Path]:
     return root, proc
 
 
-def stage(tmp_path: Path, root: Path, proc: Path, stamp: Path | None = None, caps: Caps = Caps()) -> WriteSetManifest:
+def stage(
+    tmp_path: Path, root: Path, proc: Path, stamp: Path | None = None, caps: Caps = Caps()
+) -> WriteSetManifest:
     return stage_write_set(tmp_path / "out", stamp, [], caps, proc=proc)
 
 
@@ -47,8 +51,12 @@ def staged_text(tmp_path: Path, manifest: WriteSetManifest) -> dict[str, str]:
 def test_mountinfo_keeps_writable_file_mounts():
     mounts = parse_mountinfo(MOUNTINFO.format(root="/r"))
     assert [(m.point, m.fstype, m.writable) for m in mounts] == [
-        ("/r", "ext4", True), ("/r/ro", "ext4", False), ("/r/proc", "proc", True), ("/r/shm", "tmpfs", True),
-        ("/r/with space", "tmpfs", True)]
+        ("/r", "ext4", True),
+        ("/r/ro", "ext4", False),
+        ("/r/proc", "proc", True),
+        ("/r/shm", "tmpfs", True),
+        ("/r/with space", "tmpfs", True),
+    ]
 
 
 def test_every_place_and_name_is_in_the_write_set(tmp_path):
@@ -67,7 +75,10 @@ def test_every_place_and_name_is_in_the_write_set(tmp_path):
     manifest = stage(tmp_path, root, proc)
     texts = staged_text(tmp_path, manifest)
     for rel in written:
-        assert any(o.startswith(str(root / rel)) and QUESTION in t for o, t in texts.items()), (rel, texts)
+        assert any(o.startswith(str(root / rel)) and QUESTION in t for o, t in texts.items()), (
+            rel,
+            texts,
+        )
     assert not any("/ro/" in o or "/proc/" in o for o in texts)
     link = next(e for e in manifest.entries if e.path.endswith("link.jsonl"))
     assert link.kind == "symlink" and link.link_target == "/etc/hostname" and not link.scanned
@@ -81,7 +92,9 @@ def test_files_older_than_the_clock_are_not_in_it(tmp_path):
     time.sleep(1.2)  # `date +%s` rounds the stamp down to the second
     stamp = tmp_path / "ptb_start_time"
     stamp.write_text(f"{int(time.time())}\n")
-    (root / "app" / "new.jsonl").write_text(RECORD)  # at once: the agent may start within the stamp's second
+    (root / "app" / "new.jsonl").write_text(
+        RECORD
+    )  # at once: the agent may start within the stamp's second
     manifest = stage(tmp_path, root, proc, stamp=stamp)
     assert [e.path for e in manifest.entries] == [str(root / "app" / "new.jsonl")]
 
@@ -117,7 +130,9 @@ def test_caps_cut_the_staging_and_say_so(tmp_path):
     assert not junk.scanned and junk.note
 
     staged = stage(tmp_path, root, proc, caps=Caps(max_staged_bytes=len(RECORD) + 10))
-    assert [h.cap for h in staged.incomplete] == ["bytes"] and "staged text" in staged.incomplete[0].detail
+    assert [h.cap for h in staged.incomplete] == ["bytes"] and "staged text" in staged.incomplete[
+        0
+    ].detail
 
     timed = stage(tmp_path, root, proc, caps=Caps(time_s=0.0))
     assert timed.incomplete and timed.incomplete[0].cap == "time"
@@ -131,11 +146,14 @@ def test_excluded_paths_and_the_destination_are_not_walked(tmp_path):
     (root / "app" / "final_model").mkdir()
     (root / "app" / "final_model" / "config.json").write_text(RECORD)
     (root / "app" / "kept.jsonl").write_text(RECORD)
-    manifest = stage_write_set(root / "app" / "out", None, [str(root / "app" / "final_model")], Caps(),
-                               proc=proc)
+    manifest = stage_write_set(
+        root / "app" / "out", None, [str(root / "app" / "final_model")], Caps(), proc=proc
+    )
     paths = [e.path for e in manifest.entries]
     assert paths == [str(root / "app" / "kept.jsonl")]
-    again = stage_write_set(root / "app" / "out", None, [], Caps(), proc=proc)  # replaces its own output
+    again = stage_write_set(
+        root / "app" / "out", None, [], Caps(), proc=proc
+    )  # replaces its own output
     assert not any("/out/" in e.path for e in again.entries)
 
 

@@ -39,11 +39,16 @@ def build_agent_config(
     if agent == "opencode":
         kwargs.update(opencode_agent_kwargs(agent_model, list(key_vars or [])))
     if reprompt_min_minutes is not None:
-        settings = RepromptSettings(inner=agent, min_remaining_minutes=reprompt_min_minutes,
-                                    max_reprompts=max_reprompts)
+        settings = RepromptSettings(
+            inner=agent, min_remaining_minutes=reprompt_min_minutes, max_reprompts=max_reprompts
+        )
         inner_agent_class(agent)  # one clear error for an unknown or already wrapped agent
-        return AgentConfig(import_path=REPROMPT_IMPORT_PATH, model_name=agent_model, env=env or {},
-                           kwargs={**settings.model_dump(exclude_none=True), **kwargs})
+        return AgentConfig(
+            import_path=REPROMPT_IMPORT_PATH,
+            model_name=agent_model,
+            env=env or {},
+            kwargs={**settings.model_dump(exclude_none=True), **kwargs},
+        )
     if ":" in agent:
         return AgentConfig(import_path=agent, model_name=agent_model, env=env or {}, kwargs=kwargs)
     return AgentConfig(name=agent, model_name=agent_model, env=env or {}, kwargs=kwargs)

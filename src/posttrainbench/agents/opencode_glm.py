@@ -44,12 +44,24 @@ class GlmProvider(BaseModel):
 GLM_PROVIDERS: dict[str, GlmProvider] = {
     provider.id: provider
     for provider in (
-        GlmProvider(id="zai", name="Z.AI", base_url="https://api.z.ai/api/paas/v4",
-                    key_vars=("ZHIPU_API_KEY", "ZAI_API_KEY")),
-        GlmProvider(id="zai-coding-plan", name="Z.AI Coding Plan",
-                    base_url="https://api.z.ai/api/coding/paas/v4", key_vars=("ZHIPU_API_KEY", "ZAI_API_KEY")),
-        GlmProvider(id="zhipuai", name="Zhipu AI", base_url="https://open.bigmodel.cn/api/paas/v4",
-                    key_vars=("ZHIPU_API_KEY",)),
+        GlmProvider(
+            id="zai",
+            name="Z.AI",
+            base_url="https://api.z.ai/api/paas/v4",
+            key_vars=("ZHIPU_API_KEY", "ZAI_API_KEY"),
+        ),
+        GlmProvider(
+            id="zai-coding-plan",
+            name="Z.AI Coding Plan",
+            base_url="https://api.z.ai/api/coding/paas/v4",
+            key_vars=("ZHIPU_API_KEY", "ZAI_API_KEY"),
+        ),
+        GlmProvider(
+            id="zhipuai",
+            name="Zhipu AI",
+            base_url="https://open.bigmodel.cn/api/paas/v4",
+            key_vars=("ZHIPU_API_KEY",),
+        ),
     )
 }
 
@@ -69,8 +81,13 @@ def opencode_provider_config(agent_model: str, api_key_var: str) -> dict[str, An
     if not _ENV_NAME.match(api_key_var):
         raise OpenCodeConfigError(f"{api_key_var!r} is not an environment variable name")
     model = agent_model.partition("/")[2]
-    text = render("opencode_glm_provider.json.j2", provider=provider, model=model,
-                  model_name=model.upper(), api_key_ref=f"{{env:{api_key_var}}}")
+    text = render(
+        "opencode_glm_provider.json.j2",
+        provider=provider,
+        model=model,
+        model_name=model.upper(),
+        api_key_ref=f"{{env:{api_key_var}}}",
+    )
     return json.loads(text)
 
 

@@ -23,7 +23,7 @@ import logging
 import shlex
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -62,7 +62,9 @@ def split_kwargs(kwargs: Mapping[str, Any]) -> tuple[RepromptSettings, dict[str,
     own = {key: kwargs[key] for key in RepromptSettings.model_fields if key in kwargs}
     rest = {key: value for key, value in kwargs.items() if key not in own}
     if "inner" not in own:
-        raise RepromptConfigError("the re-prompting agent needs the kwarg `inner` (e.g. inner=claude-code)")
+        raise RepromptConfigError(
+            "the re-prompting agent needs the kwarg `inner` (e.g. inner=claude-code)"
+        )
     try:
         return RepromptSettings.model_validate(own), rest
     except ValidationError as exc:
@@ -77,19 +79,25 @@ def inner_agent_class(inner: str) -> type[BaseAgent]:
     except Exception as exc:  # Harbor raises ValueError, ImportError or AttributeError here
         raise RepromptConfigError(f"unknown inner agent {inner!r}: {exc}") from None
     if issubclass(cls, RepromptingAgent):
-        raise RepromptConfigError(f"inner agent {inner!r} is the re-prompting wrapper itself; wrap a real agent")
+        raise RepromptConfigError(
+            f"inner agent {inner!r} is the re-prompting wrapper itself; wrap a real agent"
+        )
     return cls
 
 
 def _build_inner(inner: str, logs_dir: Path, model_name: str | None, **kwargs: Any) -> BaseAgent:
     inner_agent_class(inner)  # refuses the wrapper and unknown names with one clear error
     if inner in AgentName.values():
-        return AgentFactory.create_agent_from_name(AgentName(inner), logs_dir=logs_dir, model_name=model_name, **kwargs)
-    return AgentFactory.create_agent_from_import_path(inner, logs_dir=logs_dir, model_name=model_name, **kwargs)
+        return AgentFactory.create_agent_from_name(
+            AgentName(inner), logs_dir=logs_dir, model_name=model_name, **kwargs
+        )
+    return AgentFactory.create_agent_from_import_path(
+        inner, logs_dir=logs_dir, model_name=model_name, **kwargs
+    )
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class RepromptingAgent(BaseAgent):
@@ -111,22 +119,39 @@ class RepromptingAgent(BaseAgent):
     ) -> None:
         settings, inner_kwargs = split_kwargs(kwargs)
         super().__init__(
-            logs_dir, model_name=model_name, logger=logger, mcp_servers=mcp_servers,
-            skills_dir=skills_dir, extra_env=extra_env, skip_model_parsing=skip_model_parsing,
+            logs_dir,
+            model_name=model_name,
+            logger=logger,
+            mcp_servers=mcp_servers,
+            skills_dir=skills_dir,
+            extra_env=extra_env,
+            skip_model_parsing=skip_model_parsing,
             environment_logs_dir=environment_logs_dir,
         )
         self.settings = settings
         self._clock = clock
         self._inner = _build_inner(
-            settings.inner, logs_dir, model_name, logger=logger, mcp_servers=mcp_servers,
-            skills_dir=skills_dir, extra_env=extra_env, skip_model_parsing=skip_model_parsing,
-            environment_logs_dir=environment_logs_dir, **inner_kwargs,
+            settings.inner,
+            logs_dir,
+            model_name,
+            logger=logger,
+            mcp_servers=mcp_servers,
+            skills_dir=skills_dir,
+            extra_env=extra_env,
+            skip_model_parsing=skip_model_parsing,
+            environment_logs_dir=environment_logs_dir,
+            **inner_kwargs,
         )
         # The trial checks capabilities (skills, MCP, Windows) on this object: answer for
         # the inner agent, but not for session resume/load, which the wrapper does not offer.
         self.capabilities = self._inner.capabilities.model_copy(
-            update={"resume": False, "load_native_trajectory": False, "load_atif_trajectory": False,
-                    "handoff": False, "bridges": frozenset()}
+            update={
+                "resume": False,
+                "load_native_trajectory": False,
+                "load_atif_trajectory": False,
+                "handoff": False,
+                "bridges": frozenset(),
+            }
         )
         self._summary: dict[str, Any] | None = None
 
@@ -158,7 +183,9 @@ class RepromptingAgent(BaseAgent):
         return self._inner.extra_env
 
     @classmethod
-    def preflight(cls, kwargs: dict[str, Any] | None = None, env: Mapping[str, str] | None = None) -> None:
+    def preflight(
+        cls, kwargs: dict[str, Any] | None = None, env: Mapping[str, str] | None = None
+    ) -> None:
         """Check the wrapper's settings, then the inner agent's own preflight."""
         settings, inner_kwargs = split_kwargs(kwargs or {})
         inner_agent_class(settings.inner).preflight(kwargs=inner_kwargs, env=env)
@@ -171,7 +198,8 @@ class RepromptingAgent(BaseAgent):
             return super().resolve_model_connection_config(model_name, resolve_env, **options)
         settings, inner_kwargs = split_kwargs(kwargs)
         return inner_agent_class(settings.inner).resolve_model_connection_config(
-            model_name, resolve_env, **{**options, "kwargs": inner_kwargs})
+            model_name, resolve_env, **{**options, "kwargs": inner_kwargs}
+        )
 
     async def set_web_tools_disabled(self, disabled: bool, environment: BaseEnvironment) -> None:
         await self._inner.set_web_tools_disabled(disabled, environment)
@@ -182,7 +210,9 @@ class RepromptingAgent(BaseAgent):
         self._inner.context_id = self.context_id
         await self._inner.setup(environment)
 
-    async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
+    async def run(
+        self, instruction: str, environment: BaseEnvironment, context: AgentContext
+    ) -> None:
         """Round 1 with the instruction; then continuations while the policy allows."""
         started = self._clock()
         total = AgentContext()
@@ -199,9 +229,20 @@ class RepromptingAgent(BaseAgent):
                 else:
                     await self._inner.run(prompt, environment, round_context)
             except BaseException as exc:
-                reason = StopReason.INNER_ERROR if isinstance(exc, Exception) else StopReason.CANCELLED
-                self._log_round(round_no, resumed, began, None, reprompts, None, reason,
-                                round_context, error=type(exc).__name__)
+                reason = (
+                    StopReason.INNER_ERROR if isinstance(exc, Exception) else StopReason.CANCELLED
+                )
+                self._log_round(
+                    round_no,
+                    resumed,
+                    began,
+                    None,
+                    reprompts,
+                    None,
+                    reason,
+                    round_context,
+                    error=type(exc).__name__,
+                )
                 if has_usage(round_context) or reported:
                     add_usage(total, round_context)
                     self._publish(context, total, round_no, reprompts, reason)
@@ -214,10 +255,20 @@ class RepromptingAgent(BaseAgent):
             if has_usage(round_context):
                 reported = True
                 add_usage(total, round_context)
-            left = await time_left(environment, self.settings.budget_minutes, self._clock() - started)
+            left = await time_left(
+                environment, self.settings.budget_minutes, self._clock() - started
+            )
             decision = decide(self.settings, reprompts, left)
-            self._log_round(round_no, resumed, began, left, reprompts, decision.reprompt,
-                            decision.reason, round_context)
+            self._log_round(
+                round_no,
+                resumed,
+                began,
+                left,
+                reprompts,
+                decision.reprompt,
+                decision.reason,
+                round_context,
+            )
             if reported:
                 # Fill Harbor's context as we go: a timeout may cancel a later round.
                 self._publish(context, total, round_no, reprompts, decision.reason)
@@ -237,48 +288,90 @@ class RepromptingAgent(BaseAgent):
         if self._summary is not None:
             context.metadata = {**(context.metadata or {}), **self._summary}
 
-    def _continuation(self, instruction: str, left: TimeLeft, reprompt_number: int, resumed: bool) -> str:
-        return render(
-            "continue.md.j2",
-            time_left_text=format_duration(left.seconds or 0.0),
-            time_source=left.source.value,
-            reprompt_number=reprompt_number,
-            max_reprompts=self.settings.max_reprompts,
-            include_instruction=not resumed,
-            instruction=instruction.rstrip(),
-        ).strip() + "\n"
+    def _continuation(
+        self, instruction: str, left: TimeLeft, reprompt_number: int, resumed: bool
+    ) -> str:
+        return (
+            render(
+                "continue.md.j2",
+                time_left_text=format_duration(left.seconds or 0.0),
+                time_source=left.source.value,
+                reprompt_number=reprompt_number,
+                max_reprompts=self.settings.max_reprompts,
+                include_instruction=not resumed,
+                instruction=instruction.rstrip(),
+            ).strip()
+            + "\n"
+        )
 
     def _summary_of(self, rounds: int, reprompts: int, reason: StopReason | None) -> dict[str, Any]:
-        return {"reprompt": {"inner_agent": self.settings.inner, "rounds": rounds, "reprompts": reprompts,
-                             "stop_reason": reason.value if reason else None, "log": LOG_FILE}}
+        return {
+            "reprompt": {
+                "inner_agent": self.settings.inner,
+                "rounds": rounds,
+                "reprompts": reprompts,
+                "stop_reason": reason.value if reason else None,
+                "log": LOG_FILE,
+            }
+        }
 
-    def _publish(self, context: AgentContext, total: AgentContext, rounds: int, reprompts: int,
-                 reason: StopReason | None) -> None:
+    def _publish(
+        self,
+        context: AgentContext,
+        total: AgentContext,
+        rounds: int,
+        reprompts: int,
+        reason: StopReason | None,
+    ) -> None:
         self._summary = self._summary_of(rounds, reprompts, reason)
-        for name in ("n_input_tokens", "n_cache_tokens", "n_output_tokens", "cost_usd",
-                     "model_usage", "rollout_details"):
+        for name in (
+            "n_input_tokens",
+            "n_cache_tokens",
+            "n_output_tokens",
+            "cost_usd",
+            "model_usage",
+            "rollout_details",
+        ):
             setattr(context, name, getattr(total, name))
         context.metadata = {**(context.metadata or {}), **self._summary}
 
-    def _log_round(self, round_no: int, resumed: bool, began: datetime, left: TimeLeft | None,
-                   reprompts: int, again: bool | None, reason: StopReason | None,
-                   round_context: AgentContext, error: str | None = None) -> None:
+    def _log_round(
+        self,
+        round_no: int,
+        resumed: bool,
+        began: datetime,
+        left: TimeLeft | None,
+        reprompts: int,
+        again: bool | None,
+        reason: StopReason | None,
+        round_context: AgentContext,
+        error: str | None = None,
+    ) -> None:
         finished = _now()
         record = RoundRecord(
-            round=round_no, inner_agent=self.settings.inner,
-            prompt="instruction" if round_no == 1 else "continuation", resumed_session=resumed,
-            started_at=began, finished_at=finished,
+            round=round_no,
+            inner_agent=self.settings.inner,
+            prompt="instruction" if round_no == 1 else "continuation",
+            resumed_session=resumed,
+            started_at=began,
+            finished_at=finished,
             duration_sec=max((finished - began).total_seconds(), 0.0),
             time_left_minutes=left.minutes if left else None,
             time_source=left.source if left else TimeSource.UNKNOWN,
             time_detail=left.detail if left else None,
-            min_remaining_minutes=self.settings.min_remaining_minutes, reprompts_done=reprompts,
-            max_reprompts=self.settings.max_reprompts, action="reprompt" if again else "stop",
-            stop_reason=reason, error=error, usage=round_usage(round_context),
+            min_remaining_minutes=self.settings.min_remaining_minutes,
+            reprompts_done=reprompts,
+            max_reprompts=self.settings.max_reprompts,
+            action="reprompt" if again else "stop",
+            stop_reason=reason,
+            error=error,
+            usage=round_usage(round_context),
         )
         append_record(self.log_path, record)
         if again:
-            self.logger.info(f"reprompt: round {round_no} ended with {left.minutes:.1f} min left; continuing")
+            self.logger.info(
+                f"reprompt: round {round_no} ended with {left.minutes:.1f} min left; continuing"
+            )
         else:
             extra = f" ({record.time_detail})" if record.time_detail else ""
             self.logger.info(f"reprompt: round {round_no} ended; not re-prompting: {reason}{extra}")
@@ -287,8 +380,11 @@ class RepromptingAgent(BaseAgent):
         # Installed agents overwrite their stream file (claude-code.txt, ...) on every run;
         # keep each round's copy for the judges. Best effort: a failed copy loses no result.
         logs = PurePosixPath(self.environment_logs_dir)
-        command = render("snapshot_round.sh.j2", logs_dir=shlex.quote(logs.as_posix()),
-                         round_dir=shlex.quote((logs / ROUNDS_DIR / f"round-{round_no}").as_posix())).strip()
+        command = render(
+            "snapshot_round.sh.j2",
+            logs_dir=shlex.quote(logs.as_posix()),
+            round_dir=shlex.quote((logs / ROUNDS_DIR / f"round-{round_no}").as_posix()),
+        ).strip()
         try:
             await environment.exec(command, timeout_sec=60)
         except Exception as exc:

@@ -38,12 +38,14 @@ class RepromptSettings(BaseModel):
 
     inner: str = Field(min_length=1, description="Harbor agent name (claude-code) or module:Class")
     min_remaining_minutes: float = Field(
-        default=DEFAULT_MIN_REMAINING_MINUTES, ge=0,
+        default=DEFAULT_MIN_REMAINING_MINUTES,
+        ge=0,
         description="Do not re-prompt with less time left than this",
     )
     max_reprompts: int = Field(default=DEFAULT_MAX_REPROMPTS, ge=0)
     budget_minutes: float | None = Field(
-        default=None, gt=0,
+        default=None,
+        gt=0,
         description="Budget for tasks without a PostTrainBench clock, from the wrapper's start",
     )
 

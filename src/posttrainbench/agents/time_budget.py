@@ -40,7 +40,9 @@ class TimeLeft(BaseModel):
 
     seconds: float | None
     source: TimeSource
-    detail: str | None = Field(default=None, description="Why the PTB clock could not be used, if so")
+    detail: str | None = Field(
+        default=None, description="Why the PTB clock could not be used, if so"
+    )
 
     @property
     def minutes(self) -> float | None:

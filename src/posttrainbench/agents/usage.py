@@ -44,11 +44,15 @@ def add_usage(total: AgentContext, part: AgentContext) -> None:
         merged = dict(total.model_usage or {})
         for model, usage in part.model_usage.items():
             seen = merged.get(model)
-            merged[model] = usage.model_copy() if seen is None else ModelUsage(
-                n_input_tokens=seen.n_input_tokens + usage.n_input_tokens,
-                n_cache_tokens=seen.n_cache_tokens + usage.n_cache_tokens,
-                n_output_tokens=seen.n_output_tokens + usage.n_output_tokens,
-                cost_usd=_add(seen.cost_usd, usage.cost_usd),
+            merged[model] = (
+                usage.model_copy()
+                if seen is None
+                else ModelUsage(
+                    n_input_tokens=seen.n_input_tokens + usage.n_input_tokens,
+                    n_cache_tokens=seen.n_cache_tokens + usage.n_cache_tokens,
+                    n_output_tokens=seen.n_output_tokens + usage.n_output_tokens,
+                    cost_usd=_add(seen.cost_usd, usage.cost_usd),
+                )
             )
         total.model_usage = merged
     if part.rollout_details:

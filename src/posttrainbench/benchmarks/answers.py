@@ -17,13 +17,17 @@ import re
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 # Wrappers and decorations removed from a boxed answer before reading it as an integer.
-_BOX_NOISE = re.compile(r"\\text\{|\\mathrm\{|\\textbf\{|\\mathbf\{|[{}$\s]|\\[,!;: ]|\^\\circ|\^\{\\circ\}|\\%|%")
+_BOX_NOISE = re.compile(
+    r"\\text\{|\\mathrm\{|\\textbf\{|\\mathbf\{|[{}$\s]|\\[,!;: ]|\^\\circ|\^\{\\circ\}|\\%|%"
+)
 _INT_TEXT = re.compile(r"-?\d+(?:\.0+)?")
 HEDGE_FINDING = "hedged_answer"
 HEDGE_MIN_ANSWERS = 3  # different final answers stated (two is a correction)
 # Two answers joined as alternatives: "12 or 13", "12, 13", "12/13", "(A) or (B)", "A and C".
-_ALTERNATIVES = (r"\s*(?:,(?!\d{3}(?!\d))|;|/|&|\||\bor\b|\band\b|\\text\{\s*or\s*\}|\\lor|\\vee)\s*"
-                 r"(?:(?:maybe|possibly|perhaps)\s+)?")  # a comma before three digits separates thousands
+_ALTERNATIVES = (
+    r"\s*(?:,(?!\d{3}(?!\d))|;|/|&|\||\bor\b|\band\b|\\text\{\s*or\s*\}|\\lor|\\vee)\s*"
+    r"(?:(?:maybe|possibly|perhaps)\s+)?"
+)  # a comma before three digits separates thousands
 _INTEGER_PAIR = re.compile(r"(?<![\d.])(\d+)" + _ALTERNATIVES + r"(\d+)(?![\d.])")
 
 
@@ -43,7 +47,7 @@ def boxed_contents(text: str) -> list[str]:
             elif ch == "}":
                 depth -= 1
                 if depth == 0:
-                    contents.append(text[m.end():i])
+                    contents.append(text[m.end() : i])
                     break
     return contents
 
@@ -88,7 +92,8 @@ def last_integer(text: str) -> int | None:
 _ANSWER_LINE = re.compile(r"(?i:answer)\s*\**\s*[:：]\s*\**\s*[\s($\[{*]*\s*([A-D])(?![A-Za-z])")
 # "the answer is B", "correct option is (C)", "The correct choice would be D"
 _ANSWER_IS = re.compile(
-    r"(?i:answer|option|choice)\s+(?i:is|would\s+be|should\s+be)\s*:?\s*\**\s*[($\[{]?\s*([A-D])(?![A-Za-z])")
+    r"(?i:answer|option|choice)\s+(?i:is|would\s+be|should\s+be)\s*:?\s*\**\s*[($\[{]?\s*([A-D])(?![A-Za-z])"
+)
 _BOXED_LETTER = re.compile(r"\\boxed\{\s*(?:\\text\{)?\s*\(?([A-D])\)?\s*\}?\s*\}")
 # a last line that is only a letter ("B", "B.", "(B)", "**B**"), or a text ending in "(B)"
 _LETTER_LINE = re.compile(r"[*\s]*\(?([A-D])\)?[.*\s]*")
@@ -132,7 +137,7 @@ def integer_hedge(text: str) -> str | None:
         return None
     lines = [line for line in text.splitlines() if line.strip()]
     pair = _INTEGER_PAIR.search(lines[-1]) if lines else None
-    if pair and pair.group(1) != pair.group(2) and not re.search(r"\d", lines[-1][pair.end():]):
+    if pair and pair.group(1) != pair.group(2) and not re.search(r"\d", lines[-1][pair.end() :]):
         return f"the last line ends in alternatives: {pair.group(0)!r}"
     return None
 
@@ -147,15 +152,22 @@ def letter_hedge(text: str, letters: str = "ABCD") -> str | None:
     naming alternatives (``ANSWER: A or B``, ``ANSWER: (A), (C)``), or statements
     naming three or more different letters.
     """
-    statements = sorted((m for p in (_ANSWER_LINE, _ANSWER_IS, _BOXED_LETTER) for m in p.finditer(text)
-                         if m.group(1) in letters), key=lambda m: m.start(1))
+    statements = sorted(
+        (
+            m
+            for p in (_ANSWER_LINE, _ANSWER_IS, _BOXED_LETTER)
+            for m in p.finditer(text)
+            if m.group(1) in letters
+        ),
+        key=lambda m: m.start(1),
+    )
     if not statements:
         return None
     named = {m.group(1) for m in statements}
     if len(named) >= HEDGE_MIN_ANSWERS:
         return f"answer statements name {len(named)} different choices ({''.join(sorted(named))})"
     last = statements[-1]
-    segment = re.split(r"[\n.;:]", text[last.start(1):], maxsplit=1)[0]
+    segment = re.split(r"[\n.;:]", text[last.start(1) :], maxsplit=1)[0]
     pair = _LETTER_PAIR.match(segment)
     if pair and pair.group(1) != pair.group(2) and pair.group(2) in letters:
         return f"the final answer names alternatives: {segment[:40]!r}"

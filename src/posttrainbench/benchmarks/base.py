@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": str}
 
@@ -93,7 +94,9 @@ class Benchmark(ABC):
         """
         return None
 
-    def score_batch(self, samples: Sequence[Sample], completions: Sequence[str]) -> list[ScoreResult]:
+    def score_batch(
+        self, samples: Sequence[Sample], completions: Sequence[str]
+    ) -> list[ScoreResult]:
         """Score many completions; benchmarks override this to parallelise (judges, execution)."""
         return [self.score(s, c) for s, c in zip(samples, completions)]
 

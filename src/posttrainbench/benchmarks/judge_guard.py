@@ -70,8 +70,10 @@ _PATTERNS: dict[str, tuple[str, ...]] = {
         r"|complies with)\b[^.\n]{0,30}\b(?:rubric|criteri(?:a|on))",
     ),
 }
-_COMPILED = {kind: [re.compile(p, re.IGNORECASE | re.MULTILINE) for p in patterns]
-             for kind, patterns in _PATTERNS.items()}
+_COMPILED = {
+    kind: [re.compile(p, re.IGNORECASE | re.MULTILINE) for p in patterns]
+    for kind, patterns in _PATTERNS.items()
+}
 
 
 @dataclass(frozen=True)
@@ -96,10 +98,12 @@ def _words(text: str) -> str:
 
 
 def _windows(words: list[str], size: int) -> set[str]:
-    return {" ".join(words[i:i + size]) for i in range(len(words) - size + 1)}
+    return {" ".join(words[i : i + size]) for i in range(len(words) - size + 1)}
 
 
-def find_injection(answer: str, rubric: Iterable[str] = (), prompt: str = "") -> list[InjectionFinding]:
+def find_injection(
+    answer: str, rubric: Iterable[str] = (), prompt: str = ""
+) -> list[InjectionFinding]:
     """Judge-directed content in *answer*.
 
     *rubric*: items the answer must not repeat verbatim (whole items of at least
@@ -138,7 +142,9 @@ def boundary(*texts: str) -> str:
     """
     digest = hashlib.sha256("\x00".join(texts).encode("utf-8"))
     for counter in range(1000):
-        code = hashlib.sha256(digest.digest() + counter.to_bytes(2, "big")).hexdigest()[:BOUNDARY_CHARS]
+        code = hashlib.sha256(digest.digest() + counter.to_bytes(2, "big")).hexdigest()[
+            :BOUNDARY_CHARS
+        ]
         if not any(code in t for t in texts):
             return code
     raise AssertionError("no boundary code outside the texts")  # needs 1000 sha256 collisions

@@ -23,9 +23,10 @@ import os
 import re
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from .base import Message
 
@@ -37,8 +38,14 @@ DEFAULT_CONCURRENCY = 16
 RECORDING_FORMAT = "posttrainbench-judge-recording/1"
 
 # litellm exception names worth retrying: rate limits, timeouts, server-side failures.
-_TRANSIENT = ("RateLimitError", "APIConnectionError", "Timeout", "InternalServerError",
-              "ServiceUnavailableError", "BadGatewayError")
+_TRANSIENT = (
+    "RateLimitError",
+    "APIConnectionError",
+    "Timeout",
+    "InternalServerError",
+    "ServiceUnavailableError",
+    "BadGatewayError",
+)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -67,8 +74,11 @@ class JudgeClient(Protocol):
 
 def recording_key(model: str, messages: Sequence[Message]) -> str:
     """sha256 identifying one judge request: the model name and the exact messages."""
-    payload = json.dumps({"model": model, "messages": [dict(m) for m in messages]},
-                         sort_keys=True, ensure_ascii=False)
+    payload = json.dumps(
+        {"model": model, "messages": [dict(m) for m in messages]},
+        sort_keys=True,
+        ensure_ascii=False,
+    )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -84,8 +94,13 @@ def judge_concurrency() -> int:
 class LitellmJudge:
     """A live judge through ``litellm.completion``, retrying transient errors."""
 
-    def __init__(self, model: str, max_attempts: int = 6, backoff_s: float = 2.0,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        model: str,
+        max_attempts: int = 6,
+        backoff_s: float = 2.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.model = model
         self.max_attempts = max_attempts
         self.backoff_s = backoff_s
@@ -97,15 +112,22 @@ class LitellmJudge:
         if not env.get("keys_in_environment", True) or missing:
             keys = " and ".join(missing) or "credentials"
             raise JudgeConfigError(
-                f"judge model {model} needs {keys} (set it, or {MODEL_ENV} to another litellm model)")
+                f"judge model {model} needs {keys} (set it, or {MODEL_ENV} to another litellm model)"
+            )
 
     def complete(self, messages: Sequence[Message], *, temperature: float, max_tokens: int) -> str:
         """One completion; transient failures are retried with exponential backoff."""
-        transient = tuple(getattr(self._litellm, n) for n in _TRANSIENT if hasattr(self._litellm, n))
+        transient = tuple(
+            getattr(self._litellm, n) for n in _TRANSIENT if hasattr(self._litellm, n)
+        )
         for attempt in range(1, self.max_attempts + 1):
             try:
-                resp = self._litellm.completion(model=self.model, messages=list(messages),
-                                                temperature=temperature, max_tokens=max_tokens)
+                resp = self._litellm.completion(
+                    model=self.model,
+                    messages=list(messages),
+                    temperature=temperature,
+                    max_tokens=max_tokens,
+                )
                 return resp.choices[0].message.content or ""
             except transient:
                 if attempt == self.max_attempts:
@@ -123,7 +145,8 @@ def _import_litellm() -> Any:
     except ImportError:
         raise JudgeConfigError(
             "LLM-judged benchmarks need litellm "
-            "(pinned in posttrainbench/evaluation/requirements-judge.txt)") from None
+            "(pinned in posttrainbench/evaluation/requirements-judge.txt)"
+        ) from None
     litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banners on errors
     return litellm
 
@@ -157,7 +180,8 @@ class RecordedJudge:
             preview = (messages[-1]["content"] if messages else "")[:120].replace("\n", " ")
             raise MissingRecordingError(
                 f"no recorded judge response in {self.path} for model {self.model} "
-                f"(key {key[:16]}..., last message {preview!r})")
+                f"(key {key[:16]}..., last message {preview!r})"
+            )
         with self._lock:
             n = self._served.get(key, 0)
             self._served[key] = n + 1
@@ -174,12 +198,18 @@ class RecordingJudge:
         self._lock = threading.Lock()
         self._recordings: list[dict[str, str]] = []
         if self.path.is_file():  # extend an existing recording rather than clobber it
-            self._recordings = json.loads(self.path.read_text(encoding="utf-8")).get("recordings", [])
+            self._recordings = json.loads(self.path.read_text(encoding="utf-8")).get(
+                "recordings", []
+            )
 
     def complete(self, messages: Sequence[Message], *, temperature: float, max_tokens: int) -> str:
         response = self.inner.complete(messages, temperature=temperature, max_tokens=max_tokens)
-        entry = {"key": recording_key(self.model, messages), "model": self.model,
-                 "note": (messages[-1]["content"] if messages else "")[:200], "response": response}
+        entry = {
+            "key": recording_key(self.model, messages),
+            "model": self.model,
+            "note": (messages[-1]["content"] if messages else "")[:200],
+            "response": response,
+        }
         with self._lock:
             self._recordings.append(entry)
             doc = {"format": RECORDING_FORMAT, "recordings": self._recordings}
@@ -227,6 +257,7 @@ def parallel_map(fn: Callable[[T], R], items: Sequence[T]) -> list[R | BaseExcep
     An item whose call raised yields the exception instead of a result, so one failed
     judge request does not lose the others; callers decide what a failure means.
     """
+
     def guarded(item: T) -> R | BaseException:
         try:
             return fn(item)

@@ -11,7 +11,8 @@ import csv
 import gzip
 import io
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 Row = dict[str, Any]
 FORMATS = (".jsonl", ".json", ".csv", ".parquet")
@@ -32,7 +33,9 @@ def read_rows(name: str, body: bytes, where: str | None = None) -> list[Row]:
     where = where or name
     fmt = file_format(name)
     if fmt is None:
-        raise RowsError(f"{where}: unsupported format (expected {', '.join(FORMATS)}, optionally .gz)")
+        raise RowsError(
+            f"{where}: unsupported format (expected {', '.join(FORMATS)}, optionally .gz)"
+        )
     try:
         if name.lower().endswith(".gz"):
             body = gzip.decompress(body)
@@ -40,7 +43,9 @@ def read_rows(name: str, body: bytes, where: str | None = None) -> list[Row]:
             return _parquet_rows(body)
         text = body.decode("utf-8-sig")
     except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise RowsError(f"{where}: not a readable {fmt.lstrip('.')} file ({_one_line(exc)})") from None
+        raise RowsError(
+            f"{where}: not a readable {fmt.lstrip('.')} file ({_one_line(exc)})"
+        ) from None
     except RowsError as exc:
         raise RowsError(f"{where}: {exc}") from None
     if fmt == ".csv":
@@ -58,7 +63,9 @@ def check_columns(rows: list[Row], columns: Iterable[str], where: str) -> None:
         missing = [c for c in columns if not any(alt in row for alt in c.split("|"))]
         if missing:
             has = ", ".join(sorted(map(str, row))) or "none"
-            raise RowsError(f"{where}: row {i} lacks column(s) {', '.join(missing)} (it has: {has})")
+            raise RowsError(
+                f"{where}: row {i} lacks column(s) {', '.join(missing)} (it has: {has})"
+            )
 
 
 def _json_rows(name: str, text: str) -> list[Row]:

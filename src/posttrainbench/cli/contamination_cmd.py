@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -15,19 +14,27 @@ from posttrainbench.integrity.contamination.command import (
     run_check,
 )
 
-app = typer.Typer(help="Check training data for contamination with a benchmark's test set.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Check training data for contamination with a benchmark's test set.", no_args_is_help=True
+)
 
 
 @app.command("check")
 def check(
-    inputs: list[Path] = typer.Option(..., "--input", "-i", help="file or directory (repeatable; "
-                                      "more paths may follow as arguments)"),
-    more: Optional[list[Path]] = typer.Argument(None, help="more files or directories", show_default=False),
-    reference: Optional[str] = typer.Option(None, "--reference", "-r",
-                                            help="TEST.json: a JSON array of {question, answer} objects"),
+    inputs: list[Path] = typer.Option(
+        ...,
+        "--input",
+        "-i",
+        help="file or directory (repeatable; more paths may follow as arguments)",
+    ),
+    more: list[Path] | None = typer.Argument(
+        None, help="more files or directories", show_default=False
+    ),
+    reference: str | None = typer.Option(
+        None, "--reference", "-r", help="TEST.json: a JSON array of {question, answer} objects"
+    ),
     as_json: bool = typer.Option(False, "--json", help="print the full report as JSON"),
-    workers: Optional[int] = typer.Option(None, "--workers", help="processes (default: one per CPU)"),
+    workers: int | None = typer.Option(None, "--workers", help="processes (default: one per CPU)"),
 ) -> None:
     """Report training records whose n-grams cover a test item (exit 1 when any does)."""
     report = run_check(resolve_reference(reference), [*inputs, *(more or [])], workers)

@@ -11,13 +11,19 @@ from posttrainbench.data.manifest import DataManifest
 
 app = typer.Typer(help="Benchmark data and base models for offline runs.", no_args_is_help=True)
 
-CacheDir = typer.Option(None, "--cache-dir", help="Cache root (default: $PTB_CACHE_DIR or ~/.cache/posttrainbench).")
+CacheDir = typer.Option(
+    None, "--cache-dir", help="Cache root (default: $PTB_CACHE_DIR or ~/.cache/posttrainbench)."
+)
 
 
 @app.command("prepare")
 def prepare(
-    benchmarks: str = typer.Option("all", "--benchmarks", "-b", help="Comma-separated benchmark ids, or 'all'."),
-    models: str = typer.Option("", "--models", "-m", help="Comma-separated base model ids to fetch too, or 'all'."),
+    benchmarks: str = typer.Option(
+        "all", "--benchmarks", "-b", help="Comma-separated benchmark ids, or 'all'."
+    ),
+    models: str = typer.Option(
+        "", "--models", "-m", help="Comma-separated base model ids to fetch too, or 'all'."
+    ),
     cache_dir: Path | None = CacheDir,
     force: bool = typer.Option(False, "--force", help="Fetch again even if prepared."),
 ) -> None:
@@ -33,18 +39,30 @@ def prepare(
     specs = [get_model(m) for m in model_ids]
     console = Console()
     for b in bench_ids:
-        console.print(_summary(prepare_benchmark(b, cache, force=force)), highlight=False, soft_wrap=True)
+        console.print(
+            _summary(prepare_benchmark(b, cache, force=force)), highlight=False, soft_wrap=True
+        )
     if specs:
         from posttrainbench.data.models import prepare_models
 
         prepare_models(specs, cache, force=force, say=console.print)
-    console.print(f"data: {data_root(cache)}" + (f"; models: {cache / 'models'} (set PTB_MODELS_DIR to it for task builds)" if specs else ""))
+    console.print(
+        f"data: {data_root(cache)}"
+        + (
+            f"; models: {cache / 'models'} (set PTB_MODELS_DIR to it for task builds)"
+            if specs
+            else ""
+        )
+    )
 
 
 @app.command("import")
 def import_data(
     benchmark: str = typer.Argument(..., help="Benchmark id (see `ptb list benchmarks`)."),
-    path: Path = typer.Argument(..., help="A JSONL/JSON/CSV/Parquet file, a directory, or a Hugging Face dataset snapshot directory."),
+    path: Path = typer.Argument(
+        ...,
+        help="A JSONL/JSON/CSV/Parquet file, a directory, or a Hugging Face dataset snapshot directory.",
+    ),
     cache_dir: Path | None = CacheDir,
 ) -> None:
     """Import a benchmark's source files you already have into the cache, as `prepare` would store them."""

@@ -20,12 +20,17 @@ PRINT_EVERY_S = 10.0
 
 
 def demo(
-    runs_dir: Path = typer.Option(Path("ptb-runs"), "--runs-dir", help="Where the demo run is written."),
+    runs_dir: Path = typer.Option(
+        Path("ptb-runs"), "--runs-dir", help="Where the demo run is written."
+    ),
     limit: int = typer.Option(50, "--limit", help="BFCL questions scored for both models."),
     train_steps: int | None = typer.Option(
-        None, "--train-steps", min=1,
+        None,
+        "--train-steps",
+        min=1,
         help="Optimizer steps of the reference fine-tune (default: the solution's, 20): a fixed amount of "
-        "training, so the result does not depend on how busy the machine is, only its time."),
+        "training, so the result does not depend on how busy the machine is, only its time.",
+    ),
 ) -> None:
     """Post-train SmolLM2-135M for BFCL offline on this machine and compare with the base model."""
     from posttrainbench.runner.demo import DemoSettings, run_demo
@@ -43,7 +48,11 @@ def demo(
     table.add_row("post-trained (final_model)", _pct(result.final_score))
     console.print(table)
     _print_training(console, result.training)
-    if result.final_score is not None and result.base_score is not None and result.final_score <= result.base_score:
+    if (
+        result.final_score is not None
+        and result.base_score is not None
+        and result.final_score <= result.base_score
+    ):
         console.print("[yellow]warning:[/] the post-trained model did not beat the base model")
     console.print(f"time: {result.seconds / 60:.1f} min; results: {Path(result.record.job_dir)}")
     console.print(f"run record: {result.record.path}")
@@ -71,19 +80,30 @@ class _VerifierLines:
         if not (new_run or finished or now - self._printed_at >= self.every_s):
             return
         self._last, self._printed_at = (state.phase, state.attempt), now
-        retry = f" (attempt {state.attempt}, {state.max_new_tokens} tokens)" if state.attempt > 1 else ""
-        self.console.print(f"{PHASE_LABELS[state.phase]}{retry}: {state.done}/{state.total} questions, "
-                           f"{state.questions_per_min:.1f} questions/min, {state.elapsed_s:.0f}s", highlight=False)
+        retry = (
+            f" (attempt {state.attempt}, {state.max_new_tokens} tokens)"
+            if state.attempt > 1
+            else ""
+        )
+        self.console.print(
+            f"{PHASE_LABELS[state.phase]}{retry}: {state.done}/{state.total} questions, "
+            f"{state.questions_per_min:.1f} questions/min, {state.elapsed_s:.0f}s",
+            highlight=False,
+        )
 
 
 def _print_training(console: Console, training) -> None:
     if training is None:
         return
-    took = f" in {training.train_seconds / 60:.1f} min" if training.train_seconds is not None else ""
+    took = (
+        f" in {training.train_seconds / 60:.1f} min" if training.train_seconds is not None else ""
+    )
     console.print(f"reference fine-tune: {training.steps} steps{took}")
     if training.stopped_early:
-        console.print(f"[yellow]warning:[/] the fine-tune hit its time cap after {training.steps} of "
-                      f"{training.steps_planned} steps: the machine was too busy to finish it")
+        console.print(
+            f"[yellow]warning:[/] the fine-tune hit its time cap after {training.steps} of "
+            f"{training.steps_planned} steps: the machine was too busy to finish it"
+        )
 
 
 def _pct(value: float | None) -> str:

@@ -11,13 +11,22 @@ from posttrainbench.cli.options import Benchmark, Model
 from posttrainbench.errors import PtbError
 
 Limit = typer.Option(None, "--limit", help="Score only the first N questions.")
-Backend = typer.Option(None, "--backend", help="Generation backend: transformers (CPU/GPU) or vllm (GPU).")
+Backend = typer.Option(
+    None, "--backend", help="Generation backend: transformers (CPU/GPU) or vllm (GPU)."
+)
 Split = typer.Option("test", "--split", help="Data split: test or dev.")
 Out = typer.Option(None, "-o", "--out", help="Write the metrics JSON here.")
 
 
-def _evaluate(benchmark: str, model_path: Path, limit: int | None, backend: str | None, split: str,
-              out: Path | None, console: Console) -> None:
+def _evaluate(
+    benchmark: str,
+    model_path: Path,
+    limit: int | None,
+    backend: str | None,
+    split: str,
+    out: Path | None,
+    console: Console,
+) -> None:
     from posttrainbench.catalog import get_benchmark
     from posttrainbench.data.prepare import data_root, prepare_benchmark
     from posttrainbench.runner.eval_env import evaluation_python, run_module
@@ -30,8 +39,12 @@ def _evaluate(benchmark: str, model_path: Path, limit: int | None, backend: str 
     for flag, value in (("--limit", limit), ("--backend", backend), ("--json-out", out)):
         if value is not None:
             args += [flag, str(value)]
-    code = run_module(evaluation_python(console.print), "posttrainbench.evaluation.evaluate", args,
-                      {"PTB_DATA_DIR": str(data_root())})
+    code = run_module(
+        evaluation_python(console.print),
+        "posttrainbench.evaluation.evaluate",
+        args,
+        {"PTB_DATA_DIR": str(data_root())},
+    )
     if code != 0:
         raise typer.Exit(code)
 
@@ -69,8 +82,12 @@ def baseline(
     console = Console()
     model_dir = default_cache_dir() / "models" / spec.id
     if not (model_dir / "config.json").is_file():
-        code = run_module(evaluation_python(console.print), "posttrainbench.evaluation.prepare_model",
-                          ["--source", spec.source, "--out", str(model_dir)], {})
+        code = run_module(
+            evaluation_python(console.print),
+            "posttrainbench.evaluation.prepare_model",
+            ["--source", spec.source, "--out", str(model_dir)],
+            {},
+        )
         if code != 0:
             raise PtbError(f"preparing model {spec.id} from {spec.source} failed (exit {code})")
     _evaluate(benchmark, model_dir, limit, backend, "test", out, console)

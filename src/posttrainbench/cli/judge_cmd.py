@@ -28,12 +28,21 @@ def _task_dir(trial_dir: Path, task: Path | None) -> Path:
         raw = json.loads(config.read_text(encoding="utf-8"))
         path = Path(raw["task"]["path"])
     except (OSError, ValueError, KeyError, TypeError):
-        raise JudgeOptionError(f"cannot find the task of {trial_dir} (no readable task.path in {config}); "
-                               "pass --task TASK_DIR") from None
-    for candidate in (path, trial_dir / path, trial_dir.parent / path, trial_dir.parent.parent / path):
+        raise JudgeOptionError(
+            f"cannot find the task of {trial_dir} (no readable task.path in {config}); "
+            "pass --task TASK_DIR"
+        ) from None
+    for candidate in (
+        path,
+        trial_dir / path,
+        trial_dir.parent / path,
+        trial_dir.parent.parent / path,
+    ):
         if (candidate / "tests" / "task.json").is_file():
             return candidate
-    raise JudgeOptionError(f"the task directory {path} of {trial_dir} no longer exists; pass --task TASK_DIR")
+    raise JudgeOptionError(
+        f"the task directory {path} of {trial_dir} no longer exists; pass --task TASK_DIR"
+    )
 
 
 def _cached_base_model(task_dir: Path) -> Path | None:
@@ -64,31 +73,61 @@ def _trial_inputs(trial_dir: Path) -> tuple[dict[str, Path | None], list[str]]:
     refused: list[str] = []
     with SafeDir.open(trial_dir) as root:
         artifacts = artifacts_subdir(root)
-        wanted = {"final_model": f"{artifacts}/final_model", "code_snapshot": f"{artifacts}/code_snapshot",
-                  "data_files": f"{artifacts}/data_files", "agent": "agent", "agent_logs": f"{artifacts}/agent_logs",
-                  "write_set": f"{artifacts}/write_set"}
+        wanted = {
+            "final_model": f"{artifacts}/final_model",
+            "code_snapshot": f"{artifacts}/code_snapshot",
+            "data_files": f"{artifacts}/data_files",
+            "agent": "agent",
+            "agent_logs": f"{artifacts}/agent_logs",
+            "write_set": f"{artifacts}/write_set",
+        }
         for key, relative in wanted.items():
             st = root.lstat(relative)
-            found[key] = trial_dir / relative if st is not None and stat.S_ISDIR(st.st_mode) else None
+            found[key] = (
+                trial_dir / relative if st is not None and stat.S_ISDIR(st.st_mode) else None
+            )
             if st is not None and found[key] is None:
                 refused.append(f"{relative}: {kind_of(st.st_mode)}")
     return found, refused
 
 
 def judge(
-    trial_dir: Path = typer.Argument(..., help="A Harbor trial directory (agent/, artifacts/, config.json)."),
-    judges: str = typer.Option(None, "--judges", help="Comma-separated judge ids (default: all five)."),
-    llm_votes: int = typer.Option(1, "--llm-votes", help="LLM reviews per judge (majority vote; 0 = none). "
-                                  "Needs PTB_INTEGRITY_JUDGE_MODEL."),
-    override: Path = typer.Option(None, "--override", help="overrides.json: manual verdicts that win over all."),
-    out_dir: Path = typer.Option(None, "-o", "--out-dir", help="Where to write judgement_<id>.json "
-                                 "(default TRIAL_DIR/judges)."),
-    task: Path = typer.Option(None, "--task", help="The task directory (default: from the trial's config.json)."),
-    base_model: Path = typer.Option(None, "--base-model", help="The base model directory (default: the task's "
-                                    "cached environment)."),
-    reference: Path = typer.Option(None, "--reference", help="The sealed test set (default: the task's "
-                                   "tests/data/<benchmark>/test.jsonl)."),
-    allow_api: list[str] = typer.Option([], "--allow-api", help="A paid-API provider id the agent may use."),
+    trial_dir: Path = typer.Argument(
+        ..., help="A Harbor trial directory (agent/, artifacts/, config.json)."
+    ),
+    judges: str = typer.Option(
+        None, "--judges", help="Comma-separated judge ids (default: all five)."
+    ),
+    llm_votes: int = typer.Option(
+        1,
+        "--llm-votes",
+        help="LLM reviews per judge (majority vote; 0 = none). Needs PTB_INTEGRITY_JUDGE_MODEL.",
+    ),
+    override: Path = typer.Option(
+        None, "--override", help="overrides.json: manual verdicts that win over all."
+    ),
+    out_dir: Path = typer.Option(
+        None,
+        "-o",
+        "--out-dir",
+        help="Where to write judgement_<id>.json (default TRIAL_DIR/judges).",
+    ),
+    task: Path = typer.Option(
+        None, "--task", help="The task directory (default: from the trial's config.json)."
+    ),
+    base_model: Path = typer.Option(
+        None,
+        "--base-model",
+        help="The base model directory (default: the task's cached environment).",
+    ),
+    reference: Path = typer.Option(
+        None,
+        "--reference",
+        help="The sealed test set (default: the task's tests/data/<benchmark>/test.jsonl).",
+    ),
+    allow_api: list[str] = typer.Option(
+        [], "--allow-api", help="A paid-API provider id the agent may use."
+    ),
 ) -> None:
     """Judge a finished trial: contamination, disallowed model, API usage, benchmark lookup, anomalies."""
     from posttrainbench.integrity.judges.inputs import JudgeContext, JudgeInputError, JudgeInputs
@@ -116,15 +155,20 @@ def judge(
         return path if path is not None and path.exists() else None
 
     inputs = JudgeInputs(
-        benchmark=spec.benchmark, feedback=spec.feedback, base_model_source=spec.model_source,
-        final_model=found["final_model"], code_snapshot=found["code_snapshot"], data_files=found["data_files"],
+        benchmark=spec.benchmark,
+        feedback=spec.feedback,
+        base_model_source=spec.model_source,
+        final_model=found["final_model"],
+        code_snapshot=found["code_snapshot"],
+        data_files=found["data_files"],
         write_set=found["write_set"],
         agent_logs=[p for p in (found["agent"], found["agent_logs"]) if p is not None][:1],
         trial_dir=trial_dir,
         reference=reference or task_dir / "tests" / "data" / spec.benchmark / "test.jsonl",
         base_model=base_model or _cached_base_model(task_dir),
         pristine_workspace=existing(task_dir / "environment" / "workspace"),
-        allowed_apis=list(allow_api))
+        allowed_apis=list(allow_api),
+    )
     out = out_dir or trial_dir / "judges"
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -132,10 +176,19 @@ def judge(
         raise JudgeOptionError(f"cannot write to output directory {out}: {exc.strerror}") from None
     console = Console()
     for line in refused:
-        Console(stderr=True).print(f"warning: refused: {escape(line)}", highlight=False, soft_wrap=True)
+        Console(stderr=True).print(
+            f"warning: refused: {escape(line)}", highlight=False, soft_wrap=True
+        )
     results = run_judges(JudgeContext(inputs), out, ids, llm_votes, overrides)
     for j in results:
-        state = {True: "[bold red]flagged[/]", False: "[green]clean[/]", None: "[yellow]undecided[/]"}[j.flagged]
-        console.print(f"{j.judge}: {state} ({j.decided_by}) {escape(j.justification[:200])}", highlight=False,
-                      soft_wrap=True)
+        state = {
+            True: "[bold red]flagged[/]",
+            False: "[green]clean[/]",
+            None: "[yellow]undecided[/]",
+        }[j.flagged]
+        console.print(
+            f"{j.judge}: {state} ({j.decided_by}) {escape(j.justification[:200])}",
+            highlight=False,
+            soft_wrap=True,
+        )
     console.print(f"judgements written to {escape(str(out))}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -14,13 +13,18 @@ from posttrainbench.cli.results_cmd import BaselinesOpt, PolicyOpt, WeightsOpt, 
 
 def report(
     results_dir: Path = typer.Argument(..., help="A results store (from `ptb results export`)."),
-    out: Path = typer.Option(..., "-o", "--out", help="The HTML file to write (replaced atomically)."),
+    out: Path = typer.Option(
+        ..., "-o", "--out", help="The HTML file to write (replaced atomically)."
+    ),
     policy: str = PolicyOpt,
-    weights: Optional[Path] = WeightsOpt,
-    baselines: Optional[Path] = BaselinesOpt,
-    max_events: int = typer.Option(200, "--max-events", min=1, help="Trace events shown per run (the rest is cut)."),
-    max_chars: int = typer.Option(2000, "--max-chars", min=100,
-                                  help="Characters shown per trace event (head and tail kept)."),
+    weights: Path | None = WeightsOpt,
+    baselines: Path | None = BaselinesOpt,
+    max_events: int = typer.Option(
+        200, "--max-events", min=1, help="Trace events shown per run (the rest is cut)."
+    ),
+    max_chars: int = typer.Option(
+        2000, "--max-chars", min=100, help="Characters shown per trace event (head and tail kept)."
+    ),
 ) -> None:
     """Write the leaderboard, charts and a page per run (verdicts, trace) into one HTML file."""
     from posttrainbench.results.report.render import check_output_path, render_report, write_report
@@ -31,6 +35,11 @@ def report(
     html = render_report(board, records, results_dir, max_events=max_events, max_chars=max_chars)
     write_report(html, out)
     for line in board.skipped:
-        Console(stderr=True).print(f"warning: skipped: {escape(line)}", highlight=False, soft_wrap=True)
-    Console().print(f"report written to {escape(str(out))} ({len(board.agents)} agents, {len(board.runs)} runs)",
-                    highlight=False, soft_wrap=True)
+        Console(stderr=True).print(
+            f"warning: skipped: {escape(line)}", highlight=False, soft_wrap=True
+        )
+    Console().print(
+        f"report written to {escape(str(out))} ({len(board.agents)} agents, {len(board.runs)} runs)",
+        highlight=False,
+        soft_wrap=True,
+    )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -13,18 +12,31 @@ from rich.table import Table
 
 from posttrainbench.errors import PtbError
 
-app = typer.Typer(help="Export Harbor jobs into a results store; build the leaderboard; list flagged runs.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Export Harbor jobs into a results store; build the leaderboard; list flagged runs.",
+    no_args_is_help=True,
+)
 
-PolicyOpt = typer.Option("mean", "--policy", help="Which runs make a cell's score when there are several: "
-                         "mean (of all scored runs), latest or best.")
-WeightsOpt = typer.Option(None, "--weights", help='Per-benchmark weights JSON: {"weights": {"<benchmark>": w}} '
-                          "(default: equal).")
-BaselinesOpt = typer.Option(None, "--baselines", help="Extra base/instruct scores: a JSON list of "
-                            "{benchmark, model, kind, score, provenance} (wins over the catalog).")
+PolicyOpt = typer.Option(
+    "mean",
+    "--policy",
+    help="Which runs make a cell's score when there are several: "
+    "mean (of all scored runs), latest or best.",
+)
+WeightsOpt = typer.Option(
+    None,
+    "--weights",
+    help='Per-benchmark weights JSON: {"weights": {"<benchmark>": w}} (default: equal).',
+)
+BaselinesOpt = typer.Option(
+    None,
+    "--baselines",
+    help="Extra base/instruct scores: a JSON list of "
+    "{benchmark, model, kind, score, provenance} (wins over the catalog).",
+)
 
 
-def _fmt(value: Optional[float], digits: int = 3) -> str:
+def _fmt(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
@@ -35,12 +47,22 @@ def _warn(console: Console, lines: list[str], what: str) -> None:
 
 @app.command("export")
 def export_cmd(
-    jobs: list[Path] = typer.Argument(..., help="Harbor jobs dirs, job dirs, trial dirs or ptb run dirs."),
+    jobs: list[Path] = typer.Argument(
+        ..., help="Harbor jobs dirs, job dirs, trial dirs or ptb run dirs."
+    ),
     to: Path = typer.Option(..., "--to", help="The results store (created if new)."),
-    with_final_model: bool = typer.Option(False, "--with-final-model", help="Also copy each run's final_model/."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Processes reading trials (default: one per CPU)."),
-    keep_volumes: bool = typer.Option(False, "--keep-volumes", help="Keep cloud trials' final_model volumes "
-                                      "(by default each is removed once its run is stored)."),
+    with_final_model: bool = typer.Option(
+        False, "--with-final-model", help="Also copy each run's final_model/."
+    ),
+    workers: int | None = typer.Option(
+        None, "--workers", help="Processes reading trials (default: one per CPU)."
+    ),
+    keep_volumes: bool = typer.Option(
+        False,
+        "--keep-volumes",
+        help="Keep cloud trials' final_model volumes "
+        "(by default each is removed once its run is stored).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the export summary as JSON."),
 ) -> None:
     """Export finished trials (one run record each); again later adds only what is new or changed."""
@@ -51,20 +73,30 @@ def export_cmd(
     err = Console(stderr=True)
     with Progress(console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
         task = bar.add_task("exporting trials", total=None)
-        summary = export(jobs, to, with_final_model=with_final_model, workers=workers, keep_volumes=keep_volumes,
-                         progress=lambda done, total: bar.update(task, completed=done, total=total))
+        summary = export(
+            jobs,
+            to,
+            with_final_model=with_final_model,
+            workers=workers,
+            keep_volumes=keep_volumes,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
     if as_json:
         typer.echo(summary.model_dump_json(indent=2))
         return
     _warn(err, summary.skipped, "skipped")
     _warn(err, summary.warnings, "stored")
     if summary.volumes_removed:
-        err.print(f"removed {len(summary.volumes_removed)} cloud final_model volume(s) of stored runs",
-                  highlight=False)
+        err.print(
+            f"removed {len(summary.volumes_removed)} cloud final_model volume(s) of stored runs",
+            highlight=False,
+        )
     Console().print(
         f"exported to {escape(summary.results_dir)}: {len(summary.added)} added, {len(summary.updated)} updated, "
         f"{summary.unchanged} unchanged, {len(summary.in_progress)} still running, {len(summary.skipped)} skipped",
-        highlight=False, soft_wrap=True)
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def load_store(results_dir: Path):
@@ -74,7 +106,7 @@ def load_store(results_dir: Path):
     return ResultsStore.open(results_dir, create=False).load()
 
 
-def build_leaderboard(results_dir: Path, policy: str, weights: Optional[Path], baselines: Optional[Path]):
+def build_leaderboard(results_dir: Path, policy: str, weights: Path | None, baselines: Path | None):
     """Load the store and collect its leaderboard (shared with `ptb report`)."""
     from posttrainbench.results.collect import collect
     from posttrainbench.results.reference_scores import load_baseline_file, load_weights
@@ -85,8 +117,14 @@ def build_leaderboard(results_dir: Path, policy: str, weights: Optional[Path], b
     weight_map = load_weights(weights)
     extra = load_baseline_file(baselines) if baselines is not None else []
     records, skipped = load_store(results_dir)
-    board = collect(records, results_dir=results_dir, policy=policy, weights=weight_map, baselines=extra,
-                    skipped=skipped)
+    board = collect(
+        records,
+        results_dir=results_dir,
+        policy=policy,
+        weights=weight_map,
+        baselines=extra,
+        skipped=skipped,
+    )
     return board, records
 
 
@@ -94,10 +132,14 @@ def build_leaderboard(results_dir: Path, policy: str, weights: Optional[Path], b
 def collect_cmd(
     results_dir: Path = typer.Argument(..., help="A results store (from `ptb results export`)."),
     policy: str = PolicyOpt,
-    weights: Optional[Path] = WeightsOpt,
-    baselines: Optional[Path] = BaselinesOpt,
-    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Output directory (default RESULTS_DIR/leaderboard)."),
-    as_json: bool = typer.Option(False, "--json", help="Print leaderboard.json instead of the table."),
+    weights: Path | None = WeightsOpt,
+    baselines: Path | None = BaselinesOpt,
+    out: Path | None = typer.Option(
+        None, "-o", "--out", help="Output directory (default RESULTS_DIR/leaderboard)."
+    ),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print leaderboard.json instead of the table."
+    ),
 ) -> None:
     """Build the leaderboard: leaderboard.json, agents.csv, cells.csv and runs.csv."""
     from posttrainbench.results.outputs import write_leaderboard
@@ -109,14 +151,39 @@ def collect_cmd(
         return
     _warn(Console(stderr=True), board.skipped, "skipped")
     # Per-benchmark scores are in agents.csv and the report; the terminal gets the summary.
-    table = Table(title=f"PostTrainBench leaderboard ({len(board.runs)} run(s), policy {board.policy})")
-    for column in ("#", "agent", "w.avg", "avg", "norm", "base", "flag", "err", "cost $", "GPU-h", "time"):
-        table.add_column(column, no_wrap=column != "agent", justify="left" if column == "agent" else "right")
+    table = Table(
+        title=f"PostTrainBench leaderboard ({len(board.runs)} run(s), policy {board.policy})"
+    )
+    for column in (
+        "#",
+        "agent",
+        "w.avg",
+        "avg",
+        "norm",
+        "base",
+        "flag",
+        "err",
+        "cost $",
+        "GPU-h",
+        "time",
+    ):
+        table.add_column(
+            column, no_wrap=column != "agent", justify="left" if column == "agent" else "right"
+        )
     for a in board.agents:
-        table.add_row(str(a.rank), escape(a.agent), _fmt(a.weighted_average), _fmt(a.average),
-                      _fmt(a.normalized_average), f"{a.n_fallback}/{a.n_cells}", str(a.n_flagged),
-                      str(a.n_errored), _fmt(a.cost_usd, 2), _fmt(a.gpu_hours, 1),
-                      "-" if a.time_fraction is None else f"{a.time_fraction:.0%}")
+        table.add_row(
+            str(a.rank),
+            escape(a.agent),
+            _fmt(a.weighted_average),
+            _fmt(a.average),
+            _fmt(a.normalized_average),
+            f"{a.n_fallback}/{a.n_cells}",
+            str(a.n_flagged),
+            str(a.n_errored),
+            _fmt(a.cost_usd, 2),
+            _fmt(a.gpu_hours, 1),
+            "-" if a.time_fraction is None else f"{a.time_fraction:.0%}",
+        )
     console = Console()
     if not console.is_terminal:  # piped or logged: no need to squeeze into 80 columns
         console = Console(width=max(console.width, 140))
@@ -127,7 +194,7 @@ def collect_cmd(
 @app.command("flagged")
 def flagged_cmd(
     results_dir: Path = typer.Argument(..., help="A results store."),
-    judge: Optional[str] = typer.Option(None, "--judge", help="Only runs this judge flagged."),
+    judge: str | None = typer.Option(None, "--judge", help="Only runs this judge flagged."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """List the runs a judge flagged, with each judge's justification."""
@@ -141,10 +208,17 @@ def flagged_cmd(
     _warn(Console(stderr=True), skipped, "skipped")
     console = Console()
     for r in runs:
-        console.print(f"[bold]{escape(r.agent)}[/] {r.benchmark} x {r.base_model}  {escape(r.trial_name)} "
-                      f"(job {escape(r.job_name)}, score {_fmt(r.score)})", highlight=False, soft_wrap=True)
+        console.print(
+            f"[bold]{escape(r.agent)}[/] {r.benchmark} x {r.base_model}  {escape(r.trial_name)} "
+            f"(job {escape(r.job_name)}, score {_fmt(r.score)})",
+            highlight=False,
+            soft_wrap=True,
+        )
         for v in r.verdicts:
-            console.print(f"  {v.judge} ({v.decided_by}): {escape(v.justification)}", highlight=False,
-                          soft_wrap=True)
+            console.print(
+                f"  {v.judge} ({v.decided_by}): {escape(v.justification)}",
+                highlight=False,
+                soft_wrap=True,
+            )
     what = f"flagged by {judge}" if judge else "flagged"
     console.print(f"{len(runs)} of {len(records)} runs {what}", highlight=False)

@@ -9,7 +9,17 @@ from rich.console import Console
 
 from posttrainbench.catalog import get_model, list_models
 from posttrainbench.cli.options import (
-    BaseImage, Cpus, EvalBudget, EvalLimit, Feedback, Gpus, GpuType, Hours, MemoryGb, ModelFrom, Offline,
+    BaseImage,
+    Cpus,
+    EvalBudget,
+    EvalLimit,
+    Feedback,
+    Gpus,
+    GpuType,
+    Hours,
+    MemoryGb,
+    ModelFrom,
+    Offline,
     compile_options,
 )
 from posttrainbench.errors import PtbError
@@ -19,10 +29,14 @@ app = typer.Typer(help="Compile PostTrainBench tasks for Harbor.", no_args_is_he
 
 @app.command("generate")
 def generate(
-    out: Path = typer.Option(..., "-o", "--out", help="Directory to write the task directories into."),
+    out: Path = typer.Option(
+        ..., "-o", "--out", help="Directory to write the task directories into."
+    ),
     benchmark: str | None = typer.Option(None, "--benchmark", "-b", help="Benchmark id."),
     model: str | None = typer.Option(None, "--model", "-m", help="Base model id."),
-    all_pairs: bool = typer.Option(False, "--all", help="Every implemented benchmark x every model."),
+    all_pairs: bool = typer.Option(
+        False, "--all", help="Every implemented benchmark x every model."
+    ),
     hours: float = Hours,
     gpus: int | None = Gpus,
     cpus: int = Cpus,
@@ -43,8 +57,16 @@ def generate(
     if not all_pairs and not (benchmark and model):
         raise PtbError("--benchmark and --model are both required without --all")
     options = compile_options(
-        hours=hours, gpus=gpus, cpus=cpus, memory_gb=memory_gb, base_image=base_image, gpu_type=gpu_type, model_from=model_from,
-        final_eval_limit=eval_limit, feedback=feedback, agent_eval_budget=eval_budget,
+        hours=hours,
+        gpus=gpus,
+        cpus=cpus,
+        memory_gb=memory_gb,
+        base_image=base_image,
+        gpu_type=gpu_type,
+        model_from=model_from,
+        final_eval_limit=eval_limit,
+        feedback=feedback,
+        agent_eval_budget=eval_budget,
     )
     if all_pairs:
         pairs = [(b.id, m.id) for b in implemented_benchmarks() for m in list_models()]

@@ -3,25 +3,34 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from posttrainbench.errors import PtbError
 
-app = typer.Typer(help="Inspect agent traces (Claude Code, Codex, Gemini CLI, OpenCode, Harbor).",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Inspect agent traces (Claude Code, Codex, Gemini CLI, OpenCode, Harbor).",
+    no_args_is_help=True,
+)
 
 
 @app.command("show")
 def show(
-    file: Path = typer.Argument(..., help="A trace file, or a Harbor trial directory (its best trace is shown)."),
-    fmt: Optional[str] = typer.Option(
-        None, "--format", "-f",
-        help="Force a format: claude-code, codex, gemini-cli, opencode, harbor, raw (default: detected)."),
+    file: Path = typer.Argument(
+        ..., help="A trace file, or a Harbor trial directory (its best trace is shown)."
+    ),
+    fmt: str | None = typer.Option(
+        None,
+        "--format",
+        "-f",
+        help="Force a format: claude-code, codex, gemini-cli, opencode, harbor, raw (default: detected).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the normalized trace as JSON."),
     max_chars: int = typer.Option(
-        2000, "--max-chars", help="Cut each message and tool output to this many characters (0: no limit)."),
+        2000,
+        "--max-chars",
+        help="Cut each message and tool output to this many characters (0: no limit).",
+    ),
 ) -> None:
     """Print a trace as numbered events with a usage summary, or as normalized JSON."""
     from rich.console import Console

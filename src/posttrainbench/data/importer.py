@@ -31,8 +31,13 @@ def import_benchmark(benchmark_id: str, path: Path, cache_dir: Path | None = Non
         raise DataPrepareError(f"{benchmark_id}: no such file or directory: {path}")
     found = _locate_in_dir(source, path) if path.is_dir() else _locate_file(source, path)
     raw = {role: [_read(p) for p in paths] for role, paths in found.items()}
-    return store_benchmark(source, raw, cache_dir or default_cache_dir(),
-                           provenance=f"{path} (imported)", imported_from=path)
+    return store_benchmark(
+        source,
+        raw,
+        cache_dir or default_cache_dir(),
+        provenance=f"{path} (imported)",
+        imported_from=path,
+    )
 
 
 def _locate_file(source: DataSource, path: Path) -> dict[str, list[Path]]:
@@ -40,8 +45,10 @@ def _locate_file(source: DataSource, path: Path) -> dict[str, list[Path]]:
     if len(source.files) == 1:
         return {source.files[0].role: [path]}
     names = ", ".join(Path(f.name).name for f in source.files)
-    raise DataPrepareError(f"{source.benchmark_id} is built from {len(source.files)} files ({names}); "
-                           f"give a directory that holds them, not {path}")
+    raise DataPrepareError(
+        f"{source.benchmark_id} is built from {len(source.files)} files ({names}); "
+        f"give a directory that holds them, not {path}"
+    )
 
 
 def _locate_in_dir(source: DataSource, root: Path) -> dict[str, list[Path]]:
@@ -50,8 +57,10 @@ def _locate_in_dir(source: DataSource, root: Path) -> dict[str, list[Path]]:
     for spec in source.files:
         hits = _find(root, spec)
         if not hits:
-            raise DataPrepareError(f"{source.benchmark_id}: no {spec.role} file under {root} "
-                                   f"(looked for {', '.join(spec.globs)})")
+            raise DataPrepareError(
+                f"{source.benchmark_id}: no {spec.role} file under {root} "
+                f"(looked for {', '.join(spec.globs)})"
+            )
         found[spec.role] = hits
     return found
 

@@ -22,7 +22,9 @@ class SourceFileInfo(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     role: str = Field(description="what the benchmark's source reads it as, e.g. 'test', 'train'")
-    location: str = Field(description="URL, package member, or the absolute path it was imported from")
+    location: str = Field(
+        description="URL, package member, or the absolute path it was imported from"
+    )
     sha256: str = Field(description="sha256 of the file's bytes as read")
     rows: int = Field(ge=0)
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from posttrainbench.catalog.registry import BaseModelSpec
 from posttrainbench.errors import PtbError
 
 
-def prepare_models(specs: list[BaseModelSpec], cache: Path, *, force: bool,
-                   say: Callable[[str], None]) -> dict[str, Path]:
+def prepare_models(
+    specs: list[BaseModelSpec], cache: Path, *, force: bool, say: Callable[[str], None]
+) -> dict[str, Path]:
     """Download (or reuse) each base model into `cache/models/<id>`; returns id -> dir."""
     from posttrainbench.runner.eval_env import evaluation_python, run_module
 
@@ -23,8 +24,12 @@ def prepare_models(specs: list[BaseModelSpec], cache: Path, *, force: bool,
             say(f"{spec.id}: already at {out}")
             continue
         python = python or evaluation_python(say)
-        code = run_module(python, "posttrainbench.evaluation.prepare_model",
-                          ["--source", spec.source, "--out", str(out)], {})
+        code = run_module(
+            python,
+            "posttrainbench.evaluation.prepare_model",
+            ["--source", spec.source, "--out", str(out)],
+            {},
+        )
         if code != 0:
             raise PtbError(f"preparing model {spec.id} from {spec.source} failed (exit {code})")
         say(f"{spec.id}: {out}")

@@ -55,8 +55,9 @@ def load_manifest(benchmark_id: str, cache_dir: Path | None = None) -> DataManif
     return DataManifest.load(path) if path.is_file() else None
 
 
-def prepare_benchmark(benchmark_id: str, cache_dir: Path | None = None, offline: bool = False,
-                      force: bool = False) -> DataManifest:
+def prepare_benchmark(
+    benchmark_id: str, cache_dir: Path | None = None, offline: bool = False, force: bool = False
+) -> DataManifest:
     """Fetch and normalise one benchmark into the cache (idempotent); return its manifest."""
     cache_dir = cache_dir or default_cache_dir()
     existing = None if force else load_manifest(benchmark_id, cache_dir)
@@ -67,12 +68,19 @@ def prepare_benchmark(benchmark_id: str, cache_dir: Path | None = None, offline:
         raw = source.download(Fetcher(cache_dir, offline=offline))
     except FetchError as exc:
         raise DataPrepareError(f"{benchmark_id}: {exc}") from None
-    return store_benchmark(source, {role: [f] for role, f in raw.items()}, cache_dir,
-                           provenance=source.provenance)
+    return store_benchmark(
+        source, {role: [f] for role, f in raw.items()}, cache_dir, provenance=source.provenance
+    )
 
 
-def store_benchmark(source: DataSource, raw: dict[str, list[RawFile]], cache_dir: Path, *,
-                    provenance: str, imported_from: Path | None = None) -> DataManifest:
+def store_benchmark(
+    source: DataSource,
+    raw: dict[str, list[RawFile]],
+    cache_dir: Path,
+    *,
+    provenance: str,
+    imported_from: Path | None = None,
+) -> DataManifest:
     """Check *raw* against *source*'s columns, build its splits and write the cache entry.
 
     *raw* holds each of ``source.files`` by role (several files: shards, read in order).
@@ -90,16 +98,22 @@ def store_benchmark(source: DataSource, raw: dict[str, list[RawFile]], cache_dir
         raise DataPrepareError(f"{bid}: {_reason(exc)}") from None
     dev_source, carved = _settle_dev(bid, splits)
     manifest = DataManifest(
-        benchmark=bid, provenance=provenance,
-        prepared_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        splits={}, dev_source=dev_source, carved_dev_ids=carved,
+        benchmark=bid,
+        provenance=provenance,
+        prepared_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        splits={},
+        dev_source=dev_source,
+        carved_dev_ids=carved,
         origin="download" if imported_from is None else "import",
-        imported_from=None if imported_from is None else str(imported_from), source_files=files,
+        imported_from=None if imported_from is None else str(imported_from),
+        source_files=files,
     )
     return _write_entry(data_root(cache_dir) / bid, splits, manifest)
 
 
-def _read_sources(source: DataSource, raw: dict[str, list[RawFile]]) -> tuple[dict[str, list[Row]], list[SourceFileInfo]]:
+def _read_sources(
+    source: DataSource, raw: dict[str, list[RawFile]]
+) -> tuple[dict[str, list[Row]], list[SourceFileInfo]]:
     """Each role's rows (checked for its columns) and what each file was."""
     rows: dict[str, list[Row]] = {}
     infos: list[SourceFileInfo] = []
@@ -111,8 +125,14 @@ def _read_sources(source: DataSource, raw: dict[str, list[RawFile]]) -> tuple[di
             got = read_rows(f.name, f.body, where=f.location)
             check_columns(got, spec.columns, f.location)
             rows[spec.role].extend(got)
-            infos.append(SourceFileInfo(role=spec.role, location=f.location,
-                                        sha256=hashlib.sha256(f.body).hexdigest(), rows=len(got)))
+            infos.append(
+                SourceFileInfo(
+                    role=spec.role,
+                    location=f.location,
+                    sha256=hashlib.sha256(f.body).hexdigest(),
+                    rows=len(got),
+                )
+            )
     return rows, infos
 
 
@@ -131,13 +151,17 @@ def _settle_dev(benchmark_id: str, splits: dict[str, list[Sample]]) -> tuple[str
     return "carved", [s.id for s in splits["dev"]]
 
 
-def _write_entry(final: Path, splits: dict[str, list[Sample]], manifest: DataManifest) -> DataManifest:
+def _write_entry(
+    final: Path, splits: dict[str, list[Sample]], manifest: DataManifest
+) -> DataManifest:
     """Write the splits and *manifest* in a staging directory, then rename it to *final*."""
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
     try:
-        infos = {name: SplitInfo(n=len(rows), sha256=write_split(staging / f"{name}.jsonl", rows))
-                 for name, rows in splits.items()}
+        infos = {
+            name: SplitInfo(n=len(rows), sha256=write_split(staging / f"{name}.jsonl", rows))
+            for name, rows in splits.items()
+        }
         manifest = manifest.model_copy(update={"splits": infos})
         manifest.dump(staging / "manifest.json")
         _swap_in(staging, final)
@@ -166,7 +190,9 @@ def _reason(exc: BaseException) -> str:
     return " ".join(text.split())
 
 
-def task_splits(benchmark_id: str, feedback: str, cache_dir: Path | None = None) -> tuple[list[Sample], list[Sample] | None]:
+def task_splits(
+    benchmark_id: str, feedback: str, cache_dir: Path | None = None
+) -> tuple[list[Sample], list[Sample] | None]:
     """(final test set, agent-visible split or None) for a task's feedback mode.
 
     ``test``: the agent sees the test set itself (PostTrainBench parity).

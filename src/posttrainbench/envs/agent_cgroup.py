@@ -50,8 +50,14 @@ class AgentCgroup:
     group on a pure-v2 host) so that its CPU and memory limits still apply.
     """
 
-    def __init__(self, name: str, logger: logging.Logger, root: Path = CGROUP_ROOT,
-                 v2_parent: Path | None = None, mode: CgroupMode | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        logger: logging.Logger,
+        root: Path = CGROUP_ROOT,
+        v2_parent: Path | None = None,
+        mode: CgroupMode | None = None,
+    ) -> None:
         self.logger = logger
         self.mode: CgroupMode | None = None
         self.dir: Path | None = None
@@ -59,7 +65,9 @@ class AgentCgroup:
         freezer = _v1_freezer(root)
         if mode in (None, "v2") and v2 is not None:
             self.mode = "v2"
-            self._path = v2_parent / "agent" if v2_parent is not None else v2 / AGENT_GROUP_PARENT / name
+            self._path = (
+                v2_parent / "agent" if v2_parent is not None else v2 / AGENT_GROUP_PARENT / name
+            )
         elif mode in (None, "v1") and freezer is not None:
             self.mode = "v1"
             self._path = freezer / AGENT_GROUP_PARENT / name
@@ -67,8 +75,10 @@ class AgentCgroup:
     def create(self) -> bool:
         """Create the cgroup; False (with a warning) where no hierarchy is writable."""
         if self.mode is None:
-            self.logger.warning("no writable cgroup hierarchy: the agent's processes are stopped "
-                                "by uid only (stop_agent.sh in the collect hook)")
+            self.logger.warning(
+                "no writable cgroup hierarchy: the agent's processes are stopped "
+                "by uid only (stop_agent.sh in the collect hook)"
+            )
             return False
         try:
             self._path.mkdir(parents=True, exist_ok=True)
@@ -103,7 +113,9 @@ class AgentCgroup:
         deadline = time.monotonic() + timeout_sec
         while self.pids():
             if time.monotonic() > deadline:
-                self.logger.warning("agent processes %s outlived their cgroup's kill", sorted(self.pids()))
+                self.logger.warning(
+                    "agent processes %s outlived their cgroup's kill", sorted(self.pids())
+                )
                 return False
             for pid in self.pids():  # anything that slipped in meanwhile
                 _sigkill(pid)

@@ -203,8 +203,18 @@ def build_hidepid_argv(init_pid: int) -> list[str]:
     bwrap's ``--proc`` takes no mount options, and the sandbox's root lacks CAP_SYS_ADMIN,
     so the host (with its full capabilities) remounts it in the instance's mount namespace.
     """
-    return ["nsenter", "--target", str(init_pid), "--mount", "--root", "--",
-            "mount", "-o", f"remount,{PROC_HIDEPID_OPTIONS}", "/proc"]
+    return [
+        "nsenter",
+        "--target",
+        str(init_pid),
+        "--mount",
+        "--root",
+        "--",
+        "mount",
+        "-o",
+        f"remount,{PROC_HIDEPID_OPTIONS}",
+        "/proc",
+    ]
 
 
 def sandbox_base_env() -> dict[str, str]:

@@ -104,7 +104,11 @@ def _mount_holders(mounts: Path = Path("/proc/mounts")) -> dict[str, list[str]]:
 def _entries(envs: Path) -> list[Path]:
     if not envs.is_dir():
         return []
-    return sorted(p for p in envs.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != "failed")
+    return sorted(
+        p
+        for p in envs.iterdir()
+        if p.is_dir() and not p.name.startswith(".") and p.name != "failed"
+    )
 
 
 def _in_use(entry: Path) -> bool:
@@ -126,8 +130,16 @@ def list_entries(envs: Path) -> list[CacheEntry]:
     for entry in _entries(envs):
         use = use_file(entry)
         last = use.stat().st_mtime if use.exists() else entry.stat().st_mtime
-        out.append(CacheEntry(entry, entry.name.split("-", 1)[0], _size(entry), last, _in_use(entry),
-                              tuple(sorted(set(holders.get(str(entry), []))))))
+        out.append(
+            CacheEntry(
+                entry,
+                entry.name.split("-", 1)[0],
+                _size(entry),
+                last,
+                _in_use(entry),
+                tuple(sorted(set(holders.get(str(entry), [])))),
+            )
+        )
     return out
 
 
@@ -147,8 +159,12 @@ def _remove(entry: Path) -> bool:
     return True
 
 
-def prune(envs: Path, max_size_bytes: int | None = None, older_than_s: float | None = None,
-          dry_run: bool = False) -> list[CacheEntry]:
+def prune(
+    envs: Path,
+    max_size_bytes: int | None = None,
+    older_than_s: float | None = None,
+    dry_run: bool = False,
+) -> list[CacheEntry]:
     """Remove entries no running trial uses: those unused for ``older_than_s``, then the least
     recently used until the cache fits ``max_size_bytes``. Returns what it removed (or
     would remove, with ``dry_run``)."""

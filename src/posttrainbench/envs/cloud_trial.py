@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from harbor.models.task.config import EnvironmentConfig
 from pydantic import BaseModel, ConfigDict, Field
@@ -50,10 +50,14 @@ class CloudTrialRecord(BaseModel):
 
     provider: Provider
     handoff_volume: str = Field(description="The trial's own volume holding final_model/")
-    cache_volume: Optional[str] = Field(default=None, description="Shared read-only cache volume, if any")
-    gpu_request: Optional[str] = Field(default=None, description="The GPU spec sent to the provider")
+    cache_volume: str | None = Field(
+        default=None, description="Shared read-only cache volume, if any"
+    )
+    gpu_request: str | None = Field(default=None, description="The GPU spec sent to the provider")
     gpu_seen: list[str] = Field(default_factory=list, description="GPU names the sandbox reported")
-    handoff_removed: bool = Field(default=False, description="The volume was removed (after export or retirement)")
+    handoff_removed: bool = Field(
+        default=False, description="The volume was removed (after export or retirement)"
+    )
 
     def write(self, trial_dir: Path) -> Path:
         """Write the record into the trial dir (atomically)."""
@@ -92,10 +96,14 @@ def pinned_gpu_types(config: EnvironmentConfig, gpus: int) -> list[str]:
     if gpus <= 0:
         return []
     if not config.gpu_types:
-        raise RunError("the task asks for a GPU but names no GPU type, so the provider may pick any; "
-                       "compile it with a GPU type (gpu_types in task.toml)")
+        raise RunError(
+            "the task asks for a GPU but names no GPU type, so the provider may pick any; "
+            "compile it with a GPU type (gpu_types in task.toml)"
+        )
     if len(config.gpu_types) > 1:
-        raise RunError(f"the task accepts several GPU types {config.gpu_types}; a run must pin exactly one")
+        raise RunError(
+            f"the task accepts several GPU types {config.gpu_types}; a run must pin exactly one"
+        )
     return list(config.gpu_types)
 
 
@@ -113,8 +121,11 @@ def gpu_mismatch(requested: str, seen: list[str]) -> str | None:
 class TrialContractOptions(BaseModel):
     """The trial contract's environment kwargs (mixed into a provider's options model)."""
 
-    cache_volume: Optional[str] = Field(default=None, description="The provider's volume with base models and "
-                                        "data, mounted read-only at /ptb-cache")
+    cache_volume: str | None = Field(
+        default=None,
+        description="The provider's volume with base models and "
+        "data, mounted read-only at /ptb-cache",
+    )
     handoff: bool = Field(default=True, description="Hand final_model/ over on a per-trial volume")
 
 
@@ -142,8 +153,12 @@ class CloudTrialMixin:
 
     def record(self) -> CloudTrialRecord:
         """What this trial uses in the cloud (written to the trial dir)."""
-        return CloudTrialRecord(provider=self.provider, handoff_volume=self._handoff_volume,
-                                cache_volume=self.options.cache_volume, gpu_request=self.gpu_request())
+        return CloudTrialRecord(
+            provider=self.provider,
+            handoff_volume=self._handoff_volume,
+            cache_volume=self.options.cache_volume,
+            gpu_request=self.gpu_request(),
+        )
 
     async def start(self, force_build: bool) -> None:
         # The record is written before the sandbox exists, so a trial that fails while
@@ -155,7 +170,9 @@ class CloudTrialMixin:
         await super().start(force_build)
         if self._gpu_types:
             result = await self.exec(GPU_QUERY)
-            record.gpu_seen = [line.strip() for line in (result.stdout or "").splitlines() if line.strip()]
+            record.gpu_seen = [
+                line.strip() for line in (result.stdout or "").splitlines() if line.strip()
+            ]
             if writes_record:
                 record.write(self.trial_paths.trial_dir)
             problem = gpu_mismatch(self._gpu_types[0], record.gpu_seen)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from posttrainbench.envs.cloud_trial import CloudTrialRecord
-from posttrainbench.safe_fs import CopyBudget, NEW_FILE_FLAGS, Refused, split_relative
+from posttrainbench.safe_fs import NEW_FILE_FLAGS, CopyBudget, Refused, split_relative
 
 FINAL_MODEL = "final_model"
 
@@ -22,7 +22,9 @@ class VolumeError(Exception):
     """A volume operation failed (reported per trial; never stops an export)."""
 
 
-def fetch_final_model(record: CloudTrialRecord, dest: Path, budget: CopyBudget | None = None) -> None:
+def fetch_final_model(
+    record: CloudTrialRecord, dest: Path, budget: CopyBudget | None = None
+) -> None:
     """Copy `final_model/` from the trial's volume into *dest* (which must not exist).
 
     The agent wrote the volume, so every listed entry must be a plain file or directory at
@@ -33,8 +35,10 @@ def fetch_final_model(record: CloudTrialRecord, dest: Path, budget: CopyBudget |
     """
     if record.provider != "modal":
         # Daytona's SDK has no file access to a volume outside a sandbox.
-        raise VolumeError(f"cannot read {record.provider} volume {record.handoff_volume} from the host; "
-                          "it is kept so that you can copy final_model/ from a sandbox that mounts it")
+        raise VolumeError(
+            f"cannot read {record.provider} volume {record.handoff_volume} from the host; "
+            "it is kept so that you can copy final_model/ from a sandbox that mounts it"
+        )
     import modal
 
     budget = budget if budget is not None else _export_budget()
@@ -49,18 +53,24 @@ def fetch_final_model(record: CloudTrialRecord, dest: Path, budget: CopyBudget |
             found = True
             parts = _below_final_model(entry.path)
             if budget.files >= budget.max_files:
-                raise VolumeError(f"{FINAL_MODEL}/ holds more than the cap of {budget.max_files} files "
-                                  "and directories; not copied")
+                raise VolumeError(
+                    f"{FINAL_MODEL}/ holds more than the cap of {budget.max_files} files "
+                    "and directories; not copied"
+                )
             budget.files += 1
             target = tmp.joinpath(*parts)
             if entry.type == modal.volume.FileEntryType.DIRECTORY:
                 target.mkdir(parents=True, exist_ok=True)
                 continue
             if entry.type != modal.volume.FileEntryType.FILE:
-                raise VolumeError(f"{entry.path!r} is a {entry.type.name.lower()} entry, not a file or directory; "
-                                  f"{FINAL_MODEL}/ not copied")
+                raise VolumeError(
+                    f"{entry.path!r} is a {entry.type.name.lower()} entry, not a file or directory; "
+                    f"{FINAL_MODEL}/ not copied"
+                )
             if not parts:
-                raise VolumeError(f"{FINAL_MODEL} on volume {record.handoff_volume} is a file, not a directory")
+                raise VolumeError(
+                    f"{FINAL_MODEL} on volume {record.handoff_volume} is a file, not a directory"
+                )
             if budget.bytes + entry.size > budget.max_bytes:
                 raise _over_cap(entry.path, budget)
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -97,16 +107,20 @@ def _below_final_model(volume_path: str) -> list[str]:
     for prefix in (f"/{FINAL_MODEL}", FINAL_MODEL):
         if volume_path == prefix or volume_path.startswith(prefix + "/"):
             try:
-                return split_relative(volume_path[len(prefix) + 1:])
+                return split_relative(volume_path[len(prefix) + 1 :])
             except Refused:
                 break
-    raise VolumeError(f"volume entry {volume_path!r} is not a path below {FINAL_MODEL}/ "
-                      f"(absolute, or with '..'); {FINAL_MODEL}/ not copied")
+    raise VolumeError(
+        f"volume entry {volume_path!r} is not a path below {FINAL_MODEL}/ "
+        f"(absolute, or with '..'); {FINAL_MODEL}/ not copied"
+    )
 
 
 def _over_cap(volume_path: str, budget: CopyBudget) -> VolumeError:
-    return VolumeError(f"{FINAL_MODEL}/ is over the copy cap of {budget.max_bytes} bytes "
-                       f"(at {volume_path!r}); not copied")
+    return VolumeError(
+        f"{FINAL_MODEL}/ is over the copy cap of {budget.max_bytes} bytes "
+        f"(at {volume_path!r}); not copied"
+    )
 
 
 class _CappedFile:
@@ -156,7 +170,9 @@ def delete_volume(record: CloudTrialRecord) -> None:
             except DaytonaNotFoundError:
                 pass
     except Exception as exc:  # the SDKs' errors have no common base worth naming
-        raise VolumeError(f"cannot remove {record.provider} volume {record.handoff_volume}: {exc}") from exc
+        raise VolumeError(
+            f"cannot remove {record.provider} volume {record.handoff_volume}: {exc}"
+        ) from exc
 
 
 def upload_models(volume_name: str, models: dict[str, Path]) -> None:

@@ -17,7 +17,12 @@ from typing import Any
 
 from harbor.environments.daytona.environment import DaytonaEnvironment, DaytonaOptions
 
-from posttrainbench.envs.cloud_trial import CACHE_MOUNT, HANDOFF_MOUNT, CloudTrialMixin, TrialContractOptions
+from posttrainbench.envs.cloud_trial import (
+    CACHE_MOUNT,
+    HANDOFF_MOUNT,
+    CloudTrialMixin,
+    TrialContractOptions,
+)
 
 VOLUME_READY_TIMEOUT_S = 120.0
 
@@ -26,13 +31,17 @@ class DaytonaTrialOptions(TrialContractOptions, DaytonaOptions):
     """Harbor's Daytona options plus the trial contract's."""
 
 
-async def ready_volume(client: Any, name: str, *, create: bool, timeout_s: float = VOLUME_READY_TIMEOUT_S) -> Any:
+async def ready_volume(
+    client: Any, name: str, *, create: bool, timeout_s: float = VOLUME_READY_TIMEOUT_S
+) -> Any:
     """The named volume once Daytona reports it ready (a new one starts as pending)."""
     deadline = time.monotonic() + timeout_s
     volume = await client.volume.get(name, create=create)
     while str(getattr(volume, "state", "ready")).lower().rsplit(".", 1)[-1] != "ready":
         if time.monotonic() > deadline:
-            raise RuntimeError(f"Daytona volume {name} is still {volume.state} after {timeout_s:.0f}s")
+            raise RuntimeError(
+                f"Daytona volume {name} is still {volume.state} after {timeout_s:.0f}s"
+            )
         await asyncio.sleep(2)
         volume = await client.volume.get(name)
     return volume

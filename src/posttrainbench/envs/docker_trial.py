@@ -31,8 +31,10 @@ from posttrainbench.envs.service_secrets import ServiceSecretsMixin
 from posttrainbench.envs.transfer import Downloader
 
 # The task's trusted in-sandbox code (model tasks); absent elsewhere, then nothing is run.
-STOP_USER = ("test ! -f /opt/ptb/lib/posttrainbench/sandbox/stop_user.py || PYTHONPATH=/opt/ptb/lib "
-             "/opt/ptb/venv/bin/python -P -m posttrainbench.sandbox.stop_user --user {user}")
+STOP_USER = (
+    "test ! -f /opt/ptb/lib/posttrainbench/sandbox/stop_user.py || PYTHONPATH=/opt/ptb/lib "
+    "/opt/ptb/venv/bin/python -P -m posttrainbench.sandbox.stop_user --user {user}"
+)
 _STOP_TIMEOUT_SEC = 60
 _ROOT_USERS = (None, 0, "0", "root")
 
@@ -45,8 +47,14 @@ class DockerTrialEnvironment(ServiceSecretsMixin, DockerEnvironment):
         # docker cp keeps links as links: staging holds them, the Downloader drops them.
         self._downloader = Downloader(self.logger, hard_links_ok=True)
 
-    async def exec(self, command: str, cwd: str | None = None, env: dict[str, str] | None = None,
-                   timeout_sec: int | None = None, user: str | int | None = None) -> ExecResult:
+    async def exec(
+        self,
+        command: str,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout_sec: int | None = None,
+        user: str | int | None = None,
+    ) -> ExecResult:
         """Harbor's exec; a cancelled command of an unprivileged user takes all its user's processes along."""
         resolved = self._resolve_user(user)
         try:
@@ -58,8 +66,9 @@ class DockerTrialEnvironment(ServiceSecretsMixin, DockerEnvironment):
 
     async def _stop_user(self, user: str) -> None:
         try:
-            await super().exec(STOP_USER.format(user=shlex.quote(user)), user="root",
-                               timeout_sec=_STOP_TIMEOUT_SEC)
+            await super().exec(
+                STOP_USER.format(user=shlex.quote(user)), user="root", timeout_sec=_STOP_TIMEOUT_SEC
+            )
         except Exception as exc:  # the collect hook stops them again
             self.logger.warning("stopping %s's processes at the deadline failed: %s", user, exc)
 
@@ -68,8 +77,13 @@ class DockerTrialEnvironment(ServiceSecretsMixin, DockerEnvironment):
         staging = Path(tempfile.mkdtemp(prefix=".ptb-docker-", dir=Path(target_dir).parent))
         try:
             await super().download_dir(source_dir, staging / "tree")
-            await asyncio.to_thread(self._downloader.download_dir, staging, "tree", Path(target_dir),
-                                    source=source_dir.lstrip("/"))
+            await asyncio.to_thread(
+                self._downloader.download_dir,
+                staging,
+                "tree",
+                Path(target_dir),
+                source=source_dir.lstrip("/"),
+            )
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
@@ -79,7 +93,12 @@ class DockerTrialEnvironment(ServiceSecretsMixin, DockerEnvironment):
         try:
             name = PurePosixPath(source_path).name or "file"
             await super().download_file(source_path, staging / name)
-            await asyncio.to_thread(self._downloader.download_file, staging, name, Path(target_path),
-                                    source=source_path.lstrip("/"))
+            await asyncio.to_thread(
+                self._downloader.download_file,
+                staging,
+                name,
+                Path(target_path),
+                source=source_path.lstrip("/"),
+            )
         finally:
             shutil.rmtree(staging, ignore_errors=True)

@@ -24,13 +24,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from posttrainbench.envs.cache_admin import LayerHolds, prune_to_cap
 from posttrainbench.envs.layer_build import (  # noqa: F401  (the cache's errors and paths, for its callers)
     BUILD_LOG_NAME,
     SANDBOX_PTB_ROOT,
     EnvironmentBuildError,
     build_layer,
 )
-from posttrainbench.envs.cache_admin import LayerHolds, prune_to_cap
 from posttrainbench.envs.layer_manifest import LayerSpec, load_layers
 
 KEY_VERSION = b"ptb-layer-v1"
@@ -152,7 +152,9 @@ class Layer:
         return sorted(self.entry.parent.glob(f".build-{self.entry.name[:40]}-*/{BUILD_LOG_NAME}"))
 
 
-def plan_layers(environment_dir: Path, python: SandboxPython, root: Path | None = None) -> list[Layer]:
+def plan_layers(
+    environment_dir: Path, python: SandboxPython, root: Path | None = None
+) -> list[Layer]:
     """The task's layers, bottom first, with their keys and cache entries (built or not).
 
     Raises :class:`~posttrainbench.envs.layer_manifest.LayerManifestError` for a bad manifest.
@@ -165,7 +167,9 @@ def plan_layers(environment_dir: Path, python: SandboxPython, root: Path | None 
     return layers
 
 
-def _ensure_layer(environment_dir: Path, layer: Layer, python: SandboxPython, lower_venv: Path | None) -> bool:
+def _ensure_layer(
+    environment_dir: Path, layer: Layer, python: SandboxPython, lower_venv: Path | None
+) -> bool:
     """Build ``layer`` unless it is in the cache; True if this call built it."""
     if layer.built:
         return False
@@ -235,4 +239,6 @@ def acquire_layers(
             if built:
                 prune_to_cap(entries[0].parent)
             return entries, built, holds
-    raise EnvironmentBuildError(f"the layers of {environment_dir} were pruned each time they were built")
+    raise EnvironmentBuildError(
+        f"the layers of {environment_dir} were pruned each time they were built"
+    )

@@ -115,9 +115,19 @@ def build_layer(
     if spec.venv:
         steps = [("python -m venv", [str(interpreter), "-m", "venv", str(layer_dir / "venv")])]
         if spec.requirements is not None and _has_requirements(environment_dir / spec.requirements):
-            steps.append((f"pip install -r {spec.requirements}",
-                          [str(layer_dir / "venv" / "bin" / "python"), "-m", "pip", "install",
-                           "-r", str(environment_dir / spec.requirements)]))
+            steps.append(
+                (
+                    f"pip install -r {spec.requirements}",
+                    [
+                        str(layer_dir / "venv" / "bin" / "python"),
+                        "-m",
+                        "pip",
+                        "install",
+                        "-r",
+                        str(environment_dir / spec.requirements),
+                    ],
+                )
+            )
         for what, argv in steps:
             if _run_logged(argv, log, env, layer_dir) != 0:
                 raise EnvironmentBuildError(f"`{what}` failed")

@@ -36,17 +36,35 @@ class LayerSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,31}$", description="e.g. 'venv', 'model', 'task'")
-    inputs: list[str] = Field(default_factory=list, description=(
-        "Files or dirs, relative to environment/, copied into the layer (a leading ptb/ dropped) before "
-        "the build step and hashed into its key"))
-    build: str | None = Field(default=None, description=(
-        "A bash script among the inputs (relative to environment/), run with PTB_ROOT at the layer"))
-    venv: bool = Field(default=False, description=(
-        "The layer holds /opt/ptb/venv, made from the sandbox Python before the build step; the build "
-        "steps of the layers above find its python on PATH"))
-    requirements: str | None = Field(default=None, description="An input the venv is pip-installed from")
-    key: dict[str, str] = Field(default_factory=dict, description=(
-        "What else the build step depends on, e.g. the model's source and the pins of the packages it runs"))
+    inputs: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Files or dirs, relative to environment/, copied into the layer (a leading ptb/ dropped) before "
+            "the build step and hashed into its key"
+        ),
+    )
+    build: str | None = Field(
+        default=None,
+        description=(
+            "A bash script among the inputs (relative to environment/), run with PTB_ROOT at the layer"
+        ),
+    )
+    venv: bool = Field(
+        default=False,
+        description=(
+            "The layer holds /opt/ptb/venv, made from the sandbox Python before the build step; the build "
+            "steps of the layers above find its python on PATH"
+        ),
+    )
+    requirements: str | None = Field(
+        default=None, description="An input the venv is pip-installed from"
+    )
+    key: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "What else the build step depends on, e.g. the model's source and the pins of the packages it runs"
+        ),
+    )
 
     @field_validator("inputs")
     @classmethod
@@ -61,9 +79,15 @@ class LayerSpec(BaseModel):
     @model_validator(mode="after")
     def _steps_are_inputs(self) -> LayerSpec:
         if self.build is not None and not any(_within(self.build, rel) for rel in self.inputs):
-            raise ValueError(f"layer {self.name!r}: its build step {self.build!r} is not among its inputs")
-        if self.requirements is not None and (not self.venv or self.requirements not in self.inputs):
-            raise ValueError(f"layer {self.name!r}: requirements need venv = true and must be one of its inputs")
+            raise ValueError(
+                f"layer {self.name!r}: its build step {self.build!r} is not among its inputs"
+            )
+        if self.requirements is not None and (
+            not self.venv or self.requirements not in self.inputs
+        ):
+            raise ValueError(
+                f"layer {self.name!r}: requirements need venv = true and must be one of its inputs"
+            )
         return self
 
 
@@ -78,7 +102,9 @@ class LayerManifest(_FileModel):
         if len(set(names)) != len(names):
             raise ValueError(f"layer names repeat: {names}")
         if any(layer.venv for layer in self.layers[1:]):
-            raise ValueError("only the first (bottom) layer may hold the venv: the layers above run with it")
+            raise ValueError(
+                "only the first (bottom) layer may hold the venv: the layers above run with it"
+            )
         return self
 
 
@@ -96,7 +122,9 @@ def _within(path: str, rel: str) -> bool:
 def single_layer(environment_dir: Path) -> LayerSpec:
     """The one layer of a task without a manifest: a venv from ``requirements.txt``, the
     whole ``ptb/`` tree and ``ptb/build.sh`` (each only if the task has it)."""
-    has = {rel: (environment_dir / rel).exists() for rel in ("requirements.txt", "ptb", "ptb/build.sh")}
+    has = {
+        rel: (environment_dir / rel).exists() for rel in ("requirements.txt", "ptb", "ptb/build.sh")
+    }
     return LayerSpec(
         name="env",
         inputs=[rel for rel in ("requirements.txt", "ptb") if has[rel]],
@@ -123,5 +151,7 @@ def load_layers(environment_dir: Path) -> list[LayerSpec]:
     for layer in manifest.layers:
         for rel in layer.inputs:
             if not (environment_dir / rel).exists():
-                raise LayerManifestError(f"{path}: layer {layer.name!r} names {rel}, which the task does not have")
+                raise LayerManifestError(
+                    f"{path}: layer {layer.name!r} names {rel}, which the task does not have"
+                )
     return manifest.layers

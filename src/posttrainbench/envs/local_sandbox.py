@@ -140,13 +140,18 @@ class LocalSandboxEnvironment(BaseEnvironment):
         python = await asyncio.to_thread(resolve_sandbox_python)
         if self._holds is not None:  # started again: the earlier start's holds
             self._holds.release()
-        layers, built, self._holds = await asyncio.to_thread(acquire_layers, self.environment_dir, python)
+        layers, built, self._holds = await asyncio.to_thread(
+            acquire_layers, self.environment_dir, python
+        )
         self.logger.debug("task environment layers %s (built now: %s)", layers, built or "none")
         workspace = self.environment_dir / "workspace"
         paths = EnvironmentPaths.for_os(self.os)
         log_dirs = [str(d) for d in (paths.agent_dir, paths.verifier_dir, paths.artifacts_dir)]
-        extra_dirs = [d for d in dict.fromkeys([*log_dirs, *map(str, self._mount_targets())])
-                      if d not in self._fs.host_mounts]
+        extra_dirs = [
+            d
+            for d in dict.fromkeys([*log_dirs, *map(str, self._mount_targets())])
+            if d not in self._fs.host_mounts
+        ]
         await asyncio.to_thread(self._fs.create, workspace, extra_dirs)
         await asyncio.to_thread(self._fs.make_traversable, python.prefix)
         if not self._network_disabled:
@@ -160,8 +165,12 @@ class LocalSandboxEnvironment(BaseEnvironment):
             self.logger,
         )
         self._limits.create()
-        v2_limits = self._limits.dirs[0] if self._limits.mode == "v2" and self._limits.dirs else None
-        self._agent_cgroup = AgentCgroup(self._fs.instance_dir.name, self.logger, v2_parent=v2_limits)
+        v2_limits = (
+            self._limits.dirs[0] if self._limits.mode == "v2" and self._limits.dirs else None
+        )
+        self._agent_cgroup = AgentCgroup(
+            self._fs.instance_dir.name, self.logger, v2_parent=v2_limits
+        )
         self._agent_cgroup.create()
         binds = [
             Bind(python.prefix, str(python.prefix), read_only=True),
@@ -198,7 +207,9 @@ class LocalSandboxEnvironment(BaseEnvironment):
         )
         output, _ = await asyncio.wait_for(proc.communicate(), 30)
         if proc.returncode != 0:
-            raise RuntimeError(f"could not hide other users' processes in the sandbox: {output.decode().strip()}")
+            raise RuntimeError(
+                f"could not hide other users' processes in the sandbox: {output.decode().strip()}"
+            )
 
     async def _start_init(self, spec: SandboxSpec) -> None:
         read_fd, write_fd = os.pipe()
@@ -294,7 +305,9 @@ class LocalSandboxEnvironment(BaseEnvironment):
         if self._init_pid is None:
             raise RuntimeError("The sandbox is not running; call start() first.")
         resolved = self._resolve_user(user)
-        uid, gid, home = lookup_user(self._fs.rootfs / "etc", resolved if resolved is not None else 0)
+        uid, gid, home = lookup_user(
+            self._fs.rootfs / "etc", resolved if resolved is not None else 0
+        )
         merged = {**sandbox_base_env(), **(self._merge_env(env) or {})}
         if uid != 0:
             merged["HOME"] = home
@@ -309,8 +322,9 @@ class LocalSandboxEnvironment(BaseEnvironment):
         )
         # An unprivileged user's command, and all it starts, lives in the agent cgroup.
         agent_group = self._agent_cgroup.dir if uid != 0 and self._agent_cgroup else None
-        prefix = join_cgroups_prefix([*(self._limits.dirs if self._limits else []),
-                                      *([agent_group] if agent_group else [])])
+        prefix = join_cgroups_prefix(
+            [*(self._limits.dirs if self._limits else []), *([agent_group] if agent_group else [])]
+        )
         callback = self._output_callback()
         chunks: dict[str, list[bytes]] = {"stdout": [], "stderr": []}
         # Our own pipes instead of asyncio.subprocess.PIPE: asyncio's Process.wait()
@@ -432,9 +446,7 @@ def _read_info(fd: int) -> dict[str, Any] | None:
 def _has_sleep_child(pid: int) -> bool:
     try:
         children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        return any(
-            Path(f"/proc/{child}/comm").read_text().strip() == "sleep" for child in children
-        )
+        return any(Path(f"/proc/{child}/comm").read_text().strip() == "sleep" for child in children)
     except OSError:
         return False
 

@@ -19,7 +19,12 @@ from typing import Any
 
 from harbor.environments.modal import ModalEnvironment, ModalOptions
 
-from posttrainbench.envs.cloud_trial import CACHE_MOUNT, HANDOFF_MOUNT, CloudTrialMixin, TrialContractOptions
+from posttrainbench.envs.cloud_trial import (
+    CACHE_MOUNT,
+    HANDOFF_MOUNT,
+    CloudTrialMixin,
+    TrialContractOptions,
+)
 
 # Modal types it may upgrade silently, and the spelling that forbids that.
 EXACT_GPU = {"H100": "H100!"}
@@ -56,8 +61,9 @@ class ModalTrialEnvironment(CloudTrialMixin, ModalEnvironment):
         if self.options.handoff:
             # Only the agent's sandbox may create the volume; the verifier's must find
             # the one the agent's collect hook filled, and cannot change it.
-            handoff = Volume.from_name(self._handoff_volume, create_if_missing=self._is_agent_sandbox,
-                                       version=2)
+            handoff = Volume.from_name(
+                self._handoff_volume, create_if_missing=self._is_agent_sandbox, version=2
+            )
             volumes[HANDOFF_MOUNT] = handoff if self._is_agent_sandbox else handoff.read_only()
         if self.options.cache_volume:
             volumes[CACHE_MOUNT] = Volume.from_name(self.options.cache_volume).read_only()

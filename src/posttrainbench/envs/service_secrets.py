@@ -59,7 +59,9 @@ class SecretsManifest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    names: list[str] = Field(min_length=1, description="host environment variable names; never values")
+    names: list[str] = Field(
+        min_length=1, description="host environment variable names; never values"
+    )
 
     @field_validator("names")
     @classmethod
@@ -88,20 +90,26 @@ def host_values(manifest: SecretsManifest, environ: Mapping[str, str]) -> dict[s
     """The declared secrets' values from *environ*; raises naming every one that is missing."""
     missing = [name for name in manifest.names if not environ.get(name)]
     if missing:
-        raise MissingHostSecretError(f"the task declares secret(s) {', '.join(missing)}, which are not set in "
-                                     "the environment that runs Harbor: export them before the run")
+        raise MissingHostSecretError(
+            f"the task declares secret(s) {', '.join(missing)}, which are not set in "
+            "the environment that runs Harbor: export them before the run"
+        )
     return {name: environ[name] for name in manifest.names}
 
 
-async def _root_exec(env: "BaseEnvironment", command: str, what: str) -> None:
+async def _root_exec(env: BaseEnvironment, command: str, what: str) -> None:
     result = await env.exec(command, user="root", timeout_sec=_EXEC_TIMEOUT_S)
     if result.return_code != 0:
         detail = (result.stderr or result.stdout or "").strip().splitlines()
-        raise SecretsDeliveryError(f"cannot {what} in the environment: "
-                                   f"{detail[-1] if detail else f'exit status {result.return_code}'}")
+        raise SecretsDeliveryError(
+            f"cannot {what} in the environment: "
+            f"{detail[-1] if detail else f'exit status {result.return_code}'}"
+        )
 
 
-async def deliver_secrets(env: "BaseEnvironment", environ: Mapping[str, str] | None = None) -> list[str]:
+async def deliver_secrets(
+    env: BaseEnvironment, environ: Mapping[str, str] | None = None
+) -> list[str]:
     """Install the task's declared secrets at ``SECRETS_PATH`` (root, 0600); return their names.
 
     Call it after the environment has started and before the healthcheck. No manifest in
@@ -113,8 +121,11 @@ async def deliver_secrets(env: "BaseEnvironment", environ: Mapping[str, str] | N
     values = host_values(manifest, os.environ if environ is None else environ)
     # The directory first, root-only, so the file is never readable by anyone else,
     # not even between the upload and the chmod.
-    await _root_exec(env, f"mkdir -p {SECRETS_DIR} && chown root:root {SECRETS_DIR} && chmod 0700 {SECRETS_DIR}",
-                     f"create {SECRETS_DIR}")
+    await _root_exec(
+        env,
+        f"mkdir -p {SECRETS_DIR} && chown root:root {SECRETS_DIR} && chmod 0700 {SECRETS_DIR}",
+        f"create {SECRETS_DIR}",
+    )
     fd, local = tempfile.mkstemp(prefix="ptb-secrets-", suffix=".json")  # 0600 by construction
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -122,8 +133,11 @@ async def deliver_secrets(env: "BaseEnvironment", environ: Mapping[str, str] | N
         await env.upload_file(local, SECRETS_PATH)
     finally:
         Path(local).unlink(missing_ok=True)
-    await _root_exec(env, f"chown root:root {SECRETS_PATH} && chmod 0600 {SECRETS_PATH}",
-                     f"protect {SECRETS_PATH}")
+    await _root_exec(
+        env,
+        f"chown root:root {SECRETS_PATH} && chmod 0600 {SECRETS_PATH}",
+        f"protect {SECRETS_PATH}",
+    )
     return list(manifest.names)
 
 

@@ -27,7 +27,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from posttrainbench.safe_fs import CopyBudget, DIR_FLAGS, NEW_FILE_FLAGS, Refused, SafeDir, split_relative
+from posttrainbench.safe_fs import (
+    DIR_FLAGS,
+    NEW_FILE_FLAGS,
+    CopyBudget,
+    Refused,
+    SafeDir,
+    split_relative,
+)
 
 _RETRIES = 5
 # What one download may bring to the host. /logs/artifacts carries final_model, which
@@ -164,8 +171,10 @@ def upload_dir(source: Path, root: Path, relative: str) -> None:
 def download_budget(relative: str) -> CopyBudget:
     """The caps of one download from ``relative`` (below a sandbox's root)."""
     artifacts = "/".join(split_relative(relative)).startswith(ARTIFACTS_PREFIX)
-    return CopyBudget(max_bytes=ARTIFACTS_MAX_BYTES if artifacts else DOWNLOAD_MAX_BYTES,
-                      max_files=DOWNLOAD_MAX_FILES)
+    return CopyBudget(
+        max_bytes=ARTIFACTS_MAX_BYTES if artifacts else DOWNLOAD_MAX_BYTES,
+        max_files=DOWNLOAD_MAX_FILES,
+    )
 
 
 class Downloader:
@@ -180,7 +189,9 @@ class Downloader:
         self.hard_links_ok = hard_links_ok
         self._made: set[Path] = set()
 
-    def download_dir(self, root: Path, relative: str, target: Path, *, source: str | None = None) -> None:
+    def download_dir(
+        self, root: Path, relative: str, target: Path, *, source: str | None = None
+    ) -> None:
         """Copy the directory ``root/relative`` into ``target`` (merging, made if missing).
 
         ``source``: the path in the sandbox (its caps), when ``root`` is a staging copy.
@@ -192,14 +203,18 @@ class Downloader:
         try:
             with SafeDir.open(root, hard_links_ok=self.hard_links_ok) as safe:
                 if not safe.is_dir(relative):
-                    raise NotADirectoryError(errno.ENOTDIR, "not a directory in the sandbox", relative)
+                    raise NotADirectoryError(
+                        errno.ENOTDIR, "not a directory in the sandbox", relative
+                    )
                 safe.copy_tree(relative, staging / "tree", budget)
             self._merge(staging / "tree", target)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         self._record_refusals(source or relative, target, budget)
 
-    def download_file(self, root: Path, relative: str, target: Path, *, source: str | None = None) -> None:
+    def download_file(
+        self, root: Path, relative: str, target: Path, *, source: str | None = None
+    ) -> None:
         """Copy the regular file ``root/relative`` to the host path ``target``."""
         budget = download_budget(source if source is not None else relative)
         target = Path(target)
@@ -212,7 +227,9 @@ class Downloader:
                 except (FileNotFoundError, NotADirectoryError) as exc:
                     raise FileNotFoundError(f"{relative} does not exist in the sandbox") from exc
             if not copied:
-                raise TransferError(errno.EPERM, f"not downloaded: {'; '.join(budget.refusal_lines())}")
+                raise TransferError(
+                    errno.EPERM, f"not downloaded: {'; '.join(budget.refusal_lines())}"
+                )
             self._place(staging / target.name, target)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -225,7 +242,9 @@ class Downloader:
             dest = target / entry.name
             if entry.is_dir(follow_symlinks=False):
                 if os.path.islink(dest) or (os.path.lexists(dest) and not dest.is_dir()):
-                    self.logger.warning("download: %s is not a directory on the host; left as it is", dest)
+                    self.logger.warning(
+                        "download: %s is not a directory on the host; left as it is", dest
+                    )
                     continue
                 dest.mkdir(exist_ok=True)
                 self._merge(Path(entry.path), dest)
@@ -234,8 +253,9 @@ class Downloader:
 
     def _place(self, copy: Path, dest: Path) -> None:
         if os.path.lexists(dest) and dest not in self._made:
-            self.logger.warning("download: kept the host's own %s (a file of that name came from the sandbox)",
-                                dest)
+            self.logger.warning(
+                "download: kept the host's own %s (a file of that name came from the sandbox)", dest
+            )
             return
         os.replace(copy, dest)
         self._made.add(dest)
@@ -244,11 +264,15 @@ class Downloader:
         lines = budget.refusal_lines()
         if not lines:
             return
-        self.logger.warning("download of %s: %d entries refused (%s)", relative, len(lines), lines[0])
+        self.logger.warning(
+            "download of %s: %d entries refused (%s)", relative, len(lines), lines[0]
+        )
         record = target / REFUSED_FILE
         if os.path.lexists(record) and record not in self._made:
             return
-        record.write_text(RefusedEntries(source=relative, refused=lines).model_dump_json(indent=2) + "\n")
+        record.write_text(
+            RefusedEntries(source=relative, refused=lines).model_dump_json(indent=2) + "\n"
+        )
         self._made.add(record)
 
 

@@ -53,16 +53,27 @@ class UserNetwork:
         ready_read, ready_write = os.pipe()
         exit_read, exit_write = os.pipe()
         argv = [
-            SLIRP4NETNS, "--configure", "--mtu=65520", "--disable-host-loopback",
-            "--enable-sandbox", "--enable-seccomp",
-            f"--ready-fd={ready_write}", f"--exit-fd={exit_read}",
-            str(netns_pid), "tap0",
+            SLIRP4NETNS,
+            "--configure",
+            "--mtu=65520",
+            "--disable-host-loopback",
+            "--enable-sandbox",
+            "--enable-seccomp",
+            f"--ready-fd={ready_write}",
+            f"--exit-fd={exit_read}",
+            str(netns_pid),
+            "tap0",
         ]
         log = self.log_path.open("ab")
         try:
             self._proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
-                pass_fds=(ready_write, exit_read), env=HOST_HELPER_ENV, start_new_session=True,
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                pass_fds=(ready_write, exit_read),
+                env=HOST_HELPER_ENV,
+                start_new_session=True,
             )
         finally:
             log.close()
@@ -70,7 +81,9 @@ class UserNetwork:
             os.close(exit_read)
         self._exit_write = exit_write
         try:
-            ready = await asyncio.wait_for(asyncio.to_thread(os.read, ready_read, 1), _READY_TIMEOUT_SEC)
+            ready = await asyncio.wait_for(
+                asyncio.to_thread(os.read, ready_read, 1), _READY_TIMEOUT_SEC
+            )
         except TimeoutError:
             ready = b""
         finally:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import importlib
 import os
 import time
-from typing import Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from ..benchmarks.base import GenerationSettings
 
@@ -29,7 +30,10 @@ class GenerationBackend(Protocol):
     name: str
 
     def generate(
-        self, prompts: Sequence[str], settings: GenerationSettings, seed: int = 0,
+        self,
+        prompts: Sequence[str],
+        settings: GenerationSettings,
+        seed: int = 0,
         stop_fn: StopFn | None = None,
     ) -> list[str]: ...
 
@@ -55,7 +59,9 @@ def _stopping_criteria(tokenizer, prompt_len: int, stop_fn: StopFn):
 
         def __call__(self, input_ids, scores, **kwargs):
             if self.done is None:
-                self.done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+                self.done = torch.zeros(
+                    input_ids.shape[0], dtype=torch.bool, device=input_ids.device
+                )
             for row in range(input_ids.shape[0]):
                 if not self.done[row]:
                     text = tokenizer.decode(input_ids[row, prompt_len:], skip_special_tokens=True)
@@ -75,7 +81,9 @@ class ModelLoadError(RuntimeError):
 
 def visible_cpus() -> int:
     """CPUs this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    )
 
 
 def configure_threads() -> int:
@@ -128,7 +136,9 @@ class TransformersBackend:
 
     name = "transformers"
 
-    def __init__(self, model_path: str, batch_size: int = DEFAULT_BATCH_SIZE, dtype: str | None = None):
+    def __init__(
+        self, model_path: str, batch_size: int = DEFAULT_BATCH_SIZE, dtype: str | None = None
+    ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -142,8 +152,10 @@ class TransformersBackend:
             kwargs = {"dtype": getattr(torch, dtype)} if dtype else {"dtype": "auto"}
             kwargs["trust_remote_code"] = False
             self.model = AutoModelForCausalLM.from_pretrained(model_path, **kwargs).to(self.device)
-        except Exception as exc:  # noqa: BLE001 - any failure here means "unloadable model"
-            raise ModelLoadError(f"cannot load model from {model_path}: {type(exc).__name__}: {exc}") from exc
+        except Exception as exc:
+            raise ModelLoadError(
+                f"cannot load model from {model_path}: {type(exc).__name__}: {exc}"
+            ) from exc
         self.model.eval()
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
@@ -151,15 +163,23 @@ class TransformersBackend:
         self.batch_size = batch_size
 
     def generate(
-        self, prompts: Sequence[str], settings: GenerationSettings, seed: int = 0,
-        stop_fn: StopFn | None = None, progress: ProgressFn | None = None,
+        self,
+        prompts: Sequence[str],
+        settings: GenerationSettings,
+        seed: int = 0,
+        stop_fn: StopFn | None = None,
+        progress: ProgressFn | None = None,
     ) -> list[str]:
         """Completions of *prompts*; *progress* hears of each answer as it finishes."""
         import torch
 
         if settings.stop:
-            inner = stop_fn
-            stop_fn = lambda text: any(s in text for s in settings.stop) or bool(inner and inner(text))  # noqa: E731
+            inner, stops = stop_fn, settings.stop
+
+            def stop_or_inner(text: str) -> bool:
+                return any(s in text for s in stops) or bool(inner and inner(text))
+
+            stop_fn = stop_or_inner
         torch.manual_seed(seed)
         if settings.temperature <= 0 and self._greedy_loop_applies():
             texts = self._generate_greedy(prompts, settings.max_new_tokens, stop_fn, progress)
@@ -169,8 +189,13 @@ class TransformersBackend:
 
     # -- model.generate, batch by batch (sampling and the fallback) --------------------
 
-    def _generate_hf(self, prompts: Sequence[str], settings: GenerationSettings, stop_fn: StopFn | None,
-                     progress: ProgressFn | None = None) -> list[str]:
+    def _generate_hf(
+        self,
+        prompts: Sequence[str],
+        settings: GenerationSettings,
+        stop_fn: StopFn | None,
+        progress: ProgressFn | None = None,
+    ) -> list[str]:
         import torch
 
         progress = progress or _no_progress
@@ -181,7 +206,10 @@ class TransformersBackend:
         for start in range(0, len(order), self.batch_size):
             idx = order[start : start + self.batch_size]
             enc = self.tokenizer(
-                [prompts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False
+                [prompts[i] for i in idx],
+                return_tensors="pt",
+                padding=True,
+                add_special_tokens=False,
             ).to(self.device)
             prompt_len = enc["input_ids"].shape[1]
             extra = {}
@@ -228,12 +256,20 @@ class TransformersBackend:
         width = max(len(x) for x in ids)
         pad = self.tokenizer.pad_token_id
         input_ids = torch.tensor([[pad] * (width - len(x)) + x for x in ids], device=self.device)
-        mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids], device=self.device)
+        mask = torch.tensor(
+            [[0] * (width - len(x)) + [1] * len(x) for x in ids], device=self.device
+        )
         # positions as model.generate derives them from the attention mask
         position_ids = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
         cache = DynamicCache(config=self.model.config)
-        out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=position_ids,
-                         use_cache=True, logits_to_keep=1, **{self._cache_kwarg(): cache})
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=mask,
+            position_ids=position_ids,
+            use_cache=True,
+            logits_to_keep=1,
+            **{self._cache_kwarg(): cache},
+        )
         return cache, mask, out.logits[:, -1, :]
 
     def _cache_kwarg(self) -> str:
@@ -248,7 +284,8 @@ class TransformersBackend:
         """True when every cache layer is a full (non-sliding) key/value pair we can edit."""
         layers = getattr(cache, "layers", None)
         return bool(layers) and all(
-            type(layer).__name__ == "DynamicLayer" and getattr(layer, "keys", None) is not None for layer in layers
+            type(layer).__name__ == "DynamicLayer" and getattr(layer, "keys", None) is not None
+            for layer in layers
         )
 
     @staticmethod
@@ -269,8 +306,12 @@ class TransformersBackend:
 
         width = max(mask.shape[1], new_mask.shape[1])
         for layer, new in zip(cache.layers, new_cache.layers):
-            layer.keys = torch.cat([self._left_pad(layer.keys, width, 2), self._left_pad(new.keys, width, 2)])
-            layer.values = torch.cat([self._left_pad(layer.values, width, 2), self._left_pad(new.values, width, 2)])
+            layer.keys = torch.cat(
+                [self._left_pad(layer.keys, width, 2), self._left_pad(new.keys, width, 2)]
+            )
+            layer.values = torch.cat(
+                [self._left_pad(layer.values, width, 2), self._left_pad(new.values, width, 2)]
+            )
         return torch.cat([self._left_pad(mask, width, 1), self._left_pad(new_mask, width, 1)])
 
     @staticmethod
@@ -287,8 +328,13 @@ class TransformersBackend:
             layer.values = layer.values.index_select(0, rows)[:, :, first:]
         return mask
 
-    def _generate_greedy(self, prompts: Sequence[str], max_new_tokens: int, stop_fn: StopFn | None,
-                         progress: ProgressFn | None = None) -> list[str] | None:
+    def _generate_greedy(
+        self,
+        prompts: Sequence[str],
+        max_new_tokens: int,
+        stop_fn: StopFn | None,
+        progress: ProgressFn | None = None,
+    ) -> list[str] | None:
         """Greedy decoding with at most ``batch_size`` running sequences; None to fall back.
 
         Falling back happens at the first prefill, before any answer is reported to *progress*.
@@ -298,7 +344,9 @@ class TransformersBackend:
         progress = progress or _no_progress
         tok = self.tokenizer
         ids = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
-        queue = sorted(range(len(prompts)), key=lambda i: len(ids[i]))  # short first: little padding
+        queue = sorted(
+            range(len(prompts)), key=lambda i: len(ids[i])
+        )  # short first: little padding
         queue.reverse()  # pop() takes the shortest
         eos = self._eos_ids()
         cache_kw = self._cache_kwarg()
@@ -309,7 +357,9 @@ class TransformersBackend:
         with torch.inference_mode():
             while queue or rows:
                 if queue and len(rows) < self.batch_size and max_new_tokens > 0:
-                    take = [queue.pop() for _ in range(min(self.batch_size - len(rows), len(queue)))]
+                    take = [
+                        queue.pop() for _ in range(min(self.batch_size - len(rows), len(queue)))
+                    ]
                     new_cache, new_mask, new_logits = self._prefill([ids[i] for i in take])
                     if not self._plain_layers(new_cache):
                         return None
@@ -348,9 +398,14 @@ class TransformersBackend:
                 mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
                 position_ids = mask.sum(-1, keepdim=True) - 1
                 # the cache object is updated in place
-                out = self.model(input_ids=torch.tensor(next_tokens, device=self.device)[:, None],
-                                 attention_mask=mask, position_ids=position_ids, use_cache=True,
-                                 logits_to_keep=1, **{cache_kw: cache})
+                out = self.model(
+                    input_ids=torch.tensor(next_tokens, device=self.device)[:, None],
+                    attention_mask=mask,
+                    position_ids=position_ids,
+                    use_cache=True,
+                    logits_to_keep=1,
+                    **{cache_kw: cache},
+                )
                 logits = out.logits[:, -1, :]
         return [tok.decode(t or [], skip_special_tokens=True) for t in done]
 
@@ -366,7 +421,9 @@ def make_backend(model_path: str, name: str | None = None, **kwargs) -> Generati
     if name not in _BACKENDS:
         raise ValueError(f"unknown backend {name!r}; available: {', '.join(sorted(_BACKENDS))}")
     module_name, _, cls_name = _BACKENDS[name].partition(":")
-    factory: Callable[..., GenerationBackend] = getattr(importlib.import_module(module_name), cls_name)
+    factory: Callable[..., GenerationBackend] = getattr(
+        importlib.import_module(module_name), cls_name
+    )
     t0 = time.perf_counter()
     backend = factory(model_path, **kwargs)
     backend.load_seconds = time.perf_counter() - t0  # type: ignore[attr-defined]

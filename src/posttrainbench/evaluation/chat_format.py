@@ -12,9 +12,10 @@ user turn because Gemma has no system role).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 FAMILY_TEMPLATES = {"chatml": "chatml.jinja", "llama3": "llama3.jinja", "gemma3": "gemma3.jinja"}
@@ -30,7 +31,9 @@ def read_model_config(model_path: str | Path) -> dict[str, Any]:
 
 def detect_family(config: dict[str, Any], vocab: set[str] | frozenset[str] = frozenset()) -> str:
     """Template family from the model config and the tokenizer's special tokens."""
-    model_type = str(config.get("model_type") or config.get("text_config", {}).get("model_type") or "").lower()
+    model_type = str(
+        config.get("model_type") or config.get("text_config", {}).get("model_type") or ""
+    ).lower()
     if model_type.startswith("gemma"):
         return "gemma3"
     if model_type.startswith(("qwen", "smollm")):
@@ -54,19 +57,23 @@ def _special_vocab(tokenizer: Any) -> set[str]:
         return set()
     try:
         return set(tokenizer.get_vocab())
-    except Exception:  # noqa: BLE001 - a tokenizer without a vocab just has no hints
+    except Exception:
         return set()
 
 
-def render_chat(messages: Sequence[dict[str, str]], tokenizer: Any = None,
-                config: dict[str, Any] | None = None) -> str:
+def render_chat(
+    messages: Sequence[dict[str, str]], tokenizer: Any = None, config: dict[str, Any] | None = None
+) -> str:
     """The prompt text for *messages*, ending with the assistant turn's opening."""
     if tokenizer is not None and getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+        return tokenizer.apply_chat_template(
+            list(messages), tokenize=False, add_generation_prompt=True
+        )
     template = family_template(detect_family(config or {}, _special_vocab(tokenizer)))
     if tokenizer is not None:
-        return tokenizer.apply_chat_template(list(messages), chat_template=template, tokenize=False,
-                                             add_generation_prompt=True)
+        return tokenizer.apply_chat_template(
+            list(messages), chat_template=template, tokenize=False, add_generation_prompt=True
+        )
     # No tokenizer (scorer tests, data tools): jinja2 directly, as transformers does.
     from jinja2 import Environment
 

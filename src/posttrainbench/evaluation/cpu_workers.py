@@ -14,11 +14,19 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..benchmarks.base import GenerationSettings
-from .backends import DEFAULT_BATCH_SIZE, ModelLoadError, ProgressFn, StopFn, TransformersBackend, visible_cpus
+from .backends import (
+    DEFAULT_BATCH_SIZE,
+    ModelLoadError,
+    ProgressFn,
+    StopFn,
+    TransformersBackend,
+    visible_cpus,
+)
 
 WORKERS_ENV = "PTB_EVAL_WORKERS"
 MAX_MODEL_BYTES_PER_WORKER = 2 << 30  # a larger model is not copied per worker
@@ -27,16 +35,20 @@ POLL_S = 0.5  # how often the parent reads the workers' answer count while it wa
 _worker: dict[str, Any] = {}
 
 
-def _init_worker(model_path: str, batch_size: int, dtype: str | None, threads: int, finished) -> None:
+def _init_worker(
+    model_path: str, batch_size: int, dtype: str | None, threads: int, finished
+) -> None:
     os.environ["PTB_NUM_THREADS"] = str(threads)
     _worker["finished"] = finished
     try:
         _worker["backend"] = TransformersBackend(model_path, batch_size, dtype)
-    except Exception as exc:  # noqa: BLE001 - re-raised on the first task, never a restart loop
+    except Exception as exc:
         _worker["error"] = exc
 
 
-def _generate_shard(prompts: list[str], settings: GenerationSettings, seed: int, stop_fn: StopFn | None) -> list[str]:
+def _generate_shard(
+    prompts: list[str], settings: GenerationSettings, seed: int, stop_fn: StopFn | None
+) -> list[str]:
     if "error" in _worker:
         raise _worker["error"]
     return _worker["backend"].generate(prompts, settings, seed, stop_fn, progress=_count_finished)
@@ -50,7 +62,9 @@ def _count_finished(n: int) -> None:
 
 
 def _weights_bytes(model_path: str) -> int:
-    return sum(p.stat().st_size for p in Path(model_path).glob("*") if p.suffix in (".safetensors", ".bin"))
+    return sum(
+        p.stat().st_size for p in Path(model_path).glob("*") if p.suffix in (".safetensors", ".bin")
+    )
 
 
 def resolve_workers(model_path: str) -> int:
@@ -70,13 +84,21 @@ class DataParallelBackend:
 
     name = "transformers"
 
-    def __init__(self, model_path: str, workers: int, batch_size: int = DEFAULT_BATCH_SIZE, dtype: str | None = None):
+    def __init__(
+        self,
+        model_path: str,
+        workers: int,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        dtype: str | None = None,
+    ):
         from transformers import AutoTokenizer
 
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(model_path, trust_remote_code=False)
-        except Exception as exc:  # noqa: BLE001 - any failure here means "unloadable model"
-            raise ModelLoadError(f"cannot load model from {model_path}: {type(exc).__name__}: {exc}") from exc
+        except Exception as exc:
+            raise ModelLoadError(
+                f"cannot load model from {model_path}: {type(exc).__name__}: {exc}"
+            ) from exc
         self.workers = workers
         # batch_size is per forward pass, as in one process: each worker runs batches of
         # that size, so up to workers x batch_size sequences are in flight (and in memory).
@@ -88,28 +110,40 @@ class DataParallelBackend:
     def _get_pool(self):
         if self._pool is None:
             self._finished = self._ctx.Value("q", 0)
-            self._pool = self._ctx.Pool(self.workers, initializer=_init_worker,
-                                        initargs=(*self._initargs, self._finished))
+            self._pool = self._ctx.Pool(
+                self.workers, initializer=_init_worker, initargs=(*self._initargs, self._finished)
+            )
         return self._pool
 
-    def generate(self, prompts: Sequence[str], settings: GenerationSettings, seed: int = 0,
-                 stop_fn: StopFn | None = None, progress: ProgressFn | None = None) -> list[str]:
+    def generate(
+        self,
+        prompts: Sequence[str],
+        settings: GenerationSettings,
+        seed: int = 0,
+        stop_fn: StopFn | None = None,
+        progress: ProgressFn | None = None,
+    ) -> list[str]:
         """Completions of *prompts*, sharded over the workers; *progress* hears of answers as they finish."""
         progress = progress or (lambda n: None)
         # Deal prompts sorted by length round-robin, so every shard gets a similar mix.
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
-        shards = [order[w::self.workers] for w in range(self.workers)]
+        shards = [order[w :: self.workers] for w in range(self.workers)]
         shards = [s for s in shards if s]
         try:
             pool = self._get_pool()
         except OSError as exc:  # no process-shared semaphores here (e.g. no /dev/shm)
-            print(f"[eval] worker processes unavailable ({exc}); generating in this process", file=sys.stderr)
+            print(
+                f"[eval] worker processes unavailable ({exc}); generating in this process",
+                file=sys.stderr,
+            )
             model_path, batch_size, dtype, _ = self._initargs
-            return TransformersBackend(model_path, batch_size, dtype).generate(prompts, settings, seed, stop_fn,
-                                                                               progress)
+            return TransformersBackend(model_path, batch_size, dtype).generate(
+                prompts, settings, seed, stop_fn, progress
+            )
         self._finished.value = 0  # the workers are idle between calls
-        pending = pool.starmap_async(_generate_shard,
-                                     [([prompts[i] for i in s], settings, seed, stop_fn) for s in shards])
+        pending = pool.starmap_async(
+            _generate_shard, [([prompts[i] for i in s], settings, seed, stop_fn) for s in shards]
+        )
         try:
             results = self._wait(pending, progress)
         except BaseException:
@@ -149,7 +183,7 @@ class DataParallelBackend:
     def __del__(self) -> None:
         try:
             self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown
+        except Exception:
             pass
 
 
@@ -157,7 +191,9 @@ def _flatten(results: list) -> list:
     return [text for shard in results for text in shard]
 
 
-def transformers_backend(model_path: str, batch_size: int = DEFAULT_BATCH_SIZE, dtype: str | None = None):
+def transformers_backend(
+    model_path: str, batch_size: int = DEFAULT_BATCH_SIZE, dtype: str | None = None
+):
     """The ``transformers`` backend: data-parallel on CPU for small models, else one process."""
     workers = resolve_workers(model_path)
     if workers > 1:

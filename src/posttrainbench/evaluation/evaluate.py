@@ -47,7 +47,9 @@ def _charge_budget(task: TaskSpec, state_dir: Path) -> str:
         fh.seek(0)
         used = int((json.loads(fh.read() or "{}")).get("used", 0))
         if used >= task.agent_eval_budget:
-            raise FeedbackRefused(f"evaluation budget spent: {used} of {task.agent_eval_budget} runs used")
+            raise FeedbackRefused(
+                f"evaluation budget spent: {used} of {task.agent_eval_budget} runs used"
+            )
         fh.seek(0)
         fh.truncate()
         fh.write(json.dumps({"used": used + 1}))
@@ -56,25 +58,41 @@ def _charge_budget(task: TaskSpec, state_dir: Path) -> str:
 
 def _task_split(task: TaskSpec, root: Path) -> tuple[str, str]:
     if task.feedback == "none":
-        raise FeedbackRefused("this task gives no evaluation feedback (feedback mode 'none'): "
-                              "judge your model by your own means")
+        raise FeedbackRefused(
+            "this task gives no evaluation feedback (feedback mode 'none'): "
+            "judge your model by your own means"
+        )
     split = "test" if task.feedback == "test" else "dev"
     return split, _charge_budget(task, root / "state")
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Evaluate a model on a benchmark")
-    p.add_argument("--task", type=Path, default=None, help=f"task spec (inside a task: {DEFAULT_TASK})")
+    p.add_argument(
+        "--task", type=Path, default=None, help=f"task spec (inside a task: {DEFAULT_TASK})"
+    )
     p.add_argument("--benchmark", default=None, help="benchmark id, without --task")
     p.add_argument("--split", default="test", help="split, with --benchmark")
     p.add_argument("--model-path", required=True)
-    p.add_argument("--limit", type=int, default=None, help="number of questions (default: task's agent_eval_limit)")
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="number of questions (default: task's agent_eval_limit)",
+    )
     p.add_argument("--json-out", type=Path, default=None)
-    p.add_argument("--completions-out", type=Path, default=None, help="JSONL of completions and verdicts")
+    p.add_argument(
+        "--completions-out", type=Path, default=None, help="JSONL of completions and verdicts"
+    )
     p.add_argument("--backend", default=None)
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--num-seeds", type=int, default=None, help="seeds for sampled benchmarks (default: benchmark's)")
+    p.add_argument(
+        "--num-seeds",
+        type=int,
+        default=None,
+        help="seeds for sampled benchmarks (default: benchmark's)",
+    )
     args = p.parse_args(argv)
 
     from ..benchmarks.llm_judge import JudgeConfigError
@@ -84,7 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     note = ""
     try:
         if args.benchmark:
-            bench, split, limit, seed = get_benchmark(args.benchmark), args.split, args.limit, args.seed
+            bench, split, limit, seed = (
+                get_benchmark(args.benchmark),
+                args.split,
+                args.limit,
+                args.seed,
+            )
         else:
             task = TaskSpec.load(args.task or DEFAULT_TASK)
             bench, seed = get_benchmark(task.benchmark), task.seed
@@ -96,13 +119,24 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows: list = []
     try:
-        metrics = evaluate_model(bench, samples, args.model_path, args.backend, args.batch_size, seed,
-                                 completions_out=rows, num_seeds=args.num_seeds, split=split)
+        metrics = evaluate_model(
+            bench,
+            samples,
+            args.model_path,
+            args.backend,
+            args.batch_size,
+            seed,
+            completions_out=rows,
+            num_seeds=args.num_seeds,
+            split=split,
+        )
     except (ModelLoadError, GenerationFailed, JudgeConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"{bench.name} [{split}]: accuracy {metrics.accuracy:.4f} (+/- {metrics.stderr:.4f}) "
-          f"n={metrics.n} correct={metrics.n_correct} in {metrics.timings['total_s']:.0f}s{note}")
+    print(
+        f"{bench.name} [{split}]: accuracy {metrics.accuracy:.4f} (+/- {metrics.stderr:.4f}) "
+        f"n={metrics.n} correct={metrics.n_correct} in {metrics.timings['total_s']:.0f}s{note}"
+    )
     if args.json_out:
         metrics.dump(args.json_out)
     if args.completions_out:

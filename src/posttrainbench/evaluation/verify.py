@@ -30,38 +30,77 @@ from .time_budget import Deadline
 JUDGE_NOT_CONFIGURED = 3
 
 
-def _zero_metrics(benchmark: str, model_path: str, error: str, seed: int = 0, attempts=()) -> Metrics:
-    return Metrics(benchmark=benchmark, model_path=model_path, accuracy=0.0, stderr=0.0, n=0,
-                   n_correct=0, error=error, seed=seed, attempts=list(attempts))
+def _zero_metrics(
+    benchmark: str, model_path: str, error: str, seed: int = 0, attempts=()
+) -> Metrics:
+    return Metrics(
+        benchmark=benchmark,
+        model_path=model_path,
+        accuracy=0.0,
+        stderr=0.0,
+        n=0,
+        n_correct=0,
+        error=error,
+        seed=seed,
+        attempts=list(attempts),
+    )
 
 
-def _score_base(bench, samples, base_path: str, seed: int, deadline: Deadline | None, out_dir: Path) -> BaseScore:
+def _score_base(
+    bench, samples, base_path: str, seed: int, deadline: Deadline | None, out_dir: Path
+) -> BaseScore:
     from .runner import evaluate_model
 
     try:
-        m = evaluate_model(bench, samples, base_path, seed=seed, deadline=deadline,
-                           progress=ProgressFile(out_dir, "base_model"))
-        return BaseScore(model_path=base_path, accuracy=m.accuracy, stderr=m.stderr, n=m.n,
-                         n_correct=m.n_correct, model_sha256=m.model_sha256, timings=m.timings)
-    except Exception as exc:  # noqa: BLE001 - the base score is informative only
-        return BaseScore(model_path=base_path, accuracy=0.0, stderr=0.0, n=0, n_correct=0,
-                         error=f"{type(exc).__name__}: {exc}")
+        m = evaluate_model(
+            bench,
+            samples,
+            base_path,
+            seed=seed,
+            deadline=deadline,
+            progress=ProgressFile(out_dir, "base_model"),
+        )
+        return BaseScore(
+            model_path=base_path,
+            accuracy=m.accuracy,
+            stderr=m.stderr,
+            n=m.n,
+            n_correct=m.n_correct,
+            model_sha256=m.model_sha256,
+            timings=m.timings,
+        )
+    except Exception as exc:
+        return BaseScore(
+            model_path=base_path,
+            accuracy=0.0,
+            stderr=0.0,
+            n=0,
+            n_correct=0,
+            error=f"{type(exc).__name__}: {exc}",
+        )
 
 
-def run(task_path: Path, model_path: str, out_dir: Path, base_model_path: str | None,
-        deadline: Deadline | None = None) -> tuple[Metrics, int]:
+def run(
+    task_path: Path,
+    model_path: str,
+    out_dir: Path,
+    base_model_path: str | None,
+    deadline: Deadline | None = None,
+) -> tuple[Metrics, int]:
     """Score the final model (then the base model, when the task asks); (metrics, exit code)."""
     try:
         task = TaskSpec.load(task_path)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return _zero_metrics("unknown", model_path, f"bad task spec {task_path}: {exc}"), 2
     try:
         from ..benchmarks import get_benchmark
 
         bench = get_benchmark(task.benchmark)
         samples = bench.load("test", task.final_eval_limit)
-    except Exception as exc:  # noqa: BLE001
-        return _zero_metrics(task.benchmark, model_path, f"cannot load benchmark: {exc}", task.seed), 2
+    except Exception as exc:
+        return _zero_metrics(
+            task.benchmark, model_path, f"cannot load benchmark: {exc}", task.seed
+        ), 2
     if not Path(model_path).is_dir():
         # The collect hook says why it handed no model over (e.g. over the size cap).
         handoff = Handoff.read(Path(model_path).parent)
@@ -72,14 +111,27 @@ def run(task_path: Path, model_path: str, out_dir: Path, base_model_path: str | 
         from .runner import evaluate_model
 
         try:
-            metrics = evaluate_model(bench, samples, model_path, seed=task.seed, deadline=deadline,
-                                     progress=ProgressFile(out_dir, "final_model"))
+            metrics = evaluate_model(
+                bench,
+                samples,
+                model_path,
+                seed=task.seed,
+                deadline=deadline,
+                progress=ProgressFile(out_dir, "final_model"),
+            )
         except JudgeConfigError as exc:
-            return _zero_metrics(task.benchmark, model_path, f"judge not configured: {exc}", task.seed), JUDGE_NOT_CONFIGURED
-        except Exception as exc:  # noqa: BLE001 - any failure of the submitted model scores 0
+            return _zero_metrics(
+                task.benchmark, model_path, f"judge not configured: {exc}", task.seed
+            ), JUDGE_NOT_CONFIGURED
+        except Exception as exc:
             traceback.print_exc()
-            metrics = _zero_metrics(task.benchmark, model_path, f"{type(exc).__name__}: {exc}", task.seed,
-                                    getattr(exc, "attempts", ()))
+            metrics = _zero_metrics(
+                task.benchmark,
+                model_path,
+                f"{type(exc).__name__}: {exc}",
+                task.seed,
+                getattr(exc, "attempts", ()),
+            )
     if task.score_base_model and base_model_path:
         base = _score_base(bench, samples, base_model_path, task.seed, deadline, out_dir)
         metrics = metrics.model_copy(update={"base_model": base})
@@ -92,20 +144,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model-path", required=True)
     p.add_argument("--out-dir", required=True, type=Path)
     p.add_argument("--base-model-path", default=None)
-    p.add_argument("--verifier-timeout-s", type=float, default=None,
-                   help="the task's verifier timeout: generation ends before it (default: no time limits)")
-    p.add_argument("--started-at", type=float, default=None,
-                   help="when the verifier started (epoch seconds; default: now)")
+    p.add_argument(
+        "--verifier-timeout-s",
+        type=float,
+        default=None,
+        help="the task's verifier timeout: generation ends before it (default: no time limits)",
+    )
+    p.add_argument(
+        "--started-at",
+        type=float,
+        default=None,
+        help="when the verifier started (epoch seconds; default: now)",
+    )
     args = p.parse_args(argv)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     deadline = None
     if args.verifier_timeout_s is not None:
         deadline = Deadline.for_verifier(args.verifier_timeout_s, args.started_at or time.time())
     try:
-        metrics, code = run(args.task, args.model_path, args.out_dir, args.base_model_path, deadline)
+        metrics, code = run(
+            args.task, args.model_path, args.out_dir, args.base_model_path, deadline
+        )
     except BaseException as exc:  # last resort: reward.json must exist
         write_reward(args.out_dir / "reward.json", 0.0)
-        _zero_metrics("unknown", args.model_path, f"verifier crashed: {exc!r}").dump(args.out_dir / "metrics.json")
+        _zero_metrics("unknown", args.model_path, f"verifier crashed: {exc!r}").dump(
+            args.out_dir / "metrics.json"
+        )
         raise
     metrics.dump(args.out_dir / "metrics.json")
     if code == JUDGE_NOT_CONFIGURED:

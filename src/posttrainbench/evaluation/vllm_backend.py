@@ -8,7 +8,7 @@ at once (continuous batching), so ``batch_size`` is accepted and ignored.
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..benchmarks.base import GenerationSettings
 from .backends import ModelLoadError, ProgressFn, StopFn, cut_at_stop
@@ -39,7 +39,9 @@ class VllmBackend:
         try:
             from vllm import LLM
         except ImportError as exc:
-            raise ModelLoadError(f"backend 'vllm' needs the vllm package (GPU environments): {exc}") from exc
+            raise ModelLoadError(
+                f"backend 'vllm' needs the vllm package (GPU environments): {exc}"
+            ) from exc
         kwargs: dict = {
             "model": model_path,
             "trust_remote_code": False,
@@ -51,12 +53,20 @@ class VllmBackend:
             kwargs["max_model_len"] = int(os.environ[MAX_MODEL_LEN_ENV])
         try:
             self.llm = LLM(**kwargs)
-        except Exception as exc:  # noqa: BLE001 - any failure here means "unloadable model"
-            raise ModelLoadError(f"cannot load model from {model_path} with vLLM: {type(exc).__name__}: {exc}") from exc
+        except Exception as exc:
+            raise ModelLoadError(
+                f"cannot load model from {model_path} with vLLM: {type(exc).__name__}: {exc}"
+            ) from exc
         self.tokenizer = self.llm.get_tokenizer()
 
-    def generate(self, prompts: Sequence[str], settings: GenerationSettings, seed: int = 0,
-                 stop_fn: StopFn | None = None, progress: ProgressFn | None = None) -> list[str]:
+    def generate(
+        self,
+        prompts: Sequence[str],
+        settings: GenerationSettings,
+        seed: int = 0,
+        stop_fn: StopFn | None = None,
+        progress: ProgressFn | None = None,
+    ) -> list[str]:
         """Completions of *prompts* in one batched call (*progress* hears of them all at its end)."""
         # stop_fn is a CPU-side speed-up for the transformers backend; vLLM's own
         # scheduling makes it unnecessary, and the verdicts never depend on it.
@@ -65,8 +75,10 @@ class VllmBackend:
         params = SamplingParams(**sampling_kwargs(settings, seed))
         # Token ids, not strings: the rendered chat template already holds BOS, and
         # vLLM would add another one (the transformers backend tokenizes the same way).
-        token_prompts = [{"prompt_token_ids": self.tokenizer(p, add_special_tokens=False)["input_ids"]}
-                         for p in prompts]
+        token_prompts = [
+            {"prompt_token_ids": self.tokenizer(p, add_special_tokens=False)["input_ids"]}
+            for p in prompts
+        ]
         outputs = self.llm.generate(token_prompts, params, use_tqdm=False)
         if progress is not None:
             progress(len(outputs))

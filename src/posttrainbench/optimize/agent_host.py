@@ -24,7 +24,7 @@ import sys
 import traceback
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any
 from uuid import UUID
 
 from harbor.environments.base import ExecResult
@@ -32,9 +32,29 @@ from harbor.models.agent.context import AgentContext
 from harbor.models.task.config import MCPServerConfig, TaskOS
 
 from posttrainbench.optimize.agent_pipe import (
-    MAX_LINE, Call, ContextUpdate, DownloadDirCall, DownloadFileCall, ExecCall, Hello, Init, PathCheckCall,
-    PhaseDone, PhaseFailed, Reply, Start, Stop, UploadDirCall, UploadFileCall, _Msg, decode_b64, encode, pack_dir,
-    parse_proxy_message, read_line, unpack_dir,
+    MAX_LINE,
+    Call,
+    ContextUpdate,
+    DownloadDirCall,
+    DownloadFileCall,
+    ExecCall,
+    Hello,
+    Init,
+    PathCheckCall,
+    PhaseDone,
+    PhaseFailed,
+    Reply,
+    Start,
+    Stop,
+    UploadDirCall,
+    UploadFileCall,
+    _Msg,
+    decode_b64,
+    encode,
+    pack_dir,
+    parse_proxy_message,
+    read_line,
+    unpack_dir,
 )
 
 
@@ -51,7 +71,7 @@ class Channel:
         self._pending: dict[int, asyncio.Future] = {}
         self._next_id = 0
         self._lock = asyncio.Lock()
-        self._task: Optional[asyncio.Task] = None
+        self._task: asyncio.Task | None = None
 
     def start(self) -> None:
         """Start reading."""
@@ -94,10 +114,10 @@ class Channel:
 class RemoteEnvironment:
     """What the candidate's agent sees as its Harbor environment (the calls agents use)."""
 
-    def __init__(self, channel: Channel, start: Start, context: Optional[AgentContext]) -> None:
+    def __init__(self, channel: Channel, start: Start, context: AgentContext | None) -> None:
         self._channel, self._context = channel, context
-        self._last_context: Optional[dict[str, Any]] = None
-        self.default_user: Union[str, int, None] = start.default_user
+        self._last_context: dict[str, Any] | None = None
+        self.default_user: str | int | None = start.default_user
         self.session_id = start.session_id
         self.os = TaskOS(start.os)
 
@@ -107,7 +127,7 @@ class RemoteEnvironment:
         return self.os
 
     @contextlib.contextmanager
-    def with_default_user(self, user: Union[str, int, None]) -> Generator[None, None, None]:
+    def with_default_user(self, user: str | int | None) -> Generator[None, None, None]:
         """Temporarily change the default user of this agent's calls."""
         previous, self.default_user = self.default_user, user
         try:
@@ -123,42 +143,64 @@ class RemoteEnvironment:
                 self._last_context = snapshot
         return await self._channel.call(request)
 
-    def _user(self, user: Union[str, int, None]) -> Union[str, int, None]:
+    def _user(self, user: str | int | None) -> str | int | None:
         return self.default_user if user is None else user
 
-    async def exec(self, command: str, cwd: Optional[str] = None, env: Optional[dict[str, str]] = None,
-                   timeout_sec: Optional[int] = None, user: Union[str, int, None] = None) -> ExecResult:
+    async def exec(
+        self,
+        command: str,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout_sec: int | None = None,
+        user: str | int | None = None,
+    ) -> ExecResult:
         """Run *command* in the environment."""
-        value = await self._call(ExecCall(method="exec", command=command, cwd=cwd, env=env, timeout_sec=timeout_sec,
-                                          user=self._user(user)))
+        value = await self._call(
+            ExecCall(
+                method="exec",
+                command=command,
+                cwd=cwd,
+                env=env,
+                timeout_sec=timeout_sec,
+                user=self._user(user),
+            )
+        )
         return ExecResult.model_validate(value)
 
-    async def is_dir(self, path: str, user: Union[str, int, None] = None) -> bool:
+    async def is_dir(self, path: str, user: str | int | None = None) -> bool:
         """Whether *path* is a directory in the environment."""
-        return bool((await self._call(PathCheckCall(method="is_dir", path=path, user=self._user(user))))["value"])
+        return bool(
+            (await self._call(PathCheckCall(method="is_dir", path=path, user=self._user(user))))[
+                "value"
+            ]
+        )
 
-    async def is_file(self, path: str, user: Union[str, int, None] = None) -> bool:
+    async def is_file(self, path: str, user: str | int | None = None) -> bool:
         """Whether *path* is a file in the environment."""
-        return bool((await self._call(PathCheckCall(method="is_file", path=path, user=self._user(user))))["value"])
+        return bool(
+            (await self._call(PathCheckCall(method="is_file", path=path, user=self._user(user))))[
+                "value"
+            ]
+        )
 
-    async def upload_file(self, source_path: Union[Path, str], target_path: str) -> None:
+    async def upload_file(self, source_path: Path | str, target_path: str) -> None:
         """Copy a local file (read here, as the candidate user) into the environment."""
         data = Path(source_path).read_bytes()
         await self._call(UploadFileCall(method="upload_file", target_path=target_path, data=data))
 
-    async def upload_dir(self, source_dir: Union[Path, str], target_dir: str) -> None:
+    async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
         """Copy a local directory's files and subdirectories into the environment."""
         data = await asyncio.to_thread(pack_dir, Path(source_dir))
         await self._call(UploadDirCall(method="upload_dir", target_dir=target_dir, tar=data))
 
-    async def download_file(self, source_path: str, target_path: Union[Path, str]) -> None:
+    async def download_file(self, source_path: str, target_path: Path | str) -> None:
         """Copy a file of the environment to a local path."""
         value = await self._call(DownloadFileCall(method="download_file", source_path=source_path))
         target = Path(target_path)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(decode_b64(value["data"]))
 
-    async def download_dir(self, source_dir: str, target_dir: Union[Path, str]) -> None:
+    async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
         """Copy a directory of the environment into a local directory (merging)."""
         value = await self._call(DownloadDirCall(method="download_dir", source_dir=source_dir))
         Path(target_dir).mkdir(parents=True, exist_ok=True)
@@ -186,14 +228,21 @@ async def serve(channel: Channel) -> int:
             extra["mcp_servers"] = [MCPServerConfig.model_validate(m) for m in init.mcp_servers]
         if init.skills_dir:
             extra["skills_dir"] = init.skills_dir
-        agent = _import_class(init.import_path)(logs_dir=Path(init.logs_dir), model_name=init.model_name,
-                                                **extra, **init.kwargs)
+        agent = _import_class(init.import_path)(
+            logs_dir=Path(init.logs_dir), model_name=init.model_name, **extra, **init.kwargs
+        )
         agent.session_id = init.session_id
         agent.context_id = UUID(init.context_id) if init.context_id else None
         await channel.send(Hello(type="hello", agent_info=agent.to_agent_info()))
     except Exception as exc:
-        await channel.send(PhaseFailed(type="failed", phase="init", error=_error_line(exc),
-                                       traceback=traceback.format_exc()[-100_000:]))
+        await channel.send(
+            PhaseFailed(
+                type="failed",
+                phase="init",
+                error=_error_line(exc),
+                traceback=traceback.format_exc()[-100_000:],
+            )
+        )
         return 1
     while True:
         start = await channel.control.get()
@@ -207,13 +256,26 @@ async def serve(channel: Channel) -> int:
             if start.phase == "setup":
                 await agent.setup(environment)
             else:
-                await agent.run(instruction=start.instruction or "", environment=environment, context=context)
+                await agent.run(
+                    instruction=start.instruction or "", environment=environment, context=context
+                )
         except Exception as exc:
-            await channel.send(PhaseFailed(type="failed", phase=start.phase, error=_error_line(exc),
-                                           traceback=traceback.format_exc()[-100_000:]))
+            await channel.send(
+                PhaseFailed(
+                    type="failed",
+                    phase=start.phase,
+                    error=_error_line(exc),
+                    traceback=traceback.format_exc()[-100_000:],
+                )
+            )
             continue
-        await channel.send(PhaseDone(type="done", phase=start.phase,
-                                     context=context.model_dump(mode="json") if context is not None else None))
+        await channel.send(
+            PhaseDone(
+                type="done",
+                phase=start.phase,
+                context=context.model_dump(mode="json") if context is not None else None,
+            )
+        )
 
 
 def _die_with_parent(parent: int) -> None:
@@ -237,7 +299,7 @@ async def _main(fd: int) -> int:
         writer.close()
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Entry point of the agent host process."""
     parser = argparse.ArgumentParser(prog="python -m posttrainbench.optimize.agent_host")
     parser.add_argument("--fd", type=int, required=True, help="the socket to the proxy")

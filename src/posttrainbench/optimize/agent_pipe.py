@@ -16,10 +16,18 @@ import os
 import stat
 import tarfile
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal
 
 from harbor.models.trial.result import AgentInfo
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    TypeAdapter,
+    ValidationError,
+)
 
 MAX_LINE = 64 * 1024 * 1024  # one message, base64 included; bigger transfers are refused
 _TEXT = 1_000_000  # longest error/traceback text kept from the candidate side
@@ -43,9 +51,12 @@ def decode_b64(value: object) -> bytes:
 
 
 # Raw bytes on the wire: strict base64 in JSON, bytes in Python.
-B64 = Annotated[bytes, PlainValidator(decode_b64), PlainSerializer(lambda b: base64.b64encode(b).decode("ascii"),
-                                                                    when_used="json")]
-User = Optional[Union[int, str]]
+B64 = Annotated[
+    bytes,
+    PlainValidator(decode_b64),
+    PlainSerializer(lambda b: base64.b64encode(b).decode("ascii"), when_used="json"),
+]
+User = int | str | None
 
 
 class _Msg(BaseModel):
@@ -54,14 +65,15 @@ class _Msg(BaseModel):
 
 # -- candidate side -> proxy ---------------------------------------------------------------
 
+
 class ExecCall(_Msg):
     """``environment.exec`` (the environment's default user applies when *user* is None)."""
 
     method: Literal["exec"]
     command: str
-    cwd: Optional[str] = None
-    env: Optional[dict[str, str]] = None
-    timeout_sec: Optional[int] = None
+    cwd: str | None = None
+    env: dict[str, str] | None = None
+    timeout_sec: int | None = None
     user: User = None
 
 
@@ -103,8 +115,10 @@ class PathCheckCall(_Msg):
     user: User = None
 
 
-EnvCall = Annotated[Union[ExecCall, UploadFileCall, UploadDirCall, DownloadFileCall, DownloadDirCall, PathCheckCall],
-                    Field(discriminator="method")]
+EnvCall = Annotated[
+    ExecCall | UploadFileCall | UploadDirCall | DownloadFileCall | DownloadDirCall | PathCheckCall,
+    Field(discriminator="method"),
+]
 
 
 class Call(_Msg):
@@ -134,7 +148,7 @@ class PhaseDone(_Msg):
 
     type: Literal["done"]
     phase: Literal["setup", "run"]
-    context: Optional[dict[str, Any]] = None
+    context: dict[str, Any] | None = None
 
 
 class PhaseFailed(_Msg):
@@ -146,23 +160,28 @@ class PhaseFailed(_Msg):
     traceback: str = Field(default="", max_length=_TEXT)
 
 
-HostMessage = Annotated[Union[Call, Hello, ContextUpdate, PhaseDone, PhaseFailed], Field(discriminator="type")]
+HostMessage = Annotated[
+    Call | Hello | ContextUpdate | PhaseDone | PhaseFailed, Field(discriminator="type")
+]
 
 
 # -- proxy -> candidate side ---------------------------------------------------------------
+
 
 class Init(_Msg):
     """Which class to build, and the usual Harbor constructor arguments."""
 
     type: Literal["init"]
     import_path: str
-    model_name: Optional[str] = None
+    model_name: str | None = None
     kwargs: dict[str, Any] = Field(default_factory=dict)
     logs_dir: str
-    session_id: Optional[str] = None
-    context_id: Optional[str] = None
-    mcp_servers: list[dict[str, Any]] = Field(default_factory=list, description="the task's, as Harbor gave them")
-    skills_dir: Optional[str] = None
+    session_id: str | None = None
+    context_id: str | None = None
+    mcp_servers: list[dict[str, Any]] = Field(
+        default_factory=list, description="the task's, as Harbor gave them"
+    )
+    skills_dir: str | None = None
 
 
 class Start(_Msg):
@@ -170,7 +189,7 @@ class Start(_Msg):
 
     type: Literal["start"]
     phase: Literal["setup", "run"]
-    instruction: Optional[str] = None
+    instruction: str | None = None
     default_user: User = None
     os: str = "linux"
     session_id: str = ""
@@ -182,8 +201,8 @@ class Reply(_Msg):
     type: Literal["reply"]
     id: int
     ok: bool
-    value: Optional[dict[str, Any]] = None
-    error: Optional[str] = None
+    value: dict[str, Any] | None = None
+    error: str | None = None
 
 
 class Stop(_Msg):
@@ -192,7 +211,7 @@ class Stop(_Msg):
     type: Literal["stop"]
 
 
-ProxyMessage = Annotated[Union[Init, Start, Reply, Stop], Field(discriminator="type")]
+ProxyMessage = Annotated[Init | Start | Reply | Stop, Field(discriminator="type")]
 _HOST_ADAPTER: TypeAdapter = TypeAdapter(HostMessage)
 _PROXY_ADAPTER: TypeAdapter = TypeAdapter(ProxyMessage)
 
@@ -207,7 +226,9 @@ def parse_host_message(line: bytes) -> Any:
     try:
         return _HOST_ADAPTER.validate_json(line)
     except ValidationError as exc:
-        raise CandidateProtocolError(f"bad message from the candidate agent: {str(exc).splitlines()[0]}") from None
+        raise CandidateProtocolError(
+            f"bad message from the candidate agent: {str(exc).splitlines()[0]}"
+        ) from None
 
 
 def parse_proxy_message(line: bytes) -> Any:
@@ -215,20 +236,25 @@ def parse_proxy_message(line: bytes) -> Any:
     return _PROXY_ADAPTER.validate_json(line)
 
 
-async def read_line(reader: asyncio.StreamReader) -> Optional[bytes]:
+async def read_line(reader: asyncio.StreamReader) -> bytes | None:
     """The next line, or None at end of stream; a line over the limit is a protocol error."""
     try:
         line = await reader.readuntil(b"\n")
     except asyncio.IncompleteReadError as exc:
         if exc.partial:
-            raise CandidateProtocolError("the candidate side ended in the middle of a message") from None
+            raise CandidateProtocolError(
+                "the candidate side ended in the middle of a message"
+            ) from None
         return None
     except asyncio.LimitOverrunError:
-        raise CandidateProtocolError(f"a message from the candidate side exceeds {MAX_LINE} bytes") from None
+        raise CandidateProtocolError(
+            f"a message from the candidate side exceeds {MAX_LINE} bytes"
+        ) from None
     return line
 
 
 # -- directories as tar (regular files and directories only) --------------------------------
+
 
 def pack_dir(root: Path) -> bytes:
     """*root*'s regular files and directories as a tar; links and special files are skipped."""
@@ -249,9 +275,17 @@ def unpack_dir(data: bytes, dest: Path) -> None:
         members = tar.getmembers()
         for member in members:
             parts = PurePosixPath(member.name).parts
-            if not (member.isfile() or member.isdir()) or member.name.startswith("/") or ".." in parts:
-                raise CandidateProtocolError(f"tar member {member.name!r}: only relative files and dirs are allowed")
-        if hasattr(tarfile, "data_filter"):  # Python >= 3.11.4; the members were checked above anyway
+            if (
+                not (member.isfile() or member.isdir())
+                or member.name.startswith("/")
+                or ".." in parts
+            ):
+                raise CandidateProtocolError(
+                    f"tar member {member.name!r}: only relative files and dirs are allowed"
+                )
+        if hasattr(
+            tarfile, "data_filter"
+        ):  # Python >= 3.11.4; the members were checked above anyway
             tar.extractall(dest, members=members, filter="data")
         else:
             tar.extractall(dest, members=members)

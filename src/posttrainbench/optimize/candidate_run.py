@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from posttrainbench.optimize import tar_stream
 from posttrainbench.optimize.candidates import GIT_ENV, ArchiveSource
@@ -48,8 +48,8 @@ class RunOutcome:
     stdout: str
     stderr_tail: str
     status: Status
-    exit_code: Optional[int]
-    reason: Optional[str] = None
+    exit_code: int | None
+    reason: str | None = None
 
 
 @contextmanager
@@ -71,22 +71,48 @@ def _last_line(data: bytes) -> str:
     return lines[-1] if lines else ""
 
 
-def unpack(source: ArchiveSource, dest: Path, identity: Optional[Identity], limits: CandidateLimits) -> None:
+def unpack(
+    source: ArchiveSource, dest: Path, identity: Identity | None, limits: CandidateLimits
+) -> None:
     """Stream *source* into the empty directory *dest*: as *identity* (confined to *dest*), or
     as this process when *identity* is None (then *dest* must be writable by this process only).
 
     Raises :class:`CodeRefused` with the reason (the unpacker's, or why the source could not
     be archived)."""
-    unpack_argv = [launcher_python(), "-I", "-S", helper("tar_stream.py"), "unpack", str(dest),
-                   "--max-bytes", str(limits.max_code_mb * _MB), "--max-files", str(limits.max_code_files)]
+    unpack_argv = [
+        launcher_python(),
+        "-I",
+        "-S",
+        helper("tar_stream.py"),
+        "unpack",
+        str(dest),
+        "--max-bytes",
+        str(limits.max_code_mb * _MB),
+        "--max-files",
+        str(limits.max_code_files),
+    ]
     if identity is not None:
         unpack_argv = confined_argv(identity, unpack_argv, cwd=dest, writable=[dest], limits=limits)
     with tempfile.TemporaryFile() as producer_err, tempfile.TemporaryFile() as unpacker_err:
-        producer = subprocess.Popen(list(source.argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=producer_err, env=GIT_ENV, cwd="/", start_new_session=True)
+        producer = subprocess.Popen(
+            list(source.argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=producer_err,
+            env=GIT_ENV,
+            cwd="/",
+            start_new_session=True,
+        )
         try:
-            unpacker = subprocess.Popen(unpack_argv, stdin=producer.stdout, stdout=subprocess.DEVNULL,
-                                        stderr=unpacker_err, env={}, cwd="/", start_new_session=True)
+            unpacker = subprocess.Popen(
+                unpack_argv,
+                stdin=producer.stdout,
+                stdout=subprocess.DEVNULL,
+                stderr=unpacker_err,
+                env={},
+                cwd="/",
+                start_new_session=True,
+            )
         finally:
             assert producer.stdout is not None
             producer.stdout.close()  # the unpacker holds the pipe now: the producer sees it close
@@ -97,12 +123,18 @@ def unpack(source: ArchiveSource, dest: Path, identity: Optional[Identity], limi
             for proc in (unpacker, producer):
                 proc.kill()
                 proc.wait()
-            raise CodeRefused(f"unpacking {source.label} took more than {UNPACK_TIMEOUT_S:.0f} s") from None
+            raise CodeRefused(
+                f"unpacking {source.label} took more than {UNPACK_TIMEOUT_S:.0f} s"
+            ) from None
         producer_err.seek(0)
         unpacker_err.seek(0)
         if unpacked != 0:
-            reason = _last_line(unpacker_err.read()) or f"the unpacker exited with status {unpacked}"
-            if produced != 0 and unpacked == tar_stream.REFUSED:  # a truncated stream: the producer failed
+            reason = (
+                _last_line(unpacker_err.read()) or f"the unpacker exited with status {unpacked}"
+            )
+            if (
+                produced != 0 and unpacked == tar_stream.REFUSED
+            ):  # a truncated stream: the producer failed
                 reason = _last_line(producer_err.read()) or reason
             raise CodeRefused(reason)
         if produced != 0:
@@ -123,10 +155,16 @@ class _Watch:
         self.proc, self.run, self.limits = proc, run, limits
         self.stdout = bytearray()
         self.stderr = bytearray()
-        self.reason: Optional[str] = None
-        self._threads = [threading.Thread(target=self._feed, args=(stdin,), daemon=True),
-                         threading.Thread(target=self._collect, args=(proc.stdout, self.stdout, False), daemon=True),
-                         threading.Thread(target=self._collect, args=(proc.stderr, self.stderr, True), daemon=True)]
+        self.reason: str | None = None
+        self._threads = [
+            threading.Thread(target=self._feed, args=(stdin,), daemon=True),
+            threading.Thread(
+                target=self._collect, args=(proc.stdout, self.stdout, False), daemon=True
+            ),
+            threading.Thread(
+                target=self._collect, args=(proc.stderr, self.stderr, True), daemon=True
+            ),
+        ]
         for thread in self._threads:
             thread.start()
 
@@ -155,7 +193,7 @@ class _Watch:
             self.reason = reason
         _kill_group(self.proc.pid)
 
-    def over_disk_reserve(self) -> Optional[str]:
+    def over_disk_reserve(self) -> str | None:
         """A reason to stop when the run's filesystem has less than the reserve left."""
         try:
             info = os.statvfs(self.run.root)
@@ -172,12 +210,29 @@ class _Watch:
             thread.join(timeout_s)
 
 
-def run_command(identity: Identity, run: RunDir, argv: list[str], env: dict[str, str], stdin: bytes,
-                timeout_s: float, limits: CandidateLimits, network: bool = False) -> RunOutcome:
+def run_command(
+    identity: Identity,
+    run: RunDir,
+    argv: list[str],
+    env: dict[str, str],
+    stdin: bytes,
+    timeout_s: float,
+    limits: CandidateLimits,
+    network: bool = False,
+) -> RunOutcome:
     """Run *argv* confined as *identity* in ``run.code`` and watch it; kill all of it at the end."""
-    full = confined_argv(identity, argv, cwd=run.code, writable=[run.root], limits=limits, network=network)
-    proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            cwd="/", start_new_session=True)
+    full = confined_argv(
+        identity, argv, cwd=run.code, writable=[run.root], limits=limits, network=network
+    )
+    proc = subprocess.Popen(
+        full,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd="/",
+        start_new_session=True,
+    )
     watch = _Watch(proc, stdin, run, limits)
     deadline = time.monotonic() + timeout_s
     timed_out = False

@@ -29,8 +29,12 @@ _REF_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
 # upload-pack runs as the repository's owner, who may differ from the git that starts it.
 _UPLOAD_PACK = "git -c safe.directory=* upload-pack"
 _GIT_TIMEOUT_S = 120
-GIT_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1",
-           "HOME": "/nonexistent"}
+GIT_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "HOME": "/nonexistent",
+}
 
 
 @dataclass(frozen=True)
@@ -47,17 +51,23 @@ def check_commit_spec(spec: str) -> str:
     Abbreviated ids are refused: resolving them would mean running git in the agent's tree.
     """
     if _SHORT_SHA.match(spec):
-        raise CandidateError(f"commit {spec!r} looks abbreviated: pass the full 40-hex commit id or a branch/tag name")
+        raise CandidateError(
+            f"commit {spec!r} looks abbreviated: pass the full 40-hex commit id or a branch/tag name"
+        )
     ok = bool(_FULL_SHA.match(spec)) or (
-        bool(_REF_NAME.match(spec)) and ".." not in spec and not spec.endswith((".lock", "/", ".")))
+        bool(_REF_NAME.match(spec)) and ".." not in spec and not spec.endswith((".lock", "/", "."))
+    )
     if not ok:
-        raise CandidateError(f"commit {spec!r} must be a full 40-hex commit id or a branch/tag name")
+        raise CandidateError(
+            f"commit {spec!r} must be a full 40-hex commit id or a branch/tag name"
+        )
     return spec
 
 
 def _git(*args: str, input_bytes: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(["git", *args], input=input_bytes, capture_output=True, timeout=_GIT_TIMEOUT_S,
-                          env=GIT_ENV)
+    return subprocess.run(
+        ["git", *args], input=input_bytes, capture_output=True, timeout=_GIT_TIMEOUT_S, env=GIT_ENV
+    )
 
 
 def _last_line(result: subprocess.CompletedProcess[bytes]) -> str:
@@ -76,22 +86,36 @@ class CandidateRepo:
         if not (self.git_dir / "HEAD").exists():
             result = _git("init", "--bare", "--quiet", str(self.git_dir))
             if result.returncode != 0:
-                raise CandidateError(f"cannot create the candidate repository: {_last_line(result)}")
+                raise CandidateError(
+                    f"cannot create the candidate repository: {_last_line(result)}"
+                )
 
     def fetch(self, source: Path, spec: str, ref: str) -> str:
         """Fetch commit *spec* of the repository at *source* into *ref*; return its commit id."""
         check_commit_spec(spec)
         self.ensure()
-        result = _git("--git-dir", str(self.git_dir), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                      f"--upload-pack={upload_pack_command(Path(source))}", os.path.abspath(source),
-                      f"+{spec}:{ref}")
+        result = _git(
+            "--git-dir",
+            str(self.git_dir),
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            f"--upload-pack={upload_pack_command(Path(source))}",
+            os.path.abspath(source),
+            f"+{spec}:{ref}",
+        )
         if result.returncode != 0:
-            raise CandidateError(f"cannot fetch commit {spec!r} from the agent's repository: {_last_line(result)}")
+            raise CandidateError(
+                f"cannot fetch commit {spec!r} from the agent's repository: {_last_line(result)}"
+            )
         return self.resolve(ref)
 
     def resolve(self, ref: str) -> str:
         """The commit id *ref* points at."""
-        result = _git("--git-dir", str(self.git_dir), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+        result = _git(
+            "--git-dir", str(self.git_dir), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"
+        )
         if result.returncode != 0:
             raise CandidateError(f"{ref} is not a commit in the candidate repository")
         return result.stdout.decode().strip()
@@ -135,20 +159,35 @@ def upload_pack_command(source: Path) -> str:
         gid = owner
     setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
     environment = " ".join(f"{k}={shlex.quote(v)}" for k, v in GIT_ENV.items())
-    return (f"{setpriv} --reuid={owner} --regid={gid} --clear-groups --no-new-privs -- "
-            f"env -i {environment} {_UPLOAD_PACK}")
+    return (
+        f"{setpriv} --reuid={owner} --regid={gid} --clear-groups --no-new-privs -- "
+        f"env -i {environment} {_UPLOAD_PACK}"
+    )
 
 
 def git_source(git_dir: Path, rev: str) -> ArchiveSource:
     """``git archive`` of *rev* of *git_dir* (a bare repository or a ``.git`` directory root owns)."""
-    return ArchiveSource(argv=("git", "-c", "safe.directory=*", "--git-dir", str(git_dir), "archive",
-                               "--format=tar", rev), label=f"{rev} of {git_dir}")
+    return ArchiveSource(
+        argv=(
+            "git",
+            "-c",
+            "safe.directory=*",
+            "--git-dir",
+            str(git_dir),
+            "archive",
+            "--format=tar",
+            rev,
+        ),
+        label=f"{rev} of {git_dir}",
+    )
 
 
 def directory_source(directory: Path) -> ArchiveSource:
     """A trusted directory's files (no top-level ``.git``) as a tar stream."""
-    return ArchiveSource(argv=(launcher_python(), "-I", "-S", helper("tar_stream.py"), "pack", str(directory)),
-                         label=str(directory))
+    return ArchiveSource(
+        argv=(launcher_python(), "-I", "-S", helper("tar_stream.py"), "pack", str(directory)),
+        label=str(directory),
+    )
 
 
 def baseline_source(baseline: Path) -> ArchiveSource:

@@ -53,19 +53,26 @@ from pydantic import BaseModel, ConfigDict, Field
 import posttrainbench
 from posttrainbench.envs.service_secrets import DELIVERING_PLUGINS, write_manifest
 from posttrainbench.errors import PtbError
-from posttrainbench.staged_output import staged_output
-from posttrainbench.template_tree import render_tree
 from posttrainbench.optimize.config import AgentTaskConfig, Tier, load_config
 from posttrainbench.optimize.dataset import load_split, named_splits, split_path
 from posttrainbench.optimize.secrets_file import SECRETS_PATH
 from posttrainbench.optimize.task_layout import LAYOUT
+from posttrainbench.staged_output import staged_output
+from posttrainbench.template_tree import render_tree
 
 REPO_DIR = LAYOUT.repo
 PRIVATE_DIR = "environment/ptb/agent-task/private"
 # The service's code: this package's optimize/ (minus the compiler) and the modules it imports
 # (the audit writes its verdict through the judges' contract; landlock confines candidates).
-PAYLOAD_MODULES = ("__init__.py", "errors.py", "atomic_write.py", "landlock.py", "integrity/__init__.py",
-                   "integrity/judges/__init__.py", "integrity/judges/verdict.py")
+PAYLOAD_MODULES = (
+    "__init__.py",
+    "errors.py",
+    "atomic_write.py",
+    "landlock.py",
+    "integrity/__init__.py",
+    "integrity/judges/__init__.py",
+    "integrity/judges/verdict.py",
+)
 PAYLOAD_EXCLUDE = ("__pycache__", "*.pyc", "templates", "compiler.py")
 DEFAULT_BASE_IMAGE = "posttrainbench/cpu-base:bookworm"
 RUN_OVERHEAD_S = 30  # unpacking a candidate and reaping its uid, beyond the run's own timeout
@@ -85,11 +92,16 @@ class BuildOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    port: int = Field(default=8765, ge=1024, le=65535, description="the service's port on 127.0.0.1")
+    port: int = Field(
+        default=8765, ge=1024, le=65535, description="the service's port on 127.0.0.1"
+    )
     agent_user: str = Field(default="agent", pattern=r"^[a-z_][a-z0-9_-]{0,30}$")
     agent_timeout_sec: int = Field(default=3600, ge=60)
-    network_mode: str = Field(default="public", pattern=r"^(public|no-network)$",
-                              description="no-network gives the local sandbox a private loopback")
+    network_mode: str = Field(
+        default="public",
+        pattern=r"^(public|no-network)$",
+        description="no-network gives the local sandbox a private loopback",
+    )
     cpus: int = Field(default=2, ge=1)
     memory_mb: int = Field(default=4096, ge=512)
     base_image: str = DEFAULT_BASE_IMAGE
@@ -99,13 +111,19 @@ def check_secrets(config: AgentTaskConfig, environ: Mapping[str, str]) -> None:
     """Raise ``MissingSecretError`` naming every declared secret the host lacks."""
     missing = [name for name in config.secrets if not environ.get(name)]
     if missing:
-        raise MissingSecretError(f"secret(s) {', '.join(missing)} declared by {config.name!r} are not set "
-                                 "in this environment: export them before building")
+        raise MissingSecretError(
+            f"secret(s) {', '.join(missing)} declared by {config.name!r} are not set "
+            "in this environment: export them before building"
+        )
 
 
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, timeout=_GIT_TIMEOUT_S,
-                          env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+    return subprocess.run(
+        ["git", "-C", str(cwd), *args],
+        capture_output=True,
+        timeout=_GIT_TIMEOUT_S,
+        env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+    )
 
 
 def _last_line(result: subprocess.CompletedProcess[bytes]) -> str:
@@ -122,14 +140,17 @@ def archive_baseline(baseline: Path) -> bytes:
     baseline = Path(baseline)
     where = _git(baseline, "rev-parse", "--show-toplevel", "--show-prefix")
     if where.returncode != 0:
-        raise BaselineArchiveError(f"baseline {baseline} is not in a git repository ({_last_line(where)}): "
-                                   "commit it first")
+        raise BaselineArchiveError(
+            f"baseline {baseline} is not in a git repository ({_last_line(where)}): commit it first"
+        )
     toplevel, prefix = (where.stdout.decode().splitlines() + ["", ""])[:2]
     tree = f"HEAD:{prefix.strip()}" if prefix.strip() else "HEAD"
     # From the top level: git refuses to archive from an untracked working directory.
     result = _git(Path(toplevel), "archive", "--format=tar", tree)
     if result.returncode != 0:
-        raise BaselineArchiveError(f"cannot git archive {tree} of baseline {baseline}: {_last_line(result)}")
+        raise BaselineArchiveError(
+            f"cannot git archive {tree} of baseline {baseline}: {_last_line(result)}"
+        )
     return result.stdout
 
 
@@ -141,8 +162,12 @@ def _extract(tar_bytes: bytes, dest: Path) -> None:
 
 def _templates() -> tuple[Environment, Path]:
     root = Path(str(resources.files(posttrainbench))) / "optimize" / "templates"
-    env = Environment(loader=FileSystemLoader(str(root)), undefined=StrictUndefined,
-                      keep_trailing_newline=True, autoescape=False)
+    env = Environment(
+        loader=FileSystemLoader(str(root)),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
     return env, root
 
 
@@ -152,13 +177,27 @@ def _split_rows(config: AgentTaskConfig, sizes: dict[str, int]) -> list[dict[str
         policy = config.splits.get(name)
         tier = config.tier(name)
         if tier == Tier.HIDDEN or policy is None:
-            rows.append({"name": name, "access": "hidden", "size": "-", "budget": "cannot be evaluated"})
+            rows.append(
+                {"name": name, "access": "hidden", "size": "-", "budget": "cannot be evaluated"}
+            )
             continue
-        budget = [f"{policy.max_runs} runs" if policy.max_runs is not None else "",
-                  f"{policy.max_samples} samples" if policy.max_samples is not None else ""]
-        access = "viewable" if tier == Tier.VIEWABLE else f"aggregate-only (min {policy.min_samples} samples)"
-        rows.append({"name": name, "access": access, "size": str(sizes[name]),
-                     "budget": ", ".join(b for b in budget if b)})
+        budget = [
+            f"{policy.max_runs} runs" if policy.max_runs is not None else "",
+            f"{policy.max_samples} samples" if policy.max_samples is not None else "",
+        ]
+        access = (
+            "viewable"
+            if tier == Tier.VIEWABLE
+            else f"aggregate-only (min {policy.min_samples} samples)"
+        )
+        rows.append(
+            {
+                "name": name,
+                "access": access,
+                "size": str(sizes[name]),
+                "budget": ", ".join(b for b in budget if b),
+            }
+        )
     return rows
 
 
@@ -186,7 +225,9 @@ def verifier_timeout_sec(config: AgentTaskConfig) -> int:
     code cannot be scored: that many runs, each bounded by its timeout plus unpacking and
     reaping, and a margin for the service's drain and the audit."""
     runs = config.reward.top_k + 1 + 2 * len(config.reward.targets)
-    return int(runs * (config.timeouts.per_eval_s + RUN_OVERHEAD_S) + 300 + config.timeouts.per_eval_s)
+    return int(
+        runs * (config.timeouts.per_eval_s + RUN_OVERHEAD_S) + 300 + config.timeouts.per_eval_s
+    )
 
 
 def _copy_payload(lib: Path) -> None:
@@ -197,7 +238,9 @@ def _copy_payload(lib: Path) -> None:
     for name in PAYLOAD_MODULES:
         (dest / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(root / name, dest / name)
-    shutil.copytree(root / "optimize", dest / "optimize", ignore=shutil.ignore_patterns(*PAYLOAD_EXCLUDE))
+    shutil.copytree(
+        root / "optimize", dest / "optimize", ignore=shutil.ignore_patterns(*PAYLOAD_EXCLUDE)
+    )
 
 
 def _write_private(config: AgentTaskConfig, baseline_tar: bytes, private: Path) -> None:
@@ -211,7 +254,9 @@ def _write_private(config: AgentTaskConfig, baseline_tar: bytes, private: Path) 
     dumped.update(baseline="baseline", dataset="data")
     (private / "task.yaml").write_text(
         "# Written by `ptb agent-task build`; paths are relative to this file.\n"
-        + yaml.safe_dump(dumped, sort_keys=False), encoding="utf-8")
+        + yaml.safe_dump(dumped, sort_keys=False),
+        encoding="utf-8",
+    )
 
 
 def _copy_solution_overlay(config_dir: Path, dest: Path) -> None:
@@ -223,8 +268,12 @@ def _copy_solution_overlay(config_dir: Path, dest: Path) -> None:
         dest.mkdir(parents=True)
 
 
-def build_agent_task(config_path: Path, out_dir: Path, options: BuildOptions | None = None,
-                     environ: Mapping[str, str] | None = None) -> Path:
+def build_agent_task(
+    config_path: Path,
+    out_dir: Path,
+    options: BuildOptions | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Path:
     """Compile *config_path* into ``out_dir/<name>``; return that path.
 
     Order: config and dataset, then declared secrets, then the baseline archive; only
@@ -236,8 +285,10 @@ def build_agent_task(config_path: Path, out_dir: Path, options: BuildOptions | N
     if config.scoring.mode != "A":
         # A nested Harbor run inside the task's container needs Harbor and a sandbox
         # there; until the image has them, Mode B scores in a service run on a host.
-        raise PtbError("only scoring mode A tasks can be compiled yet; mode B runs in the evaluation service "
-                       "(python -m posttrainbench.optimize.serve) on a machine with Harbor")
+        raise PtbError(
+            "only scoring mode A tasks can be compiled yet; mode B runs in the evaluation service "
+            "(python -m posttrainbench.optimize.serve) on a machine with Harbor"
+        )
     check_secrets(config, os.environ if environ is None else environ)
     baseline_tar = archive_baseline(config.baseline)
     sizes = {split: len(load_split(config.dataset, split)) for split in named_splits(config)}

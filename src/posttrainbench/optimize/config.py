@@ -10,7 +10,7 @@ import re
 import shlex
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -48,17 +48,29 @@ class SplitPolicy(_Strict):
     """Access tier and budget of one split."""
 
     tier: Tier
-    max_runs: Optional[int] = Field(default=None, ge=0, description="evaluations allowed on this split")
-    max_samples: Optional[int] = Field(default=None, ge=0, description="samples scored in total on this split")
-    min_samples: int = Field(default=10, ge=1, description="aggregate tier: fewest samples one evaluation may score")
+    max_runs: int | None = Field(
+        default=None, ge=0, description="evaluations allowed on this split"
+    )
+    max_samples: int | None = Field(
+        default=None, ge=0, description="samples scored in total on this split"
+    )
+    min_samples: int = Field(
+        default=10, ge=1, description="aggregate tier: fewest samples one evaluation may score"
+    )
 
     @model_validator(mode="after")
-    def _budgeted(self) -> "SplitPolicy":
+    def _budgeted(self) -> SplitPolicy:
         # An evaluable split without any budget would let the agent evaluate forever.
         if self.tier != Tier.HIDDEN and self.max_runs is None and self.max_samples is None:
             raise ValueError(f"a {self.tier} split needs max_runs and/or max_samples")
-        if self.tier == Tier.AGGREGATE and self.max_samples is not None and self.max_samples < self.min_samples:
-            raise ValueError("max_samples is below min_samples: no aggregate evaluation could ever run")
+        if (
+            self.tier == Tier.AGGREGATE
+            and self.max_samples is not None
+            and self.max_samples < self.min_samples
+        ):
+            raise ValueError(
+                "max_samples is below min_samples: no aggregate evaluation could ever run"
+            )
         return self
 
 
@@ -80,12 +92,14 @@ class RewardConfig(_Strict):
     """Reward mode, selection split and the splits written into ``reward.json``."""
 
     mode: RewardMode
-    selection_split: Optional[str] = None
-    top_k: int = Field(default=3, ge=1, description="auto_best: how many recorded candidates are re-scored")
+    selection_split: str | None = None
+    top_k: int = Field(
+        default=3, ge=1, description="auto_best: how many recorded candidates are re-scored"
+    )
     targets: list[RewardTarget] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _selection(self) -> "RewardConfig":
+    def _selection(self) -> RewardConfig:
         if self.mode == RewardMode.AUTO_BEST and not self.selection_split:
             raise ValueError("reward mode auto_best needs a selection_split")
         keys = [t.key for t in self.targets]
@@ -111,8 +125,9 @@ class CandidateLimits(_Strict):
     max_processes: int = Field(default=256, ge=8, description="processes of the run's uid at once")
     max_open_files: int = Field(default=1024, ge=64, description="open files per process")
     max_file_mb: int = Field(default=1024, ge=1, description="size of any one file it writes")
-    disk_reserve_mb: int = Field(default=256, ge=0, description="the run is stopped when less is left free on "
-                                 "its filesystem")
+    disk_reserve_mb: int = Field(
+        default=256, ge=0, description="the run is stopped when less is left free on its filesystem"
+    )
     max_code_mb: int = Field(default=256, ge=1, description="the candidate commit's unpacked size")
     max_code_files: int = Field(default=20000, ge=1, description="files in the candidate commit")
     max_output_mb: int = Field(default=64, ge=1, description="what it may write to stdout")
@@ -128,7 +143,9 @@ class ScoringModeA(_Strict):
     mode: Literal["A"] = "A"
     entry_command: str = Field(description="e.g. 'python3 solve.py', run without a shell")
     path: str = Field(default=DEFAULT_CANDIDATE_PATH, description="PATH given to the candidate")
-    pass_env: list[str] = Field(default_factory=list, description="non-secret variables passed to the candidate")
+    pass_env: list[str] = Field(
+        default_factory=list, description="non-secret variables passed to the candidate"
+    )
 
     @field_validator("entry_command")
     @classmethod
@@ -149,9 +166,15 @@ class ScoringModeA(_Strict):
 class HarborRetry(_Strict):
     """Harbor's retry policy for the nested run (``harbor.models.job.config.RetryConfig``)."""
 
-    max_retries: int = Field(default=0, ge=0, description="retries of a failed trial within one nested run")
-    include_exceptions: Optional[list[str]] = Field(default=None, description="only retry these exception types")
-    exclude_exceptions: Optional[list[str]] = Field(default=None, description="never retry these (None: Harbor's)")
+    max_retries: int = Field(
+        default=0, ge=0, description="retries of a failed trial within one nested run"
+    )
+    include_exceptions: list[str] | None = Field(
+        default=None, description="only retry these exception types"
+    )
+    exclude_exceptions: list[str] | None = Field(
+        default=None, description="never retry these (None: Harbor's)"
+    )
     wait_multiplier: float = Field(default=1.0, ge=0)
     min_wait_sec: float = Field(default=1.0, ge=0)
     max_wait_sec: float = Field(default=60.0, ge=0)
@@ -166,46 +189,79 @@ class ScoringModeB(_Strict):
     """
 
     mode: Literal["B"]
-    agent_import_path: str = Field(pattern=_IMPORT_PATH,
-                                   description="module:Class of a Harbor agent in the candidate repo")
-    agent_model: Optional[str] = Field(default=None, description="model_name given to the agent")
-    agent_kwargs: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the agent")
-    environment: str = Field(default=LOCAL_SANDBOX_ENV, pattern=_IMPORT_PATH,
-                             description="import path of the Harbor environment the tasks run on")
-    n_attempts: int = Field(default=1, ge=1, le=100, description="trials per task (Harbor's n_attempts)")
+    agent_import_path: str = Field(
+        pattern=_IMPORT_PATH, description="module:Class of a Harbor agent in the candidate repo"
+    )
+    agent_model: str | None = Field(default=None, description="model_name given to the agent")
+    agent_kwargs: dict[str, Any] = Field(
+        default_factory=dict, description="keyword arguments of the agent"
+    )
+    environment: str = Field(
+        default=LOCAL_SANDBOX_ENV,
+        pattern=_IMPORT_PATH,
+        description="import path of the Harbor environment the tasks run on",
+    )
+    n_attempts: int = Field(
+        default=1, ge=1, le=100, description="trials per task (Harbor's n_attempts)"
+    )
     retry: HarborRetry = Field(default_factory=HarborRetry)
-    n_concurrent: int = Field(default=1, ge=1, le=64, description="trials the nested run runs at once")
+    n_concurrent: int = Field(
+        default=1, ge=1, le=64, description="trials the nested run runs at once"
+    )
     aggregation: Literal["best", "mean"] = Field(
-        default="best", description="best: the best trial per task; mean: the mean over its attempts")
-    reward_key: str = Field(default="reward", description="the verifier's reward key that scores a trial")
-    nested_timeout_s: Optional[float] = Field(
-        default=None, gt=0, description="wall-clock limit of one nested run (None: timeouts.for_samples(n))")
-    agent_python: Optional[str] = Field(
-        default=None, description="interpreter of the candidate's agent host (None: the service's own); "
+        default="best",
+        description="best: the best trial per task; mean: the mean over its attempts",
+    )
+    reward_key: str = Field(
+        default="reward", description="the verifier's reward key that scores a trial"
+    )
+    nested_timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="wall-clock limit of one nested run (None: timeouts.for_samples(n))",
+    )
+    agent_python: str | None = Field(
+        default=None,
+        description="interpreter of the candidate's agent host (None: the service's own); "
         "any user must be able to run it (a root service runs each host as a fresh uid) and it must load "
-        "the service's harbor")
-    path: str = Field(default=DEFAULT_CANDIDATE_PATH, description="PATH given to the candidate's agent host")
-    pass_env: list[str] = Field(default_factory=list,
-                                description="non-secret variables passed to the candidate's agent host")
+        "the service's harbor",
+    )
+    path: str = Field(
+        default=DEFAULT_CANDIDATE_PATH, description="PATH given to the candidate's agent host"
+    )
+    pass_env: list[str] = Field(
+        default_factory=list,
+        description="non-secret variables passed to the candidate's agent host",
+    )
 
 
-ScoringMode = Annotated[Union[ScoringModeA, ScoringModeB], Field(discriminator="mode")]
+ScoringMode = Annotated[ScoringModeA | ScoringModeB, Field(discriminator="mode")]
 
 
 class AgentTaskConfig(_Strict):
     """One agent-optimization task."""
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
-    baseline: Path = Field(description="baseline agent repository: `ptb agent-task build` takes its committed "
-                           "HEAD (git archive); the service alone also accepts a plain directory")
-    dataset: Path = Field(description="Mode A: <split>.jsonl files, lines {id, question, answer}; "
-                         "Mode B: tasks/ (Harbor task dirs) and split files of task names")
-    splits: dict[str, SplitPolicy] = Field(description="tier and budget per split; an unlisted split is hidden")
+    baseline: Path = Field(
+        description="baseline agent repository: `ptb agent-task build` takes its committed "
+        "HEAD (git archive); the service alone also accepts a plain directory"
+    )
+    dataset: Path = Field(
+        description="Mode A: <split>.jsonl files, lines {id, question, answer}; "
+        "Mode B: tasks/ (Harbor task dirs) and split files of task names"
+    )
+    splits: dict[str, SplitPolicy] = Field(
+        description="tier and budget per split; an unlisted split is hidden"
+    )
     reward: RewardConfig
-    secrets: list[str] = Field(default_factory=list, description="names of host variables; never values")
+    secrets: list[str] = Field(
+        default_factory=list, description="names of host variables; never values"
+    )
     timeouts: Timeouts = Field(default_factory=Timeouts)
     limits: CandidateLimits = Field(default_factory=CandidateLimits)
-    concurrency: int = Field(default=1, ge=1, le=64, description="evaluations the service runs at once")
+    concurrency: int = Field(
+        default=1, ge=1, le=64, description="evaluations the service runs at once"
+    )
     scoring: ScoringMode
 
     @field_validator("scoring", mode="before")
@@ -229,16 +285,20 @@ class AgentTaskConfig(_Strict):
         return check_env_names(value, "secret name")
 
     @model_validator(mode="after")
-    def _consistent(self) -> "AgentTaskConfig":
+    def _consistent(self) -> AgentTaskConfig:
         for split in self.splits:
             if not _SPLIT_NAME.match(split):
                 raise ValueError(f"split name {split!r} is not a plain file stem")
         selection = self.reward.selection_split
         if selection is not None and self.tier(selection) == Tier.HIDDEN:
-            raise ValueError(f"selection split {selection!r} must be viewable or aggregate (candidates are recorded on it)")
+            raise ValueError(
+                f"selection split {selection!r} must be viewable or aggregate (candidates are recorded on it)"
+            )
         leaked = set(self.scoring.pass_env) & set(self.secrets)
         if leaked:
-            raise ValueError(f"scoring.pass_env would give secrets to the candidate: {sorted(leaked)}")
+            raise ValueError(
+                f"scoring.pass_env would give secrets to the candidate: {sorted(leaked)}"
+            )
         return self
 
     def tier(self, split: str) -> Tier:
@@ -267,10 +327,12 @@ def parse_config(data: object, base_dir: Path, source: str = "config") -> AgentT
         config = AgentTaskConfig.model_validate(data)
     except ValidationError as exc:
         raise AgentTaskConfigError(f"{source}: {_one_line(exc)}") from None
-    return config.model_copy(update={
-        "baseline": (base_dir / config.baseline).resolve(),
-        "dataset": (base_dir / config.dataset).resolve(),
-    })
+    return config.model_copy(
+        update={
+            "baseline": (base_dir / config.baseline).resolve(),
+            "dataset": (base_dir / config.dataset).resolve(),
+        }
+    )
 
 
 def load_config(path: Path, check_dataset: bool = True) -> AgentTaskConfig:
@@ -285,7 +347,9 @@ def load_config(path: Path, check_dataset: bool = True) -> AgentTaskConfig:
     except OSError as exc:
         raise AgentTaskConfigError(f"{path}: cannot read: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise AgentTaskConfigError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+        raise AgentTaskConfigError(
+            f"{path}: not valid YAML: {' '.join(str(exc).split())}"
+        ) from None
     config = parse_config(data, path.parent, str(path))
     if check_dataset:
         from posttrainbench.optimize.scoring import check_scoring_dataset  # it imports this module

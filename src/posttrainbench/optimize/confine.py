@@ -57,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     """Parse, confine, chdir, exec; returns only on failure."""
     parser = argparse.ArgumentParser(prog="confine.py")
     parser.add_argument("--cwd", required=True)
-    parser.add_argument("--writable", action="append", default=[], help="a directory the run may write beneath")
+    parser.add_argument(
+        "--writable", action="append", default=[], help="a directory the run may write beneath"
+    )
     parser.add_argument("--network", action="store_true", help="leave sockets and TCP allowed")
     parser.add_argument("--max-processes", type=int, required=True)
     parser.add_argument("--max-open-files", type=int, required=True)
@@ -73,7 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"cannot confine the candidate: {exc}", file=sys.stderr)
         return CONFINE_FAILED
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # this interpreter ignores them; exec would keep that
+    for sig in (
+        signal.SIGPIPE,
+        signal.SIGXFSZ,
+    ):  # this interpreter ignores them; exec would keep that
         signal.signal(sig, signal.SIG_DFL)
     try:
         os.execvpe(command[0], command, os.environ)

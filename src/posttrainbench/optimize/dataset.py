@@ -44,11 +44,19 @@ def load_split(dataset_dir: Path, split: str) -> list[Sample]:
             continue
         try:
             raw = json.loads(line)
-            if isinstance(raw, dict) and not isinstance(raw.get("answer"), str) and raw.get("answer") is not None:
+            if (
+                isinstance(raw, dict)
+                and not isinstance(raw.get("answer"), str)
+                and raw.get("answer") is not None
+            ):
                 raw["answer"] = str(raw["answer"])  # numbers are fine as answers
             sample = Sample.model_validate(raw)
         except (json.JSONDecodeError, ValidationError) as exc:
-            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "needs string fields id, question, answer"
+            reason = (
+                exc.msg
+                if isinstance(exc, json.JSONDecodeError)
+                else "needs string fields id, question, answer"
+            )
             raise AgentTaskConfigError(f"{path}:{number}: {reason}") from None
         if sample.id in seen:
             raise AgentTaskConfigError(f"{path}:{number}: duplicate id {sample.id!r}")
@@ -74,7 +82,8 @@ def check_dataset(config: AgentTaskConfig) -> dict[str, int]:
     for split, policy in config.splits.items():
         if policy.tier == "aggregate" and policy.min_samples > sizes[split]:
             raise AgentTaskConfigError(
-                f"split {split!r}: min_samples {policy.min_samples} exceeds its {sizes[split]} samples")
+                f"split {split!r}: min_samples {policy.min_samples} exceeds its {sizes[split]} samples"
+            )
     return sizes
 
 

@@ -17,7 +17,6 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict
 
@@ -68,16 +67,18 @@ class FinalReport(BaseModel):
     task: str
     mode: str
     chosen: str
-    chosen_sha: Optional[str] = None
+    chosen_sha: str | None = None
     reason: str
-    baseline_selection_mean: Optional[float] = None
+    baseline_selection_mean: float | None = None
     considered: list[Considered] = []
     targets: list[TargetScore] = []
     rewards: dict[str, float]
-    error: Optional[str] = None
+    error: str | None = None
 
 
-def rank_candidates(summary: ServiceSummary, split: str) -> list[tuple[CandidateRecord, EvaluationRecord]]:
+def rank_candidates(
+    summary: ServiceSummary, split: str
+) -> list[tuple[CandidateRecord, EvaluationRecord]]:
     """Candidates with their best recorded evaluation on *split*: mean, then samples, then age."""
     best: dict[int, EvaluationRecord] = {}
     for record in summary.registry.evaluations:
@@ -97,38 +98,77 @@ class _Scoring:
         self.config, self.containment, self.nested_jobs = config, containment, nested_jobs
 
     def run(self, source: ArchiveSource, split: str, label: str) -> ScoreReport:
-        return score_candidate(self.config, source, load_samples(self.config, self.config.dataset, split),
-                               self.containment, dataset_dir=self.config.dataset, label=label, split=split,
-                               nested_jobs=self.nested_jobs)
+        return score_candidate(
+            self.config,
+            source,
+            load_samples(self.config, self.config.dataset, split),
+            self.containment,
+            dataset_dir=self.config.dataset,
+            label=label,
+            split=split,
+            nested_jobs=self.nested_jobs,
+        )
 
 
-def _choose_auto_best(config: AgentTaskConfig, summary: ServiceSummary, repo: Path, scoring: _Scoring,
-                      baseline: ArchiveSource
-                      ) -> tuple[str, Optional[str], ArchiveSource, str, Optional[float], list[Considered]]:
+def _choose_auto_best(
+    config: AgentTaskConfig,
+    summary: ServiceSummary,
+    repo: Path,
+    scoring: _Scoring,
+    baseline: ArchiveSource,
+) -> tuple[str, str | None, ArchiveSource, str, float | None, list[Considered]]:
     split = config.reward.selection_split
     assert split is not None  # the config guarantees it in auto_best
     top = rank_candidates(summary, split)[: config.reward.top_k]
     if not top:
-        return "baseline", None, baseline, f"no candidate was evaluated on the selection split {split!r}", None, []
+        return (
+            "baseline",
+            None,
+            baseline,
+            f"no candidate was evaluated on the selection split {split!r}",
+            None,
+            [],
+        )
     baseline_mean = scoring.run(baseline, split, "baseline").mean
     considered: list[Considered] = []
     for record, evaluation in top:
         report = scoring.run(git_source(repo, record.sha), split, f"candidate-{record.id}")
-        considered.append(Considered(candidate=record.id, sha=record.sha, recorded_mean=evaluation.mean,
-                                     recorded_n=evaluation.n, rescored_mean=report.mean, status=report.status))
-    winner = max(considered, key=lambda c: c.rescored_mean)  # max keeps the first (best-ranked) on ties
+        considered.append(
+            Considered(
+                candidate=record.id,
+                sha=record.sha,
+                recorded_mean=evaluation.mean,
+                recorded_n=evaluation.n,
+                rescored_mean=report.mean,
+                status=report.status,
+            )
+        )
+    winner = max(
+        considered, key=lambda c: c.rescored_mean
+    )  # max keeps the first (best-ranked) on ties
     if winner.rescored_mean > baseline_mean:
-        reason = (f"candidate-{winner.candidate} scored {winner.rescored_mean:.4f} on the full {split!r} split, "
-                  f"strictly above the baseline's {baseline_mean:.4f}")
-        return (f"candidate-{winner.candidate}", winner.sha, git_source(repo, winner.sha), reason, baseline_mean,
-                considered)
-    reason = (f"no re-scored candidate strictly beat the baseline's {baseline_mean:.4f} on the full {split!r} split "
-              f"(best {winner.rescored_mean:.4f}): the baseline is kept")
+        reason = (
+            f"candidate-{winner.candidate} scored {winner.rescored_mean:.4f} on the full {split!r} split, "
+            f"strictly above the baseline's {baseline_mean:.4f}"
+        )
+        return (
+            f"candidate-{winner.candidate}",
+            winner.sha,
+            git_source(repo, winner.sha),
+            reason,
+            baseline_mean,
+            considered,
+        )
+    reason = (
+        f"no re-scored candidate strictly beat the baseline's {baseline_mean:.4f} on the full {split!r} split "
+        f"(best {winner.rescored_mean:.4f}): the baseline is kept"
+    )
     return "baseline", None, baseline, reason, baseline_mean, considered
 
 
-def _score_targets(config: AgentTaskConfig, scoring: _Scoring, source: ArchiveSource,
-                   label: str) -> tuple[list[TargetScore], Optional[str]]:
+def _score_targets(
+    config: AgentTaskConfig, scoring: _Scoring, source: ArchiveSource, label: str
+) -> tuple[list[TargetScore], str | None]:
     """The code of *source* on every target; stops at the first target it cannot be scored on
     (then returns the reason)."""
     targets = []
@@ -136,14 +176,29 @@ def _score_targets(config: AgentTaskConfig, scoring: _Scoring, source: ArchiveSo
         report = scoring.run(source, target.split, label)
         if report.status in UNSCORABLE:
             detail = getattr(report, "reason", None) or report.status
-            return targets, f"{label} could not be scored on {target.split!r} ({report.status}: {detail})"
-        targets.append(TargetScore(split=target.split, key=target.key, n=report.n, mean=report.mean,
-                                   status=report.status))
+            return (
+                targets,
+                f"{label} could not be scored on {target.split!r} ({report.status}: {detail})",
+            )
+        targets.append(
+            TargetScore(
+                split=target.split,
+                key=target.key,
+                n=report.n,
+                mean=report.mean,
+                status=report.status,
+            )
+        )
     return targets, None
 
 
-def final_score(config: AgentTaskConfig, summary: ServiceSummary, state_dir: Path, out_dir: Path,
-                work_dir: Optional[Path] = None) -> FinalReport:
+def final_score(
+    config: AgentTaskConfig,
+    summary: ServiceSummary,
+    state_dir: Path,
+    out_dir: Path,
+    work_dir: Path | None = None,
+) -> FinalReport:
     """Choose the final code, score it on the reward targets, write ``reward.json`` and ``final.json``.
 
     ``reward.json`` is written even when scoring fails (every key 0.0; the error is in
@@ -162,22 +217,36 @@ def final_score(config: AgentTaskConfig, summary: ServiceSummary, state_dir: Pat
         baseline_mean, considered = None, []
         if config.reward.mode == RewardMode.AUTO_BEST:
             chosen, sha, source, reason, baseline_mean, considered = _choose_auto_best(
-                config, summary, paths.repo, scoring, baseline)
+                config, summary, paths.repo, scoring, baseline
+            )
         elif summary.registry.submission is not None:
             sub = summary.registry.submission
             chosen, sha, reason = f"candidate-{sub.candidate}", sub.sha, "the agent's submission"
             source = git_source(paths.repo, sub.sha)
         else:
-            chosen, sha, source, reason = "baseline", None, baseline, "nothing was submitted: the baseline is scored"
+            chosen, sha, source, reason = (
+                "baseline",
+                None,
+                baseline,
+                "nothing was submitted: the baseline is scored",
+            )
         targets, failure = _score_targets(config, scoring, source, chosen)
         if failure is not None and chosen != "baseline":
             chosen, sha, reason = "baseline", None, f"{failure}: the baseline is scored instead"
             targets, failure = _score_targets(config, scoring, baseline, "baseline")
         if failure is not None:
             raise PtbError(failure)
-        result = FinalReport(task=config.name, mode=config.reward.mode.value, chosen=chosen, chosen_sha=sha,
-                             reason=reason, baseline_selection_mean=baseline_mean, considered=considered,
-                             targets=targets, rewards={t.key: t.mean for t in targets})
+        result = FinalReport(
+            task=config.name,
+            mode=config.reward.mode.value,
+            chosen=chosen,
+            chosen_sha=sha,
+            reason=reason,
+            baseline_selection_mean=baseline_mean,
+            considered=considered,
+            targets=targets,
+            rewards={t.key: t.mean for t in targets},
+        )
     except Exception as exc:
         write_failure(config, out_dir, exc)
         raise
@@ -188,9 +257,17 @@ def final_score(config: AgentTaskConfig, summary: ServiceSummary, state_dir: Pat
 def write_failure(config: AgentTaskConfig, out_dir: Path, exc: BaseException) -> None:
     """Write a zero ``reward.json`` and a ``final.json`` naming *exc* (the reward file always exists)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write(out_dir, FinalReport(task=config.name, mode=config.reward.mode.value, chosen="none",
-                                reason="final scoring failed", rewards={t.key: 0.0 for t in config.reward.targets},
-                                error=f"{type(exc).__name__}: {exc}"))
+    _write(
+        out_dir,
+        FinalReport(
+            task=config.name,
+            mode=config.reward.mode.value,
+            chosen="none",
+            reason="final scoring failed",
+            rewards={t.key: 0.0 for t in config.reward.targets},
+            error=f"{type(exc).__name__}: {exc}",
+        ),
+    )
 
 
 def _write(out_dir: Path, report: FinalReport) -> None:
@@ -200,12 +277,22 @@ def _write(out_dir: Path, report: FinalReport) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m posttrainbench.optimize.final_score --config C --state-dir S --out-dir D``."""
-    parser = argparse.ArgumentParser(prog="python -m posttrainbench.optimize.final_score", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m posttrainbench.optimize.final_score", description=__doc__
+    )
     parser.add_argument("--config", type=Path, required=True)
-    parser.add_argument("--state-dir", type=Path, required=True, help="the service's state directory")
-    parser.add_argument("--summary", type=Path, default=None, help="a /finalize response (default: read the state)")
-    parser.add_argument("--out-dir", type=Path, required=True, help="where reward.json and final.json go")
-    parser.add_argument("--work-dir", type=Path, default=None, help="parent of the run directories (root's)")
+    parser.add_argument(
+        "--state-dir", type=Path, required=True, help="the service's state directory"
+    )
+    parser.add_argument(
+        "--summary", type=Path, default=None, help="a /finalize response (default: read the state)"
+    )
+    parser.add_argument(
+        "--out-dir", type=Path, required=True, help="where reward.json and final.json go"
+    )
+    parser.add_argument(
+        "--work-dir", type=Path, default=None, help="parent of the run directories (root's)"
+    )
     args = parser.parse_args(argv)
     try:
         config = load_config(args.config)
@@ -214,8 +301,11 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     try:
         try:
-            summary = (ServiceSummary.model_validate_json(args.summary.read_text(encoding="utf-8")) if args.summary
-                       else read_state(config, args.state_dir))
+            summary = (
+                ServiceSummary.model_validate_json(args.summary.read_text(encoding="utf-8"))
+                if args.summary
+                else read_state(config, args.state_dir)
+            )
         except (OSError, ValueError) as exc:
             write_failure(config, args.out_dir, exc)
             raise PtbError(f"cannot read the service's record: {exc}") from None

@@ -18,13 +18,12 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from posttrainbench.optimize.errors import ServiceStateError
-from posttrainbench.optimize.locked_json import exclusive, read_model, write_model
 from posttrainbench.optimize.launcher_python import launcher_python
+from posttrainbench.optimize.locked_json import exclusive, read_model, write_model
 
 UID_FIRST = 50000  # below 65536, so it exists in a user-namespace-remapped container too
 UID_COUNT = 10000
@@ -43,8 +42,8 @@ class Identity(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
-    uid: Optional[int] = None
-    gid: Optional[int] = None
+    uid: int | None = None
+    gid: int | None = None
 
     @property
     def switches(self) -> bool:
@@ -117,7 +116,7 @@ def _named(uid: int) -> bool:
     return False
 
 
-def _status(pid: str) -> Optional[tuple[str, set[int]]]:
+def _status(pid: str) -> tuple[str, set[int]] | None:
     """(state letter, uids) of a process, None when it is gone."""
     try:
         text = Path(f"/proc/{pid}/status").read_text(encoding="utf-8", errors="replace")
@@ -163,10 +162,19 @@ def untrusted_processes() -> dict[int, list[int]]:
 def signal_all(identity: Identity, sig: int) -> None:
     """``kill(-1, sig)`` as *identity*: every process of its uid but the sender gets *sig*."""
     assert identity.uid is not None
-    subprocess.run([launcher_python(), "-I", "-S", "-c", _KILL_AS, str(int(sig))], user=identity.uid,
-                   group=identity.gid if identity.gid is not None else identity.uid, extra_groups=[], env={},
-                   cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   timeout=30, check=False)
+    subprocess.run(
+        [launcher_python(), "-I", "-S", "-c", _KILL_AS, str(int(sig))],
+        user=identity.uid,
+        group=identity.gid if identity.gid is not None else identity.uid,
+        extra_groups=[],
+        env={},
+        cwd="/",
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=30,
+        check=False,
+    )
 
 
 def reap(identity: Identity, rounds: int = REAP_ROUNDS) -> int:
@@ -189,7 +197,9 @@ def reap(identity: Identity, rounds: int = REAP_ROUNDS) -> int:
     left = processes_of(identity.uid)
     if not left:
         return len(seen)
-    raise ContainmentError(f"{len(left)} process(es) of uid {identity.uid} survived {rounds} kill rounds")
+    raise ContainmentError(
+        f"{len(left)} process(es) of uid {identity.uid} survived {rounds} kill rounds"
+    )
 
 
 def reap_untrusted(rounds: int = REAP_ROUNDS) -> dict[int, int]:

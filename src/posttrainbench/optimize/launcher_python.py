@@ -28,7 +28,11 @@ def _runnable_by_anyone(path: Path) -> bool:
         info = real.stat()
     except OSError:
         return False
-    if info.st_uid != 0 or not info.st_mode & stat.S_IXOTH or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    if (
+        info.st_uid != 0
+        or not info.st_mode & stat.S_IXOTH
+        or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    ):
         return False
     for parent in real.parents:
         parent_info = parent.stat()
@@ -47,8 +51,10 @@ def launcher_python() -> str:
     for candidate in _CANDIDATES:
         if candidate and _runnable_by_anyone(Path(candidate)):
             return str(Path(candidate).resolve())
-    raise ServiceStateError("no root-owned python3 that unprivileged users can run (tried "
-                            f"{', '.join(c for c in _CANDIDATES if c)})")
+    raise ServiceStateError(
+        "no root-owned python3 that unprivileged users can run (tried "
+        f"{', '.join(c for c in _CANDIDATES if c)})"
+    )
 
 
 def helper(name: str) -> str:

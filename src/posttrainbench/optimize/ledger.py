@@ -7,9 +7,8 @@ always recomputed from the charges and the config's limits, so a restart (a new
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,7 +24,7 @@ class Charge(BaseModel):
 
     charge_id: int
     split: str
-    candidate: Optional[str]
+    candidate: str | None
     runs: int
     samples: int
     time: str
@@ -45,8 +44,8 @@ class Usage(BaseModel):
 
     runs_used: int
     samples_used: int
-    runs_left: Optional[int]
-    samples_left: Optional[int]
+    runs_left: int | None
+    samples_left: int | None
 
 
 class Ledger:
@@ -56,7 +55,9 @@ class Ledger:
         self.path = Path(path)
         self.budgets = budgets
 
-    def charge(self, split: str, *, runs: int = 1, samples: int, candidate: Optional[str] = None) -> Charge:
+    def charge(
+        self, split: str, *, runs: int = 1, samples: int, candidate: str | None = None
+    ) -> Charge:
         """Charge one evaluation; raise ``BudgetExhausted`` (charging nothing) if it would overspend."""
         policy = self.budgets.get(split)
         if policy is None or policy.tier == "hidden":
@@ -65,12 +66,21 @@ class Ledger:
             state = read_model(self.path, LedgerFile)
             usage = _usage(state, split, policy)
             if usage.runs_left is not None and runs > usage.runs_left:
-                raise BudgetExhausted(f"split {split!r}: run budget exhausted ({usage.runs_used} of {policy.max_runs} used)")
+                raise BudgetExhausted(
+                    f"split {split!r}: run budget exhausted ({usage.runs_used} of {policy.max_runs} used)"
+                )
             if usage.samples_left is not None and samples > usage.samples_left:
                 raise BudgetExhausted(
-                    f"split {split!r}: sample budget exhausted ({samples} asked, {usage.samples_left} of {policy.max_samples} left)")
-            record = Charge(charge_id=len(state.charges) + 1, split=split, candidate=candidate, runs=runs,
-                            samples=samples, time=datetime.now(timezone.utc).isoformat())
+                    f"split {split!r}: sample budget exhausted ({samples} asked, {usage.samples_left} of {policy.max_samples} left)"
+                )
+            record = Charge(
+                charge_id=len(state.charges) + 1,
+                split=split,
+                candidate=candidate,
+                runs=runs,
+                samples=samples,
+                time=datetime.now(UTC).isoformat(),
+            )
             state.charges.append(record)
             write_model(self.path, state)
         return record
@@ -79,7 +89,11 @@ class Ledger:
         """Spent and remaining budget of every budgeted split."""
         with exclusive(self.path):
             state = read_model(self.path, LedgerFile)
-        return {split: _usage(state, split, policy) for split, policy in self.budgets.items() if policy.tier != "hidden"}
+        return {
+            split: _usage(state, split, policy)
+            for split, policy in self.budgets.items()
+            if policy.tier != "hidden"
+        }
 
     def charges(self) -> list[Charge]:
         """Every charge so far, oldest first."""

@@ -41,7 +41,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from posttrainbench.optimize.candidate_run import unpack
 from posttrainbench.optimize.candidates import ArchiveSource
@@ -49,7 +49,12 @@ from posttrainbench.optimize.config import CandidateLimits, ScoringModeB
 from posttrainbench.optimize.identity import IdentityPool
 from posttrainbench.optimize.proxy_agent import CandidateSpec
 from posttrainbench.optimize.task_set import TaskSample
-from posttrainbench.optimize.trial_selection import NestedScoreReport, build_report, read_trials, uncounted_trials
+from posttrainbench.optimize.trial_selection import (
+    NestedScoreReport,
+    build_report,
+    read_trials,
+    uncounted_trials,
+)
 
 JOB_NAME = "nested"
 PROXY_IMPORT_PATH = "posttrainbench.optimize.proxy_agent:CandidateProxyAgent"
@@ -63,16 +68,31 @@ def work_dir_for(root: Path, label: str, split: str, tasks: list[TaskSample]) ->
     return Path(root) / label / split / f"{len(tasks)}-{digest}"
 
 
-def candidate_spec(scoring: ScoringModeB, work: Path, limits: CandidateLimits, pool: IdentityPool) -> CandidateSpec:
+def candidate_spec(
+    scoring: ScoringModeB, work: Path, limits: CandidateLimits, pool: IdentityPool
+) -> CandidateSpec:
     """What the proxy needs to run the candidate's class from ``work/code``, each trial as a fresh uid."""
-    return CandidateSpec(import_path=scoring.agent_import_path, model_name=scoring.agent_model,
-                         kwargs=dict(scoring.agent_kwargs), code_dir=work / "code", host_dir=work / "agents",
-                         identity_pool=pool.path, limits=limits, python=scoring.agent_python or sys.executable,
-                         path=scoring.path, pass_env=list(scoring.pass_env))
+    return CandidateSpec(
+        import_path=scoring.agent_import_path,
+        model_name=scoring.agent_model,
+        kwargs=dict(scoring.agent_kwargs),
+        code_dir=work / "code",
+        host_dir=work / "agents",
+        identity_pool=pool.path,
+        limits=limits,
+        python=scoring.agent_python or sys.executable,
+        path=scoring.path,
+        pass_env=list(scoring.pass_env),
+    )
 
 
-def job_config(scoring: ScoringModeB, work: Path, tasks: list[TaskSample], limits: CandidateLimits,
-               pool: IdentityPool):
+def job_config(
+    scoring: ScoringModeB,
+    work: Path,
+    tasks: list[TaskSample],
+    limits: CandidateLimits,
+    pool: IdentityPool,
+):
     """Harbor's JobConfig of the nested run: the trusted proxy as its agent; attempts, retries
     and concurrency passed through."""
     from harbor.models.job.config import JobConfig, RetryConfig
@@ -88,7 +108,11 @@ def job_config(scoring: ScoringModeB, work: Path, tasks: list[TaskSample], limit
         quiet=True,
         retry=RetryConfig.model_validate(retry),
         # No model_name for the proxy: the candidate parses its own (and reports it back).
-        agents=[AgentConfig(import_path=PROXY_IMPORT_PATH, kwargs={"candidate": spec.model_dump(mode="json")})],
+        agents=[
+            AgentConfig(
+                import_path=PROXY_IMPORT_PATH, kwargs={"candidate": spec.model_dump(mode="json")}
+            )
+        ],
         environment=EnvironmentConfig(import_path=scoring.environment),
         tasks=[TaskConfig(path=work / "tasks" / t.path.name) for t in tasks],
     )
@@ -113,7 +137,7 @@ def _make_dirs(root: Path, work: Path) -> None:
 
 def _readable_by_all(path: Path) -> None:
     # The candidate user reads (never writes) its code; links are left as they are.
-    for current, dirs, files in os.walk(path):
+    for current, _dirs, files in os.walk(path):
         os.chmod(current, 0o755)
         for name in files:
             file = Path(current, name)
@@ -121,8 +145,15 @@ def _readable_by_all(path: Path) -> None:
                 os.chmod(file, (file.stat().st_mode & 0o755) | 0o444)
 
 
-def prepare(root: Path, work: Path, source: ArchiveSource, tasks: list[TaskSample], scoring: ScoringModeB,
-            limits: CandidateLimits, pool: IdentityPool) -> tuple[Path, list[Path]]:
+def prepare(
+    root: Path,
+    work: Path,
+    source: ArchiveSource,
+    tasks: list[TaskSample],
+    scoring: ScoringModeB,
+    limits: CandidateLimits,
+    pool: IdentityPool,
+) -> tuple[Path, list[Path]]:
     """Fresh ``code/``, ``tasks/`` and ``agents/``, errored trials retired; return (job config file, retired)."""
     root.mkdir(mode=0o711, parents=True, exist_ok=True)
     os.chmod(root, 0o711)
@@ -164,7 +195,9 @@ def child_env() -> dict[str, str]:
     return {**os.environ, "HARBOR_TELEMETRY": "0"}
 
 
-def _wait(proc: subprocess.Popen, timeout_s: float) -> tuple[Literal["ok", "timeout", "error"], Optional[int]]:
+def _wait(
+    proc: subprocess.Popen, timeout_s: float
+) -> tuple[Literal["ok", "timeout", "error"], int | None]:
     try:
         code = proc.wait(timeout=timeout_s)
         return ("ok" if code == 0 else "error"), code
@@ -183,9 +216,17 @@ def _wait(proc: subprocess.Popen, timeout_s: float) -> tuple[Literal["ok", "time
     return "timeout", None
 
 
-def run_nested(root: Path, label: str, split: str, source: ArchiveSource, tasks: list[TaskSample],
-               scoring: ScoringModeB, limits: CandidateLimits, pool: IdentityPool,
-               timeout_s: float) -> NestedScoreReport:
+def run_nested(
+    root: Path,
+    label: str,
+    split: str,
+    source: ArchiveSource,
+    tasks: list[TaskSample],
+    scoring: ScoringModeB,
+    limits: CandidateLimits,
+    pool: IdentityPool,
+    timeout_s: float,
+) -> NestedScoreReport:
     """Run (or resume) the nested job of one candidate on *tasks* and score every task."""
     start = time.monotonic()
     work = work_dir_for(root, label, split, tasks)
@@ -193,9 +234,15 @@ def run_nested(root: Path, label: str, split: str, source: ArchiveSource, tasks:
     stderr_path = work / "nested.log"
     with open(stderr_path, "wb") as log:
         try:
-            proc = subprocess.Popen([sys.executable, "-m", "posttrainbench.optimize.nested_harbor", str(config_file)],
-                                    cwd=work, env=child_env(), stdin=subprocess.DEVNULL,
-                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "posttrainbench.optimize.nested_harbor", str(config_file)],
+                cwd=work,
+                env=child_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         except OSError as exc:
             status, code = "error", None
             log.write(f"cannot start the nested run: {exc.strerror}\n".encode())
@@ -203,8 +250,16 @@ def run_nested(root: Path, label: str, split: str, source: ArchiveSource, tasks:
             status, code = _wait(proc, timeout_s)
     tail = stderr_path.read_bytes()[-_STDERR_TAIL:].decode("utf-8", "replace")
     outcomes = read_trials(work / "jobs" / JOB_NAME, scoring.reward_key)
-    return build_report([t.name for t in tasks], outcomes, scoring.aggregation, scoring.n_attempts, status, code,
-                        round(time.monotonic() - start, 3), tail)
+    return build_report(
+        [t.name for t in tasks],
+        outcomes,
+        scoring.aggregation,
+        scoring.n_attempts,
+        status,
+        code,
+        round(time.monotonic() - start, 3),
+        tail,
+    )
 
 
 async def _run_job(config_file: Path) -> None:
@@ -224,7 +279,10 @@ def main(argv: list[str] | None = None) -> int:
     """The child: ``python -m posttrainbench.optimize.nested_harbor JOB_CONFIG.json``."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m posttrainbench.optimize.nested_harbor JOB_CONFIG.json", file=sys.stderr)
+        print(
+            "usage: python -m posttrainbench.optimize.nested_harbor JOB_CONFIG.json",
+            file=sys.stderr,
+        )
         return 2
     try:
         asyncio.run(_run_job(Path(args[0])))

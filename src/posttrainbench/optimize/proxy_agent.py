@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from harbor.agents.base import BaseAgent
 from harbor.environments.base import BaseEnvironment
@@ -35,9 +35,30 @@ from harbor.models.trial.result import AgentInfo
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from posttrainbench.optimize.agent_pipe import (
-    MAX_LINE, Call, CandidateAgentError, CandidateProtocolError, ContextUpdate, DownloadDirCall, DownloadFileCall,
-    ExecCall, Hello, Init, PathCheckCall, PhaseDone, PhaseFailed, Reply, Start, Stop, UploadDirCall, UploadFileCall,
-    _Msg, encode, pack_dir, parse_host_message, read_line, unpack_dir,
+    MAX_LINE,
+    Call,
+    CandidateAgentError,
+    CandidateProtocolError,
+    ContextUpdate,
+    DownloadDirCall,
+    DownloadFileCall,
+    ExecCall,
+    Hello,
+    Init,
+    PathCheckCall,
+    PhaseDone,
+    PhaseFailed,
+    Reply,
+    Start,
+    Stop,
+    UploadDirCall,
+    UploadFileCall,
+    _Msg,
+    encode,
+    pack_dir,
+    parse_host_message,
+    read_line,
+    unpack_dir,
 )
 from posttrainbench.optimize.config import CandidateLimits, ScoringModeB
 from posttrainbench.optimize.errors import ServiceStateError
@@ -52,34 +73,48 @@ HOST_CHECK_TIMEOUT_S = 120.0  # importing Harbor is slow on a loaded machine
 
 # -- the proxy ---------------------------------------------------------------------------
 
+
 class CandidateSpec(BaseModel):
     """What the proxy needs to run the candidate (the nested job's agent kwargs)."""
 
     model_config = ConfigDict(extra="forbid")
 
     import_path: str
-    model_name: Optional[str] = None
+    model_name: str | None = None
     kwargs: dict[str, Any] = Field(default_factory=dict)
     code_dir: Path = Field(description="the candidate's clean export, put first on its PYTHONPATH")
-    host_dir: Path = Field(description="root-owned dir; one private subdir per trial is handed to its uid")
-    identity_pool: Optional[Path] = Field(default=None, description="the service's pool of fresh uids "
-                                          "(None: run as this process's user)")
+    host_dir: Path = Field(
+        description="root-owned dir; one private subdir per trial is handed to its uid"
+    )
+    identity_pool: Path | None = Field(
+        default=None,
+        description="the service's pool of fresh uids (None: run as this process's user)",
+    )
     limits: CandidateLimits = Field(default_factory=CandidateLimits)
-    python: str = Field(description="interpreter of the agent host (must load this service's harbor)")
+    python: str = Field(
+        description="interpreter of the agent host (must load this service's harbor)"
+    )
     path: str = Field(description="PATH of the agent host")
-    pass_env: list[str] = Field(default_factory=list, description="names of non-secret variables passed on")
+    pass_env: list[str] = Field(
+        default_factory=list, description="names of non-secret variables passed on"
+    )
 
     def issue_identity(self) -> Identity:
         """A fresh identity for one agent host."""
-        return IdentityPool(self.identity_pool).issue() if self.identity_pool else current_identity()
+        return (
+            IdentityPool(self.identity_pool).issue() if self.identity_pool else current_identity()
+        )
 
 
 def trusted_lib_path() -> list[str]:
     """Where this process loads posttrainbench and harbor from (after the candidate's code)."""
     import harbor
+
     import posttrainbench
 
-    dirs = [str(Path(module.__file__).resolve().parent.parent) for module in (posttrainbench, harbor)]
+    dirs = [
+        str(Path(module.__file__).resolve().parent.parent) for module in (posttrainbench, harbor)
+    ]
     return list(dict.fromkeys(dirs))
 
 
@@ -91,33 +126,55 @@ def check_agent_host(scoring: ScoringModeB, limits: CandidateLimits, pool: Ident
     if not identity.switches:
         return
     python = scoring.agent_python or sys.executable
-    env = allowlisted_env(scoring.path, Path("/"), scoring.pass_env,
-                          {"PYTHONPATH": os.pathsep.join(trusted_lib_path())})
-    argv = confined_argv(identity, [python, "-c", "import posttrainbench.optimize.agent_host"], cwd=Path("/"),
-                         writable=[], limits=limits, network=True)
+    env = allowlisted_env(
+        scoring.path,
+        Path("/"),
+        scoring.pass_env,
+        {"PYTHONPATH": os.pathsep.join(trusted_lib_path())},
+    )
+    argv = confined_argv(
+        identity,
+        [python, "-c", "import posttrainbench.optimize.agent_host"],
+        cwd=Path("/"),
+        writable=[],
+        limits=limits,
+        network=True,
+    )
     try:
-        result = subprocess.run(argv, env=env, cwd="/", capture_output=True, text=True,
-                                timeout=HOST_CHECK_TIMEOUT_S)
-        problem = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1] \
-            if result.returncode != 0 else None
+        result = subprocess.run(
+            argv, env=env, cwd="/", capture_output=True, text=True, timeout=HOST_CHECK_TIMEOUT_S
+        )
+        problem = (
+            (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1]
+            if result.returncode != 0
+            else None
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         problem = str(exc)
     finally:
         reap(identity)
     if problem:
-        raise ServiceStateError(f"a candidate uid cannot start the Mode B agent host with {python} "
-                                f"({problem}): set scoring.agent_python to an interpreter any user can run")
+        raise ServiceStateError(
+            f"a candidate uid cannot start the Mode B agent host with {python} "
+            f"({problem}): set scoring.agent_python to an interpreter any user can run"
+        )
 
 
 class CandidateProxyAgent(BaseAgent):
     """A Harbor agent that runs the candidate's agent class in an unprivileged child process."""
 
-    def __init__(self, logs_dir: Path, model_name: Optional[str] = None, *args: Any,
-                 candidate: dict[str, Any], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        logs_dir: Path,
+        model_name: str | None = None,
+        *args: Any,
+        candidate: dict[str, Any],
+        **kwargs: Any,
+    ) -> None:
         super().__init__(logs_dir, model_name, *args, **kwargs)
         self.spec = CandidateSpec.model_validate(candidate)
-        self._session: Optional[HostSession] = None
-        self._hello: Optional[Hello] = None
+        self._session: HostSession | None = None
+        self._hello: Hello | None = None
 
     @staticmethod
     def name() -> str:
@@ -137,11 +194,15 @@ class CandidateProxyAgent(BaseAgent):
         await self._ensure_session()
         await self._phase(Start(type="start", phase="setup"), environment, None)
 
-    async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
+    async def run(
+        self, instruction: str, environment: BaseEnvironment, context: AgentContext
+    ) -> None:
         """Run the candidate's ``run``; the host is stopped afterwards, whatever happens."""
         try:
             await self._ensure_session()
-            await self._phase(Start(type="start", phase="run", instruction=instruction), environment, context)
+            await self._phase(
+                Start(type="start", phase="run", instruction=instruction), environment, context
+            )
         finally:
             await self.close()
 
@@ -155,22 +216,37 @@ class CandidateProxyAgent(BaseAgent):
     async def _ensure_session(self) -> None:
         if self._session is None:
             self._session = await HostSession.start(self.spec, self.session_id or "agent")
-            await self._session.send(Init(type="init", import_path=self.spec.import_path,
-                                          model_name=self.spec.model_name or self.model_name,
-                                          kwargs=self.spec.kwargs, logs_dir=str(self._session.logs_dir),
-                                          session_id=self.session_id,
-                                          context_id=str(self.context_id) if self.context_id else None,
-                                          mcp_servers=[m.model_dump(mode="json") for m in self.mcp_servers],
-                                          skills_dir=self.skills_dir))
+            await self._session.send(
+                Init(
+                    type="init",
+                    import_path=self.spec.import_path,
+                    model_name=self.spec.model_name or self.model_name,
+                    kwargs=self.spec.kwargs,
+                    logs_dir=str(self._session.logs_dir),
+                    session_id=self.session_id,
+                    context_id=str(self.context_id) if self.context_id else None,
+                    mcp_servers=[m.model_dump(mode="json") for m in self.mcp_servers],
+                    skills_dir=self.skills_dir,
+                )
+            )
 
-    async def _phase(self, start: Start, environment: BaseEnvironment, context: Optional[AgentContext]) -> None:
+    async def _phase(
+        self, start: Start, environment: BaseEnvironment, context: AgentContext | None
+    ) -> None:
         assert self._session is not None
-        start = start.model_copy(update={"default_user": environment.default_user, "os": str(environment.os.value),
-                                         "session_id": environment.session_id})
+        start = start.model_copy(
+            update={
+                "default_user": environment.default_user,
+                "os": str(environment.os.value),
+                "session_id": environment.session_id,
+            }
+        )
         try:
             hello = await self._session.run_phase(start, environment, context)
         except BaseException:
-            await self.close(graceful=False)  # timeout (cancel), protocol error or failure: the host goes
+            await self.close(
+                graceful=False
+            )  # timeout (cancel), protocol error or failure: the host goes
             raise
         self._hello = hello or self._hello
 
@@ -178,8 +254,15 @@ class CandidateProxyAgent(BaseAgent):
 class HostSession:
     """One running agent host: its process, socket, private dirs and in-flight calls."""
 
-    def __init__(self, spec: CandidateSpec, identity: Identity, session_dir: Path, proc: asyncio.subprocess.Process,
-                 reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self,
+        spec: CandidateSpec,
+        identity: Identity,
+        session_dir: Path,
+        proc: asyncio.subprocess.Process,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
         self.spec, self.identity, self.session_dir, self.proc = spec, identity, session_dir, proc
         self.reader, self.writer = reader, writer
         self.logs_dir = session_dir / "logs"
@@ -188,38 +271,70 @@ class HostSession:
         self._hello_seen = False
 
     @classmethod
-    async def start(cls, spec: CandidateSpec, session_id: str) -> "HostSession":
+    async def start(cls, spec: CandidateSpec, session_id: str) -> HostSession:
         """Make the trial's private dirs and start ``agent_host`` as a fresh uid, confined."""
         safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in session_id)[:200]
         session_dir = spec.host_dir / safe
         if session_dir.is_symlink():
             session_dir.unlink()
         elif session_dir.exists():
-            shutil.rmtree(session_dir)  # a retried trial of the same name; rmtree never follows links
+            shutil.rmtree(
+                session_dir
+            )  # a retried trial of the same name; rmtree never follows links
         session_dir.mkdir(mode=0o711, parents=True)
         identity = await asyncio.to_thread(spec.issue_identity)
         for name in ("home", "logs"):
             (session_dir / name).mkdir(mode=0o700)
             if identity.switches:  # fresh uid, nothing of it running yet, parent root's: no race
                 os.chown(session_dir / name, identity.uid, identity.gid)
-        env = allowlisted_env(spec.path, session_dir / "home", spec.pass_env, {
-            "PYTHONPATH": os.pathsep.join([str(spec.code_dir), *trusted_lib_path()]), "HARBOR_TELEMETRY": "0",
-            "TMPDIR": str(session_dir / "home"),
-            # Harbor parses model names with LiteLLM, which otherwise fetches a price list first.
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+        env = allowlisted_env(
+            spec.path,
+            session_dir / "home",
+            spec.pass_env,
+            {
+                "PYTHONPATH": os.pathsep.join([str(spec.code_dir), *trusted_lib_path()]),
+                "HARBOR_TELEMETRY": "0",
+                "TMPDIR": str(session_dir / "home"),
+                # Harbor parses model names with LiteLLM, which otherwise fetches a price list first.
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            },
+        )
         ours, theirs = socket.socketpair()
-        log_fd = os.open(session_dir / "host.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        log_fd = os.open(
+            session_dir / "host.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600
+        )
         try:
-            argv = confined_argv(identity, [spec.python, "-m", "posttrainbench.optimize.agent_host",
-                                            "--fd", str(theirs.fileno()), "--parent", str(os.getpid())],
-                                 cwd=session_dir / "home", writable=[session_dir / "home", session_dir / "logs"],
-                                 limits=spec.limits, network=True)
+            argv = confined_argv(
+                identity,
+                [
+                    spec.python,
+                    "-m",
+                    "posttrainbench.optimize.agent_host",
+                    "--fd",
+                    str(theirs.fileno()),
+                    "--parent",
+                    str(os.getpid()),
+                ],
+                cwd=session_dir / "home",
+                writable=[session_dir / "home", session_dir / "logs"],
+                limits=spec.limits,
+                network=True,
+            )
             proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, env=env,
-                cwd="/", pass_fds=(theirs.fileno(),), start_new_session=True)
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log_fd,
+                stderr=log_fd,
+                env=env,
+                cwd="/",
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+            )
         except OSError as exc:
             ours.close()
-            raise CandidateAgentError(f"cannot start the candidate's agent host: {exc.strerror}") from None
+            raise CandidateAgentError(
+                f"cannot start the candidate's agent host: {exc.strerror}"
+            ) from None
         finally:
             theirs.close()
             os.close(log_fd)
@@ -232,8 +347,9 @@ class HostSession:
             self.writer.write(encode(message))
             await self.writer.drain()
 
-    async def run_phase(self, start: Start, environment: BaseEnvironment,
-                        context: Optional[AgentContext]) -> Optional[Hello]:
+    async def run_phase(
+        self, start: Start, environment: BaseEnvironment, context: AgentContext | None
+    ) -> Hello | None:
         """Send *start*, serve environment calls until the phase ends; return the Hello if one came."""
         await self.send(start)
         hello = None
@@ -242,8 +358,10 @@ class HostSession:
                 line = await read_line(self.reader)
                 if line is None:
                     code = await self._exit_code()
-                    raise CandidateAgentError(f"the candidate's agent host exited during {start.phase} "
-                                              f"(exit code {code}); see candidate-host.log")
+                    raise CandidateAgentError(
+                        f"the candidate's agent host exited during {start.phase} "
+                        f"(exit code {code}); see candidate-host.log"
+                    )
                 message = parse_host_message(line)
                 if isinstance(message, Hello):
                     if self._hello_seen:
@@ -251,8 +369,14 @@ class HostSession:
                     self._hello_seen, hello = True, message
                 elif isinstance(message, Call):
                     if len(self._calls) >= MAX_IN_FLIGHT:
-                        await self.send(Reply(type="reply", id=message.id, ok=False,
-                                              error=f"more than {MAX_IN_FLIGHT} calls in flight"))
+                        await self.send(
+                            Reply(
+                                type="reply",
+                                id=message.id,
+                                ok=False,
+                                error=f"more than {MAX_IN_FLIGHT} calls in flight",
+                            )
+                        )
                         continue
                     task = asyncio.create_task(self._answer(message, environment))
                     self._calls.add(task)
@@ -260,7 +384,9 @@ class HostSession:
                 elif isinstance(message, ContextUpdate):
                     copy_context(message.context, context)
                 elif isinstance(message, PhaseFailed):
-                    raise CandidateAgentError(f"candidate agent {message.phase} failed: {message.error}")
+                    raise CandidateAgentError(
+                        f"candidate agent {message.phase} failed: {message.error}"
+                    )
                 elif isinstance(message, PhaseDone):
                     if message.phase != start.phase:
                         raise CandidateProtocolError(f"{message.phase} done during {start.phase}")
@@ -278,17 +404,21 @@ class HostSession:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the environment's error goes back to the candidate, as one line
-            text = f"{type(exc).__name__}: {exc}".splitlines()[0][:2000] if str(exc) else type(exc).__name__
+            text = (
+                f"{type(exc).__name__}: {exc}".splitlines()[0][:2000]
+                if str(exc)
+                else type(exc).__name__
+            )
             reply = Reply(type="reply", id=message.id, ok=False, error=text)
         try:
             await self.send(reply)
         except (ConnectionError, RuntimeError):
             pass  # the host is gone; the phase loop reports it
 
-    async def _exit_code(self) -> Optional[int]:
+    async def _exit_code(self) -> int | None:
         try:
             return await asyncio.wait_for(self.proc.wait(), STOP_GRACE_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return None
 
     async def stop(self, graceful: bool = True) -> None:
@@ -297,7 +427,7 @@ class HostSession:
             try:
                 await asyncio.wait_for(self.send(Stop(type="stop")), 1.0)
                 await asyncio.wait_for(asyncio.shield(self.proc.wait()), STOP_GRACE_S)
-            except (asyncio.TimeoutError, ConnectionError, RuntimeError):
+            except (TimeoutError, ConnectionError, RuntimeError):
                 pass
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
@@ -305,7 +435,7 @@ class HostSession:
             pass
         try:
             await asyncio.wait_for(asyncio.shield(self.proc.wait()), STOP_GRACE_S)
-        except (asyncio.TimeoutError, asyncio.CancelledError):
+        except (TimeoutError, asyncio.CancelledError):
             pass
         # Whatever it started, however it daemonized: gone before its logs are read.
         await asyncio.to_thread(reap, self.identity)
@@ -318,7 +448,7 @@ class HostSession:
         copy_tree_safely(self.session_dir, dest, left, only={"host.log": "candidate-host.log"})
 
 
-def copy_context(data: dict[str, Any], context: Optional[AgentContext]) -> None:
+def copy_context(data: dict[str, Any], context: AgentContext | None) -> None:
     """Validate the candidate's AgentContext and copy its fields into Harbor's *context*."""
     try:
         reported = AgentContext.model_validate(data)
@@ -333,8 +463,9 @@ def copy_context(data: dict[str, Any], context: Optional[AgentContext]) -> None:
 async def perform(call: Any, environment: BaseEnvironment) -> dict[str, Any]:
     """Do one candidate call on the real environment; files go through a private temp dir."""
     if isinstance(call, ExecCall):
-        result = await environment.exec(call.command, cwd=call.cwd, env=call.env, timeout_sec=call.timeout_sec,
-                                        user=call.user)
+        result = await environment.exec(
+            call.command, cwd=call.cwd, env=call.env, timeout_sec=call.timeout_sec, user=call.user
+        )
         return {"stdout": result.stdout, "stderr": result.stderr, "return_code": result.return_code}
     if isinstance(call, PathCheckCall):
         check = environment.is_dir if call.method == "is_dir" else environment.is_file
@@ -369,4 +500,6 @@ async def perform(call: Any, environment: BaseEnvironment) -> dict[str, Any]:
 def _check_size(size: int, what: str) -> None:
     # base64 grows the payload by 4/3; the reply must stay within one line.
     if size * 4 // 3 > MAX_LINE - 4096:
-        raise OSError(f"{what}: {size} bytes is more than one transfer carries ({MAX_LINE * 3 // 4})")
+        raise OSError(
+            f"{what}: {size} bytes is more than one transfer carries ({MAX_LINE * 3 // 4})"
+        )

@@ -7,9 +7,8 @@ themselves live in the bare repository of ``candidates.CandidateRepo``.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,7 +18,7 @@ from posttrainbench.optimize.locked_json import exclusive, read_model, write_mod
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 class CandidateRecord(BaseModel):
@@ -72,8 +71,8 @@ class RegistryFile(BaseModel):
     version: int = 1
     candidates: list[CandidateRecord] = Field(default_factory=list)
     evaluations: list[EvaluationRecord] = Field(default_factory=list)
-    submission: Optional[Submission] = None
-    finalized_at: Optional[str] = None
+    submission: Submission | None = None
+    finalized_at: str | None = None
 
     def candidate(self, candidate_id: int) -> CandidateRecord:
         """The record with *candidate_id*."""
@@ -101,8 +100,13 @@ class Registry:
                     if record.sha == sha:
                         return record
                 number = len(state.candidates) + 1
-                record = CandidateRecord(id=number, ref=f"refs/ptb/candidates/{number}", sha=sha,
-                                         requested=spec, time=_now())
+                record = CandidateRecord(
+                    id=number,
+                    ref=f"refs/ptb/candidates/{number}",
+                    sha=sha,
+                    requested=spec,
+                    time=_now(),
+                )
                 self.repo.pin(sha, record.ref)
                 state.candidates.append(record)
                 write_model(self.path, state)
@@ -110,12 +114,22 @@ class Registry:
         finally:
             self.repo.delete_ref(incoming)
 
-    def record_evaluation(self, candidate: CandidateRecord, split: str, n: int, mean: float, status: str) -> EvaluationRecord:
+    def record_evaluation(
+        self, candidate: CandidateRecord, split: str, n: int, mean: float, status: str
+    ) -> EvaluationRecord:
         """Append one evaluation's outcome."""
         with exclusive(self.path):
             state = read_model(self.path, RegistryFile)
-            record = EvaluationRecord(eval_id=len(state.evaluations) + 1, candidate=candidate.id, sha=candidate.sha,
-                                      split=split, n=n, mean=mean, status=status, time=_now())
+            record = EvaluationRecord(
+                eval_id=len(state.evaluations) + 1,
+                candidate=candidate.id,
+                sha=candidate.sha,
+                split=split,
+                n=n,
+                mean=mean,
+                status=status,
+                time=_now(),
+            )
             state.evaluations.append(record)
             write_model(self.path, state)
             return record

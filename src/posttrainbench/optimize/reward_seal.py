@@ -79,22 +79,37 @@ def check(out_dir: Path, state_dir: Path) -> str | None:
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)  # whatever it holds, it is not a reward
     write_text_atomic(path, seal.text)  # replaces a link or a file, never writes through it
-    flag = Judgement.read(Path(out_dir) / Judgement.filename("isolation")) \
-        if (Path(out_dir) / Judgement.filename("isolation")).is_file() else None
+    flag = (
+        Judgement.read(Path(out_dir) / Judgement.filename("isolation"))
+        if (Path(out_dir) / Judgement.filename("isolation")).is_file()
+        else None
+    )
     evidence = Evidence(detector="reward_seal", flagged=True, detail=found, location=str(path))
     if flag is None:
-        flag = Judgement(judge="isolation", flagged=True, decided_by="detector", justification=found,
-                         evidence=[evidence])
+        flag = Judgement(
+            judge="isolation",
+            flagged=True,
+            decided_by="detector",
+            justification=found,
+            evidence=[evidence],
+        )
     else:
-        flag = flag.model_copy(update={"flagged": True, "evidence": [*flag.evidence, evidence],
-                                       "justification": f"{flag.justification}; {found}"})
+        flag = flag.model_copy(
+            update={
+                "flagged": True,
+                "evidence": [*flag.evidence, evidence],
+                "justification": f"{flag.justification}; {found}",
+            }
+        )
     flag.write(out_dir)
     return found
 
 
 def main(argv: list[str] | None = None) -> int:
     """``publish --staging S --out-dir O --state-dir T`` or ``check --out-dir O --state-dir T``."""
-    parser = argparse.ArgumentParser(prog="python -m posttrainbench.optimize.reward_seal", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m posttrainbench.optimize.reward_seal", description=__doc__
+    )
     parser.add_argument("action", choices=("publish", "check"))
     parser.add_argument("--staging", type=Path)
     parser.add_argument("--out-dir", type=Path, required=True)
@@ -111,7 +126,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: cannot check the reward: {exc}", file=sys.stderr)
         return 2
     if found:
-        print(f"reward refused ({found}): the sealed reward is restored and the run flagged", file=sys.stderr)
+        print(
+            f"reward refused ({found}): the sealed reward is restored and the run flagged",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -20,7 +20,6 @@ import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from posttrainbench.optimize.config import CandidateLimits, ScoringModeA
 from posttrainbench.optimize.errors import ServiceStateError
@@ -66,7 +65,7 @@ def _remove_if_empty(path: Path) -> None:
         pass
 
 
-def prepare_runs_root(path: Optional[Path]) -> Path:
+def prepare_runs_root(path: Path | None) -> Path:
     """The parent of all run directories: root's (this process's), 0711, never a link.
 
     ``None``: this process's own, in the system temp dir (removed at exit). An existing path
@@ -76,7 +75,9 @@ def prepare_runs_root(path: Optional[Path]) -> Path:
     path.mkdir(mode=0o711, parents=True, exist_ok=True)
     info = os.lstat(path)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
-        raise ServiceStateError(f"runs directory {path} is not a directory of this service's own user")
+        raise ServiceStateError(
+            f"runs directory {path} is not a directory of this service's own user"
+        )
     os.chmod(path, 0o711)  # enterable by the runs' uids, not listable, writable by this user only
     return path
 
@@ -98,28 +99,56 @@ def remove_run_dir(run: RunDir) -> None:
     shutil.rmtree(run.root, ignore_errors=True)  # fd-based: never follows a link inside
 
 
-def confined_argv(identity: Identity, argv: list[str], *, cwd: Path, writable: list[Path],
-                  limits: CandidateLimits, network: bool = False) -> list[str]:
+def confined_argv(
+    identity: Identity,
+    argv: list[str],
+    *,
+    cwd: Path,
+    writable: list[Path],
+    limits: CandidateLimits,
+    network: bool = False,
+) -> list[str]:
     """*argv* started as *identity* through the launcher: limits, Landlock, seccomp, then exec."""
     processes = limits.max_processes
     if not identity.switches:
         # RLIMIT_NPROC counts every process of the uid: as the service's own user, keep its limit.
         processes = resource.getrlimit(resource.RLIMIT_NPROC)[1]
         processes = processes if processes != resource.RLIM_INFINITY else 1 << 20
-    launcher = [launcher_python(), "-I", "-S", helper("confine.py"), "--cwd", str(cwd),
-                *[arg for path in writable for arg in ("--writable", str(path))],
-                "--max-processes", str(processes), "--max-open-files", str(limits.max_open_files),
-                "--max-file-bytes", str(limits.max_file_mb * _MB), *(["--network"] if network else []),
-                "--", *argv]
+    launcher = [
+        launcher_python(),
+        "-I",
+        "-S",
+        helper("confine.py"),
+        "--cwd",
+        str(cwd),
+        *[arg for path in writable for arg in ("--writable", str(path))],
+        "--max-processes",
+        str(processes),
+        "--max-open-files",
+        str(limits.max_open_files),
+        "--max-file-bytes",
+        str(limits.max_file_mb * _MB),
+        *(["--network"] if network else []),
+        "--",
+        *argv,
+    ]
     if not identity.switches:
         return launcher
     setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
-    return [setpriv, f"--reuid={identity.uid}", f"--regid={identity.gid}", "--clear-groups", "--no-new-privs",
-            "--", *launcher]
+    return [
+        setpriv,
+        f"--reuid={identity.uid}",
+        f"--regid={identity.gid}",
+        "--clear-groups",
+        "--no-new-privs",
+        "--",
+        *launcher,
+    ]
 
 
-def allowlisted_env(path: str, home: Path, pass_env: list[str],
-                    extra: Optional[dict[str, str]] = None) -> dict[str, str]:
+def allowlisted_env(
+    path: str, home: Path, pass_env: list[str], extra: dict[str, str] | None = None
+) -> dict[str, str]:
     """A candidate process's whole environment: fixed basics, *extra*, and the *pass_env*
     variables this process has; never anything else of the service's own environment."""
     env = {
@@ -139,7 +168,7 @@ def candidate_env(scoring: ScoringModeA, run: RunDir) -> dict[str, str]:
     return allowlisted_env(scoring.path, run.home, scoring.pass_env, {"TMPDIR": str(run.tmp)})
 
 
-def copy_tree_safely(src: Path, dest: Path, budget: int, only: Optional[dict[str, str]] = None) -> int:
+def copy_tree_safely(src: Path, dest: Path, budget: int, only: dict[str, str] | None = None) -> int:
     """Copy regular files and dirs from the candidate-owned *src* into *dest*; return the budget left.
 
     Every step goes through directory fds with ``O_NOFOLLOW`` and new files are created with
@@ -164,7 +193,9 @@ def copy_tree_safely(src: Path, dest: Path, budget: int, only: Optional[dict[str
         os.close(dest_fd)
 
 
-def _copy_level(src_fd: int, dest_fd: int, budget: int, only: Optional[dict[str, str]], depth: int) -> int:
+def _copy_level(
+    src_fd: int, dest_fd: int, budget: int, only: dict[str, str] | None, depth: int
+) -> int:
     for name in sorted(os.listdir(src_fd)):
         target = name if only is None else only.get(name)
         if target is None or budget <= 0:
@@ -185,7 +216,9 @@ def _copy_level(src_fd: int, dest_fd: int, budget: int, only: Optional[dict[str,
             except OSError:
                 continue
             try:
-                sub_dest = os.open(target, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dest_fd)
+                sub_dest = os.open(
+                    target, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dest_fd
+                )
             except OSError:
                 os.close(sub_src)
                 continue
@@ -208,7 +241,9 @@ def _copy_file(src_fd: int, name: str, dest_fd: int, target: str, limit: int) ->
         if not stat.S_ISREG(os.fstat(fd_in).st_mode):  # swapped for a fifo or device since the stat
             return 0
         try:
-            fd_out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dest_fd)
+            fd_out = os.open(
+                target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dest_fd
+            )
         except OSError:
             return 0
         copied = 0

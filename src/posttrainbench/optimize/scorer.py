@@ -13,16 +13,23 @@ import re
 import time
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from posttrainbench.optimize.candidate_run import CodeRefused, RunOutcome, contained_run, run_command, unpack
+from posttrainbench.optimize.candidate_run import (
+    CodeRefused,
+    RunOutcome,
+    contained_run,
+    run_command,
+    unpack,
+)
 from posttrainbench.optimize.candidates import ArchiveSource
 from posttrainbench.optimize.config import CandidateLimits, ScoringModeA, Timeouts
 from posttrainbench.optimize.dataset import Sample
 from posttrainbench.optimize.identity import ContainmentError, IdentityPool
 from posttrainbench.optimize.runas import candidate_env
+
 _NUMBER_NOISE = re.compile(r"[,$\s]")
 
 
@@ -32,7 +39,7 @@ class SampleResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str
-    prediction: Optional[str]
+    prediction: str | None
     expected: str
     correct: bool
 
@@ -46,11 +53,11 @@ class ScoreReport(BaseModel):
     correct: int
     mean: float
     status: Literal["ok", "timeout", "error", "limit"]
-    exit_code: Optional[int]
+    exit_code: int | None
     duration_s: float
     samples: list[SampleResult]
     stderr_tail: str
-    reason: Optional[str] = None
+    reason: str | None = None
 
 
 def normalize_answer(text: str) -> str:
@@ -84,13 +91,26 @@ def score_answers(samples: list[Sample], answers: dict[str, str]) -> list[Sample
     results = []
     for sample in samples:
         prediction = answers.get(sample.id)
-        correct = prediction is not None and normalize_answer(prediction) == normalize_answer(sample.answer)
-        results.append(SampleResult(id=sample.id, prediction=prediction, expected=sample.answer, correct=correct))
+        correct = prediction is not None and normalize_answer(prediction) == normalize_answer(
+            sample.answer
+        )
+        results.append(
+            SampleResult(
+                id=sample.id, prediction=prediction, expected=sample.answer, correct=correct
+            )
+        )
     return results
 
 
-def score_copy(source: ArchiveSource, samples: list[Sample], scoring: ScoringModeA, timeouts: Timeouts,
-               limits: CandidateLimits, pool: IdentityPool, runs_root: Path) -> ScoreReport:
+def score_copy(
+    source: ArchiveSource,
+    samples: list[Sample],
+    scoring: ScoringModeA,
+    timeouts: Timeouts,
+    limits: CandidateLimits,
+    pool: IdentityPool,
+    runs_root: Path,
+) -> ScoreReport:
     """Score the code *source* yields, in one contained run (fresh uid, own directory, see
     ``candidate_run``); code that cannot be unpacked scores 0 with status ``limit``."""
     questions = "".join(json.dumps({"id": s.id, "question": s.question}) + "\n" for s in samples)
@@ -102,13 +122,27 @@ def score_copy(source: ArchiveSource, samples: list[Sample], scoring: ScoringMod
             except CodeRefused as exc:
                 outcome = RunOutcome("", "", "limit", None, str(exc))
             else:
-                outcome = run_command(identity, run, scoring.argv(), candidate_env(scoring, run),
-                                      questions.encode(), timeouts.for_samples(len(samples)), limits)
+                outcome = run_command(
+                    identity,
+                    run,
+                    scoring.argv(),
+                    candidate_env(scoring, run),
+                    questions.encode(),
+                    timeouts.for_samples(len(samples)),
+                    limits,
+                )
     except ContainmentError as exc:  # its processes would not die: nothing it printed counts
         outcome = RunOutcome("", "", "limit", None, str(exc))
     results = score_answers(samples, parse_answers(outcome.stdout))
     correct = sum(r.correct for r in results)
-    return ScoreReport(n=len(samples), correct=correct, mean=correct / len(samples) if samples else 0.0,
-                       status=outcome.status, exit_code=outcome.exit_code,
-                       duration_s=round(time.monotonic() - start, 3), samples=results,
-                       stderr_tail=outcome.stderr_tail, reason=outcome.reason)
+    return ScoreReport(
+        n=len(samples),
+        correct=correct,
+        mean=correct / len(samples) if samples else 0.0,
+        status=outcome.status,
+        exit_code=outcome.exit_code,
+        duration_s=round(time.monotonic() - start, 3),
+        samples=results,
+        stderr_tail=outcome.stderr_tail,
+        reason=outcome.reason,
+    )

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from posttrainbench.optimize import dataset, task_set
+from posttrainbench.optimize.candidates import ArchiveSource
 from posttrainbench.optimize.config import AgentTaskConfig, ScoringModeA, ScoringModeB, Tier
 from posttrainbench.optimize.dataset import Sample
 from posttrainbench.optimize.errors import AgentTaskConfigError
-from posttrainbench.optimize.candidates import ArchiveSource
 from posttrainbench.optimize.identity import IdentityPool
 from posttrainbench.optimize.scorer import ScoreReport, score_copy
 
@@ -21,11 +21,15 @@ def check_scoring_dataset(config: AgentTaskConfig) -> dict[str, int]:
         return dataset.check_dataset(config)
     if not config.baseline.is_dir():
         raise AgentTaskConfigError(f"baseline {config.baseline} is not a directory")
-    sizes = {split: len(task_set.load_task_split(config.dataset, split)) for split in dataset.named_splits(config)}
+    sizes = {
+        split: len(task_set.load_task_split(config.dataset, split))
+        for split in dataset.named_splits(config)
+    }
     for split, policy in config.splits.items():
         if policy.tier == Tier.AGGREGATE and policy.min_samples > sizes[split]:
             raise AgentTaskConfigError(
-                f"split {split!r}: min_samples {policy.min_samples} exceeds its {sizes[split]} tasks")
+                f"split {split!r}: min_samples {policy.min_samples} exceeds its {sizes[split]} tasks"
+            )
     return sizes
 
 
@@ -34,7 +38,10 @@ def load_samples(config: AgentTaskConfig, dataset_dir: Path, split: str) -> list
     if isinstance(config.scoring, ScoringModeA):
         return dataset.load_split(dataset_dir, split)
     # A task carries no question/answer text: the nested Harbor run and its verifier hold them.
-    return [Sample(id=t.name, question="", answer="") for t in task_set.load_task_split(dataset_dir, split)]
+    return [
+        Sample(id=t.name, question="", answer="")
+        for t in task_set.load_task_split(dataset_dir, split)
+    ]
 
 
 def copy_evaluable(config: AgentTaskConfig, dest: Path, splits: list[str]) -> None:
@@ -60,20 +67,46 @@ class Containment:
     runs_root: Path
 
 
-def score_candidate(config: AgentTaskConfig, source: ArchiveSource, samples: list[Sample], containment: Containment,
-                    *, dataset_dir: Path, label: str, split: str, nested_jobs: Path) -> ScoreReport:
+def score_candidate(
+    config: AgentTaskConfig,
+    source: ArchiveSource,
+    samples: list[Sample],
+    containment: Containment,
+    *,
+    dataset_dir: Path,
+    label: str,
+    split: str,
+    nested_jobs: Path,
+) -> ScoreReport:
     """Score the code of *source* on *samples* of *split*, by the config's scoring mode.
 
     Mode B runs (or resumes) the nested job of *label* on these tasks under *nested_jobs*.
     """
     scoring = config.scoring
     if isinstance(scoring, ScoringModeA):
-        return score_copy(source, samples, scoring, config.timeouts, config.limits, containment.pool,
-                          containment.runs_root)
+        return score_copy(
+            source,
+            samples,
+            scoring,
+            config.timeouts,
+            config.limits,
+            containment.pool,
+            containment.runs_root,
+        )
     assert isinstance(scoring, ScoringModeB)
     from posttrainbench.optimize.nested_harbor import run_nested
 
     wanted = {s.id for s in samples}
     tasks = [t for t in task_set.load_task_split(dataset_dir, split) if t.name in wanted]
     timeout_s = scoring.nested_timeout_s or config.timeouts.for_samples(len(tasks))
-    return run_nested(nested_jobs, label, split, source, tasks, scoring, config.limits, containment.pool, timeout_s)
+    return run_nested(
+        nested_jobs,
+        label,
+        split,
+        source,
+        tasks,
+        scoring,
+        config.limits,
+        containment.pool,
+        timeout_s,
+    )

@@ -41,13 +41,19 @@ def load_secrets(path: Path, required: Iterable[str]) -> dict[str, str]:
     try:
         values = SecretValues.model_validate_json(path.read_bytes()).root
     except OSError as exc:
-        raise SecretsFileError(f"cannot read the task's secrets file {path}: {exc.strerror}") from None
+        raise SecretsFileError(
+            f"cannot read the task's secrets file {path}: {exc.strerror}"
+        ) from None
     except ValidationError:
         # The message would quote the input (the values): say only that it is malformed.
-        raise SecretsFileError(f"the task's secrets file {path} is not a JSON object of names to strings") from None
+        raise SecretsFileError(
+            f"the task's secrets file {path} is not a JSON object of names to strings"
+        ) from None
     missing = [name for name in required if not values.get(name)]
     if missing:
-        raise SecretsFileError(f"the task's secrets file {path} lacks declared secret(s): {', '.join(missing)}")
+        raise SecretsFileError(
+            f"the task's secrets file {path} lacks declared secret(s): {', '.join(missing)}"
+        )
     return values
 
 
@@ -60,9 +66,13 @@ def export_secrets(values: dict[str, str], environ: MutableMapping[str, str] | N
 def main(argv: list[str] | None = None) -> int:
     """``python -m posttrainbench.optimize.secrets_file --secrets-file F --config C -- CMD ...``:
     load the declared secrets into the environment, then exec CMD (the verifier's final scoring)."""
-    parser = argparse.ArgumentParser(prog="python -m posttrainbench.optimize.secrets_file", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m posttrainbench.optimize.secrets_file", description=__doc__
+    )
     parser.add_argument("--secrets-file", type=Path, default=Path(SECRETS_PATH))
-    parser.add_argument("--config", type=Path, required=True, help="agent-task YAML (declares the secrets)")
+    parser.add_argument(
+        "--config", type=Path, required=True, help="agent-task YAML (declares the secrets)"
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command

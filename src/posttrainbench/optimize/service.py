@@ -21,7 +21,7 @@ import secrets
 import stat
 import threading
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from fastapi import FastAPI, Header, HTTPException
 from fastapi.responses import JSONResponse
@@ -31,13 +31,25 @@ from posttrainbench.errors import PtbError
 from posttrainbench.optimize.candidates import CandidateRepo
 from posttrainbench.optimize.config import AgentTaskConfig, RewardMode, ScoringModeB, Tier
 from posttrainbench.optimize.dataset import Sample
-from posttrainbench.optimize.errors import (BudgetExhausted, CandidateError, RequestRefused, ServiceClosed,
-                                            ServiceStateError, SplitAccessError)
+from posttrainbench.optimize.errors import (
+    BudgetExhausted,
+    CandidateError,
+    RequestRefused,
+    ServiceClosed,
+    ServiceStateError,
+    SplitAccessError,
+)
 from posttrainbench.optimize.eval_gate import EvalGate
 from posttrainbench.optimize.identity import IdentityPool
 from posttrainbench.optimize.ledger import Ledger
 from posttrainbench.optimize.runas import prepare_runs_root
-from posttrainbench.optimize.scoring import Containment, copy_evaluable, load_samples, nested_root, score_candidate
+from posttrainbench.optimize.scoring import (
+    Containment,
+    copy_evaluable,
+    load_samples,
+    nested_root,
+    score_candidate,
+)
 from posttrainbench.optimize.summary import ServiceSummary, StatePaths, open_registry, summarize
 
 DRAIN_GRACE_S = 60.0  # beyond one evaluation's timeout: unpacking, reaping, recording
@@ -57,7 +69,7 @@ class EvalRequest(BaseModel):
 
     commit: str = Field(max_length=200)
     split: str = Field(max_length=200)
-    limit: Optional[int] = Field(default=None, ge=1, description="score only this many samples")
+    limit: int | None = Field(default=None, ge=1, description="score only this many samples")
 
 
 class SubmitRequest(BaseModel):
@@ -84,7 +96,9 @@ def ensure_admin_token(path: Path) -> str:
     except FileExistsError:
         mode = stat.S_IMODE(path.stat().st_mode)
         if mode & 0o077:
-            raise ServiceStateError(f"admin token {path} has mode {mode:o}: others could read it") from None
+            raise ServiceStateError(
+                f"admin token {path} has mode {mode:o}: others could read it"
+            ) from None
         return path.read_text(encoding="utf-8").strip()
     token = secrets.token_urlsafe(32)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -95,21 +109,34 @@ def ensure_admin_token(path: Path) -> str:
 class EvaluationService:
     """Budgeted, tiered evaluations of the agent's commits (Mode A or B scoring)."""
 
-    def __init__(self, state_dir: Path, config: AgentTaskConfig, agent_repo: Path,
-                 token_path: Optional[Path] = None, work_dir: Optional[Path] = None):
+    def __init__(
+        self,
+        state_dir: Path,
+        config: AgentTaskConfig,
+        agent_repo: Path,
+        token_path: Path | None = None,
+        work_dir: Path | None = None,
+    ):
         self.config = config
         self.agent_repo = Path(agent_repo)
         self.paths = StatePaths(prepare_state_dir(state_dir))
         self.token = ensure_admin_token(token_path or self.paths.token)
-        copy_evaluable(config, self.paths.dataset, config.evaluable_splits())  # never the hidden ones
-        self.data: dict[str, list[Sample]] = {s: load_samples(config, self.paths.dataset, s)
-                                              for s in config.evaluable_splits()}
+        copy_evaluable(
+            config, self.paths.dataset, config.evaluable_splits()
+        )  # never the hidden ones
+        self.data: dict[str, list[Sample]] = {
+            s: load_samples(config, self.paths.dataset, s) for s in config.evaluable_splits()
+        }
         CandidateRepo(self.paths.repo).ensure()
         self.registry = open_registry(self.paths)
         self.ledger = Ledger(self.paths.ledger, config.splits)
-        self.containment = Containment(IdentityPool(self.paths.identities), prepare_runs_root(work_dir))
+        self.containment = Containment(
+            IdentityPool(self.paths.identities), prepare_runs_root(work_dir)
+        )
         if isinstance(config.scoring, ScoringModeB):
-            from posttrainbench.optimize.proxy_agent import check_agent_host  # imports Harbor: Mode B only
+            from posttrainbench.optimize.proxy_agent import (
+                check_agent_host,  # imports Harbor: Mode B only
+            )
 
             check_agent_host(config.scoring, config.limits, self.containment.pool)
         self.gate = EvalGate()
@@ -125,13 +152,22 @@ class EvaluationService:
             if policy.tier == Tier.HIDDEN:
                 splits[name] = {"tier": policy.tier.value}
                 continue
-            splits[name] = {"tier": policy.tier.value, "size": len(self.data[name]), "max_runs": policy.max_runs,
-                            "max_samples": policy.max_samples, **usage[name].model_dump()}
+            splits[name] = {
+                "tier": policy.tier.value,
+                "size": len(self.data[name]),
+                "max_runs": policy.max_runs,
+                "max_samples": policy.max_samples,
+                **usage[name].model_dump(),
+            }
             if policy.tier == Tier.AGGREGATE:
                 splits[name]["min_samples"] = policy.min_samples
-        return {"task": self.config.name, "reward_mode": self.config.reward.mode.value,
-                "selection_split": self.config.reward.selection_split,
-                "finalized": self.registry.snapshot().finalized_at is not None, "splits": splits}
+        return {
+            "task": self.config.name,
+            "reward_mode": self.config.reward.mode.value,
+            "selection_split": self.config.reward.selection_split,
+            "finalized": self.registry.snapshot().finalized_at is not None,
+            "splits": splits,
+        }
 
     # -- evaluations ----------------------------------------------------------------------
 
@@ -139,7 +175,7 @@ class EvaluationService:
         if self.registry.snapshot().finalized_at is not None:
             raise ServiceClosed("the service is finalized: no more evaluations or submissions")
 
-    def _pick(self, split: str, limit: Optional[int]) -> list[Sample]:
+    def _pick(self, split: str, limit: int | None) -> list[Sample]:
         policy = self.config.splits.get(split)
         if policy is None or policy.tier == Tier.HIDDEN:
             raise SplitAccessError(f"split {split!r} is hidden: the agent cannot evaluate it")
@@ -147,8 +183,10 @@ class EvaluationService:
         n = min(limit or len(samples), len(samples))
         if policy.tier == Tier.AGGREGATE:
             if n < policy.min_samples:
-                raise RequestRefused(f"split {split!r} is aggregate-only: an evaluation needs at least "
-                                     f"{policy.min_samples} samples (asked {n})")
+                raise RequestRefused(
+                    f"split {split!r} is aggregate-only: an evaluation needs at least "
+                    f"{policy.min_samples} samples (asked {n})"
+                )
             # A random subset: nested first-n prefixes would let two evaluations reveal one label.
             return samples if n == len(samples) else random.SystemRandom().sample(samples, n)
         return samples[:n]
@@ -164,21 +202,46 @@ class EvaluationService:
         candidate = self.registry.register(self.agent_repo, request.commit)
         self.ledger.charge(request.split, samples=len(samples), candidate=candidate.label)
         aggregate = self.config.tier(request.split) == Tier.AGGREGATE
-        with self._slots, (self.gate.alone() if aggregate else self.gate.side_by_side()):
-            report = score_candidate(self.config, self.registry.repo.source(candidate.sha), samples,
-                                     self.containment, dataset_dir=self.paths.dataset, label=candidate.label,
-                                     split=request.split, nested_jobs=nested_root(self.paths.root) / "eval")
-        self.registry.record_evaluation(candidate, request.split, report.n, report.mean, report.status)
+        with self._slots, self.gate.alone() if aggregate else self.gate.side_by_side():
+            report = score_candidate(
+                self.config,
+                self.registry.repo.source(candidate.sha),
+                samples,
+                self.containment,
+                dataset_dir=self.paths.dataset,
+                label=candidate.label,
+                split=request.split,
+                nested_jobs=nested_root(self.paths.root) / "eval",
+            )
+        self.registry.record_evaluation(
+            candidate, request.split, report.n, report.mean, report.status
+        )
         budget = self.ledger.usage()[request.split].model_dump()
         head = {"candidate": candidate.label, "commit": candidate.sha, "split": request.split}
         if self.config.tier(request.split) == Tier.AGGREGATE:
             # Only the mean and the count: no ids, answers, per-sample data or candidate output.
-            return {**head, "tier": "aggregate", "n": report.n, "mean": report.mean, "status": report.status,
-                    "budget": budget}
-        return {**head, "tier": "viewable", "n": report.n, "correct": report.correct, "mean": report.mean,
-                "status": report.status, "reason": getattr(report, "reason", None), "exit_code": report.exit_code,
-                "duration_s": report.duration_s, "samples": [s.model_dump() for s in report.samples],
-                "stderr_tail": report.stderr_tail, "budget": budget}
+            return {
+                **head,
+                "tier": "aggregate",
+                "n": report.n,
+                "mean": report.mean,
+                "status": report.status,
+                "budget": budget,
+            }
+        return {
+            **head,
+            "tier": "viewable",
+            "n": report.n,
+            "correct": report.correct,
+            "mean": report.mean,
+            "status": report.status,
+            "reason": getattr(report, "reason", None),
+            "exit_code": report.exit_code,
+            "duration_s": report.duration_s,
+            "samples": [s.model_dump() for s in report.samples],
+            "stderr_tail": report.stderr_tail,
+            "budget": budget,
+        }
 
     def submit(self, request: SubmitRequest) -> dict[str, Any]:
         """Record the final submission (reward mode ``submit`` only)."""
@@ -188,13 +251,15 @@ class EvaluationService:
     def _submit(self, request: SubmitRequest) -> dict[str, Any]:
         self._open()
         if self.config.reward.mode != RewardMode.SUBMIT:
-            raise ServiceClosed("this task's reward mode is auto_best: the best evaluated candidate is chosen, "
-                                "there is nothing to submit")
+            raise ServiceClosed(
+                "this task's reward mode is auto_best: the best evaluated candidate is chosen, "
+                "there is nothing to submit"
+            )
         candidate = self.registry.register(self.agent_repo, request.commit)
         submission = self.registry.submit(candidate)
         return {"candidate": candidate.label, "commit": submission.sha, "time": submission.time}
 
-    def finalize(self, authorization: Optional[str]) -> ServiceSummary:
+    def finalize(self, authorization: str | None) -> ServiceSummary:
         """Close the service and return its record; needs ``Bearer <admin token>``."""
         self.check_admin(authorization)
         self.registry.finalize()
@@ -202,16 +267,24 @@ class EvaluationService:
         self.gate.drain(self.config.timeouts.per_eval_s + DRAIN_GRACE_S)
         return summarize(self.config, self.registry.snapshot(), self.ledger)
 
-    def check_admin(self, authorization: Optional[str]) -> None:
+    def check_admin(self, authorization: str | None) -> None:
         """Raise 401/403 unless *authorization* carries the admin token."""
         if not authorization or not authorization.startswith("Bearer "):
             raise HTTPException(401, "finalize needs 'Authorization: Bearer <admin token>'")
-        if not hmac.compare_digest(authorization.removeprefix("Bearer ").strip().encode(), self.token.encode()):
+        if not hmac.compare_digest(
+            authorization.removeprefix("Bearer ").strip().encode(), self.token.encode()
+        ):
             raise HTTPException(403, "wrong admin token")
 
 
-def create_app(state_dir: Path, config: AgentTaskConfig, *, agent_repo: Path, token_path: Optional[Path] = None,
-               work_dir: Optional[Path] = None) -> FastAPI:
+def create_app(
+    state_dir: Path,
+    config: AgentTaskConfig,
+    *,
+    agent_repo: Path,
+    token_path: Path | None = None,
+    work_dir: Path | None = None,
+) -> FastAPI:
     """The service's FastAPI app over *state_dir*; the agent's commits are fetched from *agent_repo*."""
     service = EvaluationService(state_dir, config, agent_repo, token_path, work_dir)
     app = FastAPI(title=f"ptb evaluation service: {config.name}")
@@ -234,7 +307,7 @@ def create_app(state_dir: Path, config: AgentTaskConfig, *, agent_repo: Path, to
         return service.submit(request)
 
     @app.post("/finalize")
-    def finalize(authorization: Optional[str] = Header(default=None)) -> dict[str, Any]:
+    def finalize(authorization: str | None = Header(default=None)) -> dict[str, Any]:
         return service.finalize(authorization).model_dump(mode="json")
 
     return app

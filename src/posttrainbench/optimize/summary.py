@@ -4,7 +4,6 @@ submission and budget use of one service."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict
 
@@ -35,7 +34,7 @@ class ServiceSummary(BaseModel):
 
     task: str
     reward_mode: str
-    selection_split: Optional[str]
+    selection_split: str | None
     registry: RegistryFile
     charges: list[Charge]
     usage: dict[str, Usage]
@@ -48,16 +47,26 @@ def open_registry(paths: StatePaths) -> Registry:
 
 def summarize(config: AgentTaskConfig, registry: RegistryFile, ledger: Ledger) -> ServiceSummary:
     """Bundle *registry* and the ledger's charges into one summary."""
-    return ServiceSummary(task=config.name, reward_mode=config.reward.mode.value,
-                          selection_split=config.reward.selection_split, registry=registry,
-                          charges=ledger.charges(), usage=ledger.usage())
+    return ServiceSummary(
+        task=config.name,
+        reward_mode=config.reward.mode.value,
+        selection_split=config.reward.selection_split,
+        registry=registry,
+        charges=ledger.charges(),
+        usage=ledger.usage(),
+    )
 
 
 def read_state(config: AgentTaskConfig, state_dir: Path) -> ServiceSummary:
     """The summary straight from a state directory (the verifier runs beside the service)."""
     paths = StatePaths(state_dir)
     if not paths.root.is_dir():  # the service never started: no candidates, nothing spent
-        return ServiceSummary(task=config.name, reward_mode=config.reward.mode.value,
-                              selection_split=config.reward.selection_split, registry=RegistryFile(),
-                              charges=[], usage={})
+        return ServiceSummary(
+            task=config.name,
+            reward_mode=config.reward.mode.value,
+            selection_split=config.reward.selection_split,
+            registry=RegistryFile(),
+            charges=[],
+            usage={},
+        )
     return summarize(config, open_registry(paths).snapshot(), Ledger(paths.ledger, config.splits))

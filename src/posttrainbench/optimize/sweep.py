@@ -62,17 +62,25 @@ def check_tree(tree: ProtectedTree, limit: int = MAX_ENTRIES) -> tuple[int, list
     for path, info in _walk(tree.path):
         count += 1
         if count > limit:
-            found.append(Deviation(kind="sweep_limit", path=tree.path, detail=f"more than {limit} entries"))
+            found.append(
+                Deviation(kind="sweep_limit", path=tree.path, detail=f"more than {limit} entries")
+            )
             break
         if info.st_uid != 0:
-            found.append(Deviation(kind="owner", path=path, detail=f"owned by uid {info.st_uid}, not root"))
+            found.append(
+                Deviation(kind="owner", path=path, detail=f"owned by uid {info.st_uid}, not root")
+            )
         if stat.S_ISLNK(info.st_mode):
             continue  # a link's own mode means nothing; its owner is checked above
         mode = stat.S_IMODE(info.st_mode)
         if mode & (stat.S_IWGRP | stat.S_IWOTH):
-            found.append(Deviation(kind="mode", path=path, detail=f"mode {mode:o}: writable by others"))
+            found.append(
+                Deviation(kind="mode", path=path, detail=f"mode {mode:o}: writable by others")
+            )
         if tree.private and path == tree.path and mode & 0o077:
-            found.append(Deviation(kind="mode", path=path, detail=f"mode {mode:o}: others may enter it"))
+            found.append(
+                Deviation(kind="mode", path=path, detail=f"mode {mode:o}: others may enter it")
+            )
     return count, found
 
 
@@ -86,19 +94,33 @@ def leftovers(roots: list[str], uids: set[int], limit: int = MAX_ENTRIES) -> lis
         for path, info in _walk(root):
             count += 1
             if count > limit:
-                return found + [Deviation(kind="sweep_limit", path=root, detail=f"more than {limit} entries")]
+                return found + [
+                    Deviation(kind="sweep_limit", path=root, detail=f"more than {limit} entries")
+                ]
             if info.st_uid in uids:
-                found.append(Deviation(kind="leftover", path=path,
-                                       detail=f"left by candidate uid {info.st_uid} after its run ended"))
+                found.append(
+                    Deviation(
+                        kind="leftover",
+                        path=path,
+                        detail=f"left by candidate uid {info.st_uid} after its run ended",
+                    )
+                )
     return found
 
 
 def protected_trees(layout: TaskLayout) -> list[ProtectedTree]:
     """The trees of a compiled agent task the audit sweeps."""
-    return [ProtectedTree(path=layout.state, private=True), ProtectedTree(path=layout.private, private=True),
-            ProtectedTree(path=layout.secrets_dir, private=True), ProtectedTree(path=layout.service_root),
-            ProtectedTree(path=layout.runs_root), ProtectedTree(path=layout.lib), ProtectedTree(path=layout.venv),
-            ProtectedTree(path=layout.tests), ProtectedTree(path=layout.verifier_out)]
+    return [
+        ProtectedTree(path=layout.state, private=True),
+        ProtectedTree(path=layout.private, private=True),
+        ProtectedTree(path=layout.secrets_dir, private=True),
+        ProtectedTree(path=layout.service_root),
+        ProtectedTree(path=layout.runs_root),
+        ProtectedTree(path=layout.lib),
+        ProtectedTree(path=layout.venv),
+        ProtectedTree(path=layout.tests),
+        ProtectedTree(path=layout.verifier_out),
+    ]
 
 
 def run_dirs_left(runs_root: str) -> list[Deviation]:
@@ -107,5 +129,11 @@ def run_dirs_left(runs_root: str) -> list[Deviation]:
         names = sorted(os.listdir(runs_root))
     except OSError:
         return []
-    return [Deviation(kind="leftover", path=str(Path(runs_root) / n), detail="a run directory outlived its run")
-            for n in names]
+    return [
+        Deviation(
+            kind="leftover",
+            path=str(Path(runs_root) / n),
+            detail="a run directory outlived its run",
+        )
+        for n in names
+    ]

@@ -35,24 +35,80 @@ _LD_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
 
 # Per machine: (AUDIT_ARCH value, {name: number}) of the calls that are refused.
 _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
-    "x86_64": (0xC000003E, {
-        "socket": 41, "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66,
-        "shmdt": 67, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "ptrace": 101,
-        "semtimedop": 220, "mq_open": 240, "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243,
-        "mq_notify": 244, "mq_getsetattr": 245, "add_key": 248, "request_key": 249, "keyctl": 250,
-        "perf_event_open": 298, "process_vm_readv": 310, "process_vm_writev": 311, "bpf": 321,
-        "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-        "pidfd_getfd": 438,
-    }),
-    "aarch64": (0xC00000B7, {
-        "socket": 198, "shmget": 194, "shmctl": 195, "shmat": 196, "shmdt": 197, "semget": 190, "semctl": 191,
-        "semtimedop": 192, "semop": 193, "msgget": 186, "msgctl": 187, "msgrcv": 188, "msgsnd": 189,
-        "ptrace": 117, "mq_open": 180, "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183,
-        "mq_notify": 184, "mq_getsetattr": 185, "add_key": 217, "request_key": 218, "keyctl": 219,
-        "perf_event_open": 241, "process_vm_readv": 270, "process_vm_writev": 271, "bpf": 280,
-        "userfaultfd": 282, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-        "pidfd_getfd": 438,
-    }),
+    "x86_64": (
+        0xC000003E,
+        {
+            "socket": 41,
+            "shmget": 29,
+            "shmat": 30,
+            "shmctl": 31,
+            "semget": 64,
+            "semop": 65,
+            "semctl": 66,
+            "shmdt": 67,
+            "msgget": 68,
+            "msgsnd": 69,
+            "msgrcv": 70,
+            "msgctl": 71,
+            "ptrace": 101,
+            "semtimedop": 220,
+            "mq_open": 240,
+            "mq_unlink": 241,
+            "mq_timedsend": 242,
+            "mq_timedreceive": 243,
+            "mq_notify": 244,
+            "mq_getsetattr": 245,
+            "add_key": 248,
+            "request_key": 249,
+            "keyctl": 250,
+            "perf_event_open": 298,
+            "process_vm_readv": 310,
+            "process_vm_writev": 311,
+            "bpf": 321,
+            "userfaultfd": 323,
+            "io_uring_setup": 425,
+            "io_uring_enter": 426,
+            "io_uring_register": 427,
+            "pidfd_getfd": 438,
+        },
+    ),
+    "aarch64": (
+        0xC00000B7,
+        {
+            "socket": 198,
+            "shmget": 194,
+            "shmctl": 195,
+            "shmat": 196,
+            "shmdt": 197,
+            "semget": 190,
+            "semctl": 191,
+            "semtimedop": 192,
+            "semop": 193,
+            "msgget": 186,
+            "msgctl": 187,
+            "msgrcv": 188,
+            "msgsnd": 189,
+            "ptrace": 117,
+            "mq_open": 180,
+            "mq_unlink": 181,
+            "mq_timedsend": 182,
+            "mq_timedreceive": 183,
+            "mq_notify": 184,
+            "mq_getsetattr": 185,
+            "add_key": 217,
+            "request_key": 218,
+            "keyctl": 219,
+            "perf_event_open": 241,
+            "process_vm_readv": 270,
+            "process_vm_writev": 271,
+            "bpf": 280,
+            "userfaultfd": 282,
+            "io_uring_setup": 425,
+            "io_uring_enter": 426,
+            "io_uring_register": 427,
+            "pidfd_getfd": 438,
+        },
+    ),
 }
 NETWORK_CALLS = ("socket",)  # left out of the list when the candidate may use the network
 
@@ -89,7 +145,9 @@ def denied_calls(network: bool) -> dict[str, int]:
     arch = _ARCHES.get(platform.machine())
     if arch is None:
         raise ConfinementError(errno.ENOSYS, f"no system call table for {platform.machine()!r}")
-    return {name: nr for name, nr in arch[1].items() if network is False or name not in NETWORK_CALLS}
+    return {
+        name: nr for name, nr in arch[1].items() if network is False or name not in NETWORK_CALLS
+    }
 
 
 def seccomp_program(network: bool) -> bytes:
@@ -116,9 +174,14 @@ def install_seccomp(network: bool) -> None:
     """Load the filter into this process (and so into everything it starts)."""
     program = seccomp_program(network)
     buffer = ctypes.create_string_buffer(program, len(program))
-    fprog = struct.pack("=HxxxxxxQ", len(program) // 8, ctypes.addressof(buffer))  # struct sock_fprog
+    fprog = struct.pack(
+        "=HxxxxxxQ", len(program) // 8, ctypes.addressof(buffer)
+    )  # struct sock_fprog
     fprog_buffer = ctypes.create_string_buffer(fprog, len(fprog))
-    if _libc.prctl(*(_word(a) for a in (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, fprog_buffer, 0, 0))) != 0:
+    if (
+        _libc.prctl(*(_word(a) for a in (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, fprog_buffer, 0, 0)))
+        != 0
+    ):
         err = ctypes.get_errno()
         raise ConfinementError(err, f"seccomp: {os.strerror(err)}")
 
@@ -131,10 +194,12 @@ def landlock_abi() -> int:
 def install_landlock(writable: list[str], network: bool) -> int:
     """Read and execute everywhere, write only beneath *writable* (and ``/dev/null``);
     TCP refused unless *network*. Return the ABI used (0: not available)."""
-    rules = {"/": landlock.READ | landlock.EXECUTE, "/dev/null": landlock.READ_FILE | landlock.WRITE_FILE}
+    rules = {
+        "/": landlock.READ | landlock.EXECUTE,
+        "/dev/null": landlock.READ_FILE | landlock.WRITE_FILE,
+    }
     rules.update(dict.fromkeys(writable, landlock.ALL))
     try:
         return landlock.restrict_self(rules, block_tcp=not network)
     except landlock.LandlockError as exc:
         raise ConfinementError(exc.errno, f"landlock: {exc.strerror}") from None
-

@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 import os
 import posixpath
-import sys
 import signal
+import sys
 import tarfile
 
 LIMIT_EXCEEDED = 3
@@ -63,7 +63,9 @@ def unpack(stream, dest: str, max_bytes: int, max_files: int) -> tuple[int, int]
                     raise LimitExceeded(f"more than {max_bytes} bytes")
                 written += _write(archive.extractfile(member), path, member.mode & 0o755 | 0o600)
             elif member.issym():
-                target = posixpath.normpath(posixpath.join(posixpath.dirname(name), member.linkname))
+                target = posixpath.normpath(
+                    posixpath.join(posixpath.dirname(name), member.linkname)
+                )
                 if member.linkname.startswith("/") or target == ".." or target.startswith("../"):
                     raise Refused(f"link {member.name!r} points outside the copy")
                 os.makedirs(os.path.dirname(path) or dest, mode=0o755, exist_ok=True)
@@ -107,7 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.action == "pack":
         pack(args.directory, sys.stdout.buffer)
         return 0
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a file over the size limit fails with EFBIG instead
+    signal.signal(
+        signal.SIGXFSZ, signal.SIG_IGN
+    )  # a file over the size limit fails with EFBIG instead
     try:
         files, size = unpack(sys.stdin.buffer, args.dest, args.max_bytes, args.max_files)
     except LimitExceeded as exc:

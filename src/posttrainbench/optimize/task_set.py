@@ -37,9 +37,13 @@ def _task_name(task_dir: Path) -> str:
     except OSError as exc:
         raise AgentTaskConfigError(f"{path}: cannot read: {exc.strerror}") from None
     except (ValidationError, ValueError) as exc:
-        raise AgentTaskConfigError(f"{path}: not a valid Harbor task.toml: {str(exc).splitlines()[0]}") from None
+        raise AgentTaskConfigError(
+            f"{path}: not a valid Harbor task.toml: {str(exc).splitlines()[0]}"
+        ) from None
     if config.task is None:
-        raise AgentTaskConfigError(f"{path}: needs a [task] section with name = \"org/name\" (the sample id)")
+        raise AgentTaskConfigError(
+            f'{path}: needs a [task] section with name = "org/name" (the sample id)'
+        )
     return config.task.name
 
 
@@ -52,7 +56,9 @@ def discover_tasks(dataset_dir: Path) -> dict[str, Path]:
     for task_dir in sorted(p for p in root.iterdir() if (p / "task.toml").is_file()):
         name = _task_name(task_dir)
         if name in found:
-            raise AgentTaskConfigError(f"task name {name!r} is used by both {found[name]} and {task_dir}")
+            raise AgentTaskConfigError(
+                f"task name {name!r} is used by both {found[name]} and {task_dir}"
+            )
         found[name] = task_dir.resolve()
     return found
 
@@ -62,9 +68,13 @@ def split_file(dataset_dir: Path, split: str) -> Path:
     candidates = [Path(dataset_dir) / f"{split}{ext}" for ext in (".txt", ".jsonl")]
     present = [p for p in candidates if p.is_file()]
     if not present:
-        raise AgentTaskConfigError(f"split {split!r}: neither {candidates[0]} nor {candidates[1]} exists")
+        raise AgentTaskConfigError(
+            f"split {split!r}: neither {candidates[0]} nor {candidates[1]} exists"
+        )
     if len(present) > 1:
-        raise AgentTaskConfigError(f"split {split!r}: both {present[0].name} and {present[1].name} exist")
+        raise AgentTaskConfigError(
+            f"split {split!r}: both {present[0].name} and {present[1].name} exist"
+        )
     return present[0]
 
 
@@ -85,7 +95,9 @@ def read_split_ids(path: Path) -> list[str]:
             except json.JSONDecodeError as exc:
                 raise AgentTaskConfigError(f"{path}:{number}: {exc.msg}") from None
             if not isinstance(item, dict) or not isinstance(item.get("id"), str):
-                raise AgentTaskConfigError(f"{path}:{number}: needs a string field id (a task name)")
+                raise AgentTaskConfigError(
+                    f"{path}:{number}: needs a string field id (a task name)"
+                )
             text = item["id"]
         if text in ids:
             raise AgentTaskConfigError(f"{path}:{number}: duplicate task {text!r}")
@@ -99,9 +111,14 @@ def match_exactly(ids: list[str], tasks: dict[str, Path], source: str) -> list[T
     """Each id to the task of exactly that name; any id without one is an error naming it."""
     unknown = [i for i in ids if i not in tasks]
     if unknown:
-        hint = f" (known: {', '.join(sorted(tasks)[:5])}{', ...' if len(tasks) > 5 else ''})" if tasks else ""
-        raise AgentTaskConfigError(f"{source}: no task is named exactly {', '.join(repr(u) for u in unknown[:5])}"
-                                   f"{hint}")
+        hint = (
+            f" (known: {', '.join(sorted(tasks)[:5])}{', ...' if len(tasks) > 5 else ''})"
+            if tasks
+            else ""
+        )
+        raise AgentTaskConfigError(
+            f"{source}: no task is named exactly {', '.join(repr(u) for u in unknown[:5])}{hint}"
+        )
     return [TaskSample(name=i, path=tasks[i]) for i in ids]
 
 

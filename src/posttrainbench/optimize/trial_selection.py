@@ -10,15 +10,15 @@ count scoring 0. A task without a counted trial scores 0 and is reported missing
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from posttrainbench.optimize.scorer import SampleResult, ScoreReport
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class TrialOutcome(BaseModel):
@@ -29,9 +29,9 @@ class TrialOutcome(BaseModel):
     trial_dir: Path
     trial_name: str
     task_name: str
-    reward: Optional[float]  # None: the trial does not count
-    finished_at: Optional[datetime]
-    error: Optional[str] = None
+    reward: float | None  # None: the trial does not count
+    finished_at: datetime | None
+    error: str | None = None
 
 
 class TaskSampleResult(SampleResult):
@@ -40,7 +40,7 @@ class TaskSampleResult(SampleResult):
     score: float
     trials: int
     status: Literal["scored", "missing"]
-    chosen_trial: Optional[str] = None
+    chosen_trial: str | None = None
 
 
 class NestedScoreReport(ScoreReport):
@@ -50,25 +50,35 @@ class NestedScoreReport(ScoreReport):
     missing: list[str]
 
 
-def read_trial(trial_dir: Path, reward_key: str) -> Optional[TrialOutcome]:
+def read_trial(trial_dir: Path, reward_key: str) -> TrialOutcome | None:
     """The outcome of one trial directory; None while it has no readable ``result.json``."""
     from harbor.models.trial.result import TrialResult
 
     try:
-        result = TrialResult.model_validate_json((trial_dir / "result.json").read_text(encoding="utf-8"))
+        result = TrialResult.model_validate_json(
+            (trial_dir / "result.json").read_text(encoding="utf-8")
+        )
     except (OSError, ValueError):
         return None
-    reward: Optional[float] = None
+    reward: float | None = None
     rewards = result.verifier_result.rewards if result.verifier_result else None
     if result.reward_valid and rewards and isinstance(rewards.get(reward_key), (int, float)):
         reward = float(rewards[reward_key])
     error = None
     if result.exception_info is not None:
-        error = f"{result.exception_info.exception_type}: {result.exception_info.exception_message}".splitlines()[0]
+        error = f"{result.exception_info.exception_type}: {result.exception_info.exception_message}".splitlines()[
+            0
+        ]
     elif reward is None:
         error = f"no {reward_key!r} reward"
-    return TrialOutcome(trial_dir=trial_dir, trial_name=result.trial_name, task_name=result.task_name,
-                        reward=reward, finished_at=result.finished_at, error=error)
+    return TrialOutcome(
+        trial_dir=trial_dir,
+        trial_name=result.trial_name,
+        task_name=result.task_name,
+        reward=reward,
+        finished_at=result.finished_at,
+        error=error,
+    )
 
 
 def read_trials(job_dir: Path, reward_key: str) -> list[TrialOutcome]:
@@ -84,7 +94,7 @@ def uncounted_trials(job_dir: Path, reward_key: str) -> list[Path]:
     return [o.trial_dir for o in read_trials(job_dir, reward_key) if o.reward is None]
 
 
-def best_trial(outcomes: list[TrialOutcome]) -> Optional[TrialOutcome]:
+def best_trial(outcomes: list[TrialOutcome]) -> TrialOutcome | None:
     """The counted trial with the highest reward; among equal rewards the most recent one."""
     counted = [o for o in outcomes if o.reward is not None]
     if not counted:
@@ -92,14 +102,18 @@ def best_trial(outcomes: list[TrialOutcome]) -> Optional[TrialOutcome]:
     return max(counted, key=lambda o: (o.reward, _aware(o.finished_at)))
 
 
-def _aware(moment: Optional[datetime]) -> datetime:
+def _aware(moment: datetime | None) -> datetime:
     if moment is None:
         return _EPOCH
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def score_tasks(names: list[str], outcomes: list[TrialOutcome], aggregation: Literal["best", "mean"],
-                n_attempts: int) -> list[TaskSampleResult]:
+def score_tasks(
+    names: list[str],
+    outcomes: list[TrialOutcome],
+    aggregation: Literal["best", "mean"],
+    n_attempts: int,
+) -> list[TaskSampleResult]:
     """One result per task name, in *names*' order; trials of other names are ignored (exact match)."""
     by_task: dict[str, list[TrialOutcome]] = {name: [] for name in names}
     for outcome in outcomes:
@@ -116,19 +130,44 @@ def score_tasks(names: list[str], outcomes: list[TrialOutcome], aggregation: Lit
             score = sum(t.reward for t in recent if t.reward is not None) / n_attempts
         else:
             score = best.reward if best is not None and best.reward is not None else 0.0
-        results.append(TaskSampleResult(
-            id=name, prediction=None if best is None else f"{score:g}", expected="1", correct=score >= 1.0,
-            score=score, trials=len(counted), status="scored" if counted else "missing",
-            chosen_trial=best.trial_name if best is not None and aggregation == "best" else None))
+        results.append(
+            TaskSampleResult(
+                id=name,
+                prediction=None if best is None else f"{score:g}",
+                expected="1",
+                correct=score >= 1.0,
+                score=score,
+                trials=len(counted),
+                status="scored" if counted else "missing",
+                chosen_trial=best.trial_name
+                if best is not None and aggregation == "best"
+                else None,
+            )
+        )
     return results
 
 
-def build_report(names: list[str], outcomes: list[TrialOutcome], aggregation: Literal["best", "mean"],
-                 n_attempts: int, status: Literal["ok", "timeout", "error"], exit_code: Optional[int],
-                 duration_s: float, stderr_tail: str) -> NestedScoreReport:
+def build_report(
+    names: list[str],
+    outcomes: list[TrialOutcome],
+    aggregation: Literal["best", "mean"],
+    n_attempts: int,
+    status: Literal["ok", "timeout", "error"],
+    exit_code: int | None,
+    duration_s: float,
+    stderr_tail: str,
+) -> NestedScoreReport:
     """The Mode A-shaped report over *names*: mean of the per-task scores, missing tasks at 0."""
     samples = score_tasks(names, outcomes, aggregation, n_attempts)
     mean = sum(s.score for s in samples) / len(samples) if samples else 0.0
-    return NestedScoreReport(n=len(samples), correct=sum(s.correct for s in samples), mean=mean, status=status,
-                             exit_code=exit_code, duration_s=duration_s, samples=samples, stderr_tail=stderr_tail,
-                             missing=[s.id for s in samples if s.status == "missing"])
+    return NestedScoreReport(
+        n=len(samples),
+        correct=sum(s.correct for s in samples),
+        mean=mean,
+        status=status,
+        exit_code=exit_code,
+        duration_s=duration_s,
+        samples=samples,
+        stderr_tail=stderr_tail,
+        missing=[s.id for s in samples if s.status == "missing"],
+    )

@@ -32,7 +32,6 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import Optional
 
 from posttrainbench.atomic_write import write_text_atomic
 from posttrainbench.errors import PtbError
@@ -71,8 +70,9 @@ def finalize_service(url: str, token_file: Path, out: Path, timeout_s: float) ->
         token = token_file.read_text(encoding="utf-8").strip()
     except OSError as exc:
         return f"no admin token ({exc.strerror}): the service never started"
-    request = urllib.request.Request(f"{url}/finalize", data=b"", method="POST",
-                                     headers={"Authorization": f"Bearer {token}"})
+    request = urllib.request.Request(
+        f"{url}/finalize", data=b"", method="POST", headers={"Authorization": f"Bearer {token}"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as response:
             summary = json.load(response)
@@ -97,25 +97,47 @@ def stop_service(pid_file: Path) -> None:
         time.sleep(0.05)
 
 
-def run_final_scoring(layout: TaskLayout, staging: Path, log: Path, secrets_file: Optional[Path],
-                      secret_names: list[str]) -> int:
+def run_final_scoring(
+    layout: TaskLayout, staging: Path, log: Path, secrets_file: Path | None, secret_names: list[str]
+) -> int:
     """``final_score`` in a child process (with the declared secrets in its environment)."""
     if staging.exists():
         shutil.rmtree(staging)
     staging.mkdir(mode=0o700)
     env = dict(os.environ)
     if secret_names:
-        env.update(load_secrets(secrets_file or Path(layout.secrets_dir) / "secrets.json", secret_names))
-    argv = [sys.executable, "-m", "posttrainbench.optimize.final_score", "--config", layout.config,
-            "--state-dir", layout.state, "--out-dir", str(staging), "--work-dir", layout.runs_root]
+        env.update(
+            load_secrets(secrets_file or Path(layout.secrets_dir) / "secrets.json", secret_names)
+        )
+    argv = [
+        sys.executable,
+        "-m",
+        "posttrainbench.optimize.final_score",
+        "--config",
+        layout.config,
+        "--state-dir",
+        layout.state,
+        "--out-dir",
+        str(staging),
+        "--work-dir",
+        layout.runs_root,
+    ]
     with open(log, "ab") as handle:
-        return subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT,
-                              cwd="/").returncode
+        return subprocess.run(
+            argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            cwd="/",
+        ).returncode
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m posttrainbench.optimize.verifier --agent-user U --service-url URL [--secrets-file F]``."""
-    parser = argparse.ArgumentParser(prog="python -m posttrainbench.optimize.verifier", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m posttrainbench.optimize.verifier", description=__doc__
+    )
     parser.add_argument("--agent-user", required=True)
     parser.add_argument("--service-url", required=True)
     parser.add_argument("--secrets-file", type=Path, default=None)
@@ -125,37 +147,53 @@ def main(argv: list[str] | None = None) -> int:
     paths = StatePaths(Path(layout.state))
     try:
         agent = user_identity(args.agent_user)
-        home: Optional[str] = pwd.getpwnam(args.agent_user).pw_dir
+        home: str | None = pwd.getpwnam(args.agent_user).pw_dir
     except PtbError:
         agent, home = None, None
-    audit = Audit(layout, agent, IdentityPool(paths.identities), config.limits,
-                  urllib.parse.urlparse(args.service_url).port, home)
+    audit = Audit(
+        layout,
+        agent,
+        IdentityPool(paths.identities),
+        config.limits,
+        urllib.parse.urlparse(args.service_url).port,
+        home,
+    )
 
     audit.quiesce("the agent finished")
     lock_output(out)
     # The service drains its requests in flight (one evaluation's time at most) before it answers.
-    print(finalize_service(args.service_url, paths.token, out / "service_summary.json",
-                           config.timeouts.per_eval_s + DRAIN_GRACE_S + 30))
+    print(
+        finalize_service(
+            args.service_url,
+            paths.token,
+            out / "service_summary.json",
+            config.timeouts.per_eval_s + DRAIN_GRACE_S + 30,
+        )
+    )
     stop_service(Path(layout.service_root) / "service.pid")
     audit.quiesce("the service stopped")
     if (Path(layout.service_root) / "service.log").is_file():
         shutil.copyfile(Path(layout.service_root) / "service.log", out / "service.log")
 
-    status = run_final_scoring(layout, paths.final, out / "final_score.log", args.secrets_file, config.secrets)
+    status = run_final_scoring(
+        layout, paths.final, out / "final_score.log", args.secrets_file, config.secrets
+    )
     print(f"final scoring exited with status {status}")
     audit.quiesce("final scoring finished")
 
     for step in (audit.probe_agent, audit.probe_candidate):
         try:
             step()
-        except Exception as exc:  # noqa: BLE001 - an audit that cannot finish flags the run, never hides it
+        except Exception as exc:
             audit.report.control = False
             audit.deviate("audit_error", step.__name__, f"{type(exc).__name__}: {exc}")
     audit.quiesce("the probes finished")
     audit.sweep()
     audit.write(out)
-    print(f"integrity audit: {'FLAGGED' if audit.report.flagged else 'clean'} "
-          f"({len(audit.report.deviations)} deviation(s))")
+    print(
+        f"integrity audit: {'FLAGGED' if audit.report.flagged else 'clean'} "
+        f"({len(audit.report.deviations)} deviation(s))"
+    )
 
     if (paths.final / "reward.json").is_file():
         publish(paths.final, out, paths.root)  # the reward, last

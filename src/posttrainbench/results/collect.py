@@ -9,9 +9,9 @@ judge) the base model's baseline stands in, and the cell says so.
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime, timezone
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterable, Optional
 
 from posttrainbench.catalog import list_benchmarks, list_models
 from posttrainbench.catalog.baselines import BaselineEntry
@@ -26,18 +26,24 @@ def _catalog_order(found: set[str], catalog: list[str]) -> list[str]:
     return [x for x in catalog if x in found] + sorted(found - set(catalog))
 
 
-def _sum(values: Iterable[Optional[float]]) -> Optional[float]:
+def _sum(values: Iterable[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return sum(present) if present else None
 
 
-def _mean(values: Iterable[Optional[float]]) -> Optional[float]:
+def _mean(values: Iterable[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return sum(present) / len(present) if present else None
 
 
-def _cell(agent: str, benchmark: str, model: str, runs: list[ResultRecord], policy: Policy,
-          refs: ReferenceScores) -> Cell:
+def _cell(
+    agent: str,
+    benchmark: str,
+    model: str,
+    runs: list[ResultRecord],
+    policy: Policy,
+    refs: ReferenceScores,
+) -> Cell:
     scored = [r for r in runs if r.status == "scored"]
     flagged = [r for r in scored if r.flagged]
     candidates = [r for r in scored if not r.flagged]
@@ -52,58 +58,110 @@ def _cell(agent: str, benchmark: str, model: str, runs: list[ResultRecord], poli
         fallback = "flagged" if flagged else "errored" if errored else "missing"
         score, source = (base.score, "baseline") if base else (None, "none")
     normalized = None
-    if score is not None and base is not None and instruct is not None and instruct.score > base.score:
+    if (
+        score is not None
+        and base is not None
+        and instruct is not None
+        and instruct.score > base.score
+    ):
         normalized = (score - base.score) / (instruct.score - base.score)
     return Cell(
-        agent=agent, benchmark=benchmark, base_model=model, score=score, source=source, fallback=fallback,
-        selected=pick.selected, note=pick.note, n_runs=len(candidates), n_errored=len(errored),
-        n_flagged=len(flagged), n_unjudged=sum(1 for r in candidates if r.flagged is None),
-        mean=pick.mean, stderr=pick.stderr, best=pick.best, latest=pick.latest,
-        baseline=base.score if base else None, baseline_source=base.source if base else None,
-        instruct=instruct.score if instruct else None, normalized=normalized,
+        agent=agent,
+        benchmark=benchmark,
+        base_model=model,
+        score=score,
+        source=source,
+        fallback=fallback,
+        selected=pick.selected,
+        note=pick.note,
+        n_runs=len(candidates),
+        n_errored=len(errored),
+        n_flagged=len(flagged),
+        n_unjudged=sum(1 for r in candidates if r.flagged is None),
+        mean=pick.mean,
+        stderr=pick.stderr,
+        best=pick.best,
+        latest=pick.latest,
+        baseline=base.score if base else None,
+        baseline_source=base.source if base else None,
+        instruct=instruct.score if instruct else None,
+        normalized=normalized,
         cost_usd=_sum(r.usage.cost_usd for r in runs),
         input_tokens=_sum(r.usage.input_tokens for r in runs),
         output_tokens=_sum(r.usage.output_tokens for r in runs),
         gpu_hours=sum(r.usage.gpu_hours for r in runs),
         agent_hours=_mean(r.time.agent_hours for r in runs),
         budget_hours=next((r.time.budget_hours for r in runs if r.time.budget_hours), None),
-        time_fraction=_mean(r.time.fraction for r in runs))
+        time_fraction=_mean(r.time.fraction for r in runs),
+    )
 
 
-def _weighted(cells: list[Cell], weights: dict[str, float]) -> Optional[float]:
+def _weighted(cells: list[Cell], weights: dict[str, float]) -> float | None:
     pairs = [(weights.get(c.benchmark, 1.0), c.score) for c in cells if c.score is not None]
     total = sum(w for w, _ in pairs)
     return sum(w * s for w, s in pairs) / total if total > 0 else None
 
 
-def _summary(agent: str, cells: list[Cell], runs: list[ResultRecord], weights: dict[str, float],
-             benchmarks: list[str]) -> AgentSummary:
+def _summary(
+    agent: str,
+    cells: list[Cell],
+    runs: list[ResultRecord],
+    weights: dict[str, float],
+    benchmarks: list[str],
+) -> AgentSummary:
     return AgentSummary(
-        agent=agent, rank=0, average=_mean(c.score for c in cells),
-        weighted_average=_weighted(cells, weights), normalized_average=_mean(c.normalized for c in cells),
+        agent=agent,
+        rank=0,
+        average=_mean(c.score for c in cells),
+        weighted_average=_weighted(cells, weights),
+        normalized_average=_mean(c.normalized for c in cells),
         per_benchmark={b: _mean(c.score for c in cells if c.benchmark == b) for b in benchmarks},
-        n_cells=len(cells), n_cells_scored=sum(1 for c in cells if c.score is not None),
+        n_cells=len(cells),
+        n_cells_scored=sum(1 for c in cells if c.score is not None),
         n_fallback=sum(1 for c in cells if c.source == "baseline"),
-        n_runs=sum(c.n_runs for c in cells), n_errored=sum(c.n_errored for c in cells),
-        n_flagged=sum(c.n_flagged for c in cells), cost_usd=_sum(c.cost_usd for c in cells),
-        input_tokens=_sum(c.input_tokens for c in cells), output_tokens=_sum(c.output_tokens for c in cells),
+        n_runs=sum(c.n_runs for c in cells),
+        n_errored=sum(c.n_errored for c in cells),
+        n_flagged=sum(c.n_flagged for c in cells),
+        cost_usd=_sum(c.cost_usd for c in cells),
+        input_tokens=_sum(c.input_tokens for c in cells),
+        output_tokens=_sum(c.output_tokens for c in cells),
         gpu_hours=sum(c.gpu_hours for c in cells),
         agent_hours=sum(r.time.agent_hours or 0.0 for r in runs),
-        time_fraction=_mean(r.time.fraction for r in runs))
+        time_fraction=_mean(r.time.fraction for r in runs),
+    )
 
 
-def _run_rows(by_cell: dict[tuple[str, str, str], list[ResultRecord]], cells: list[Cell]) -> list[RunRow]:
+def _run_rows(
+    by_cell: dict[tuple[str, str, str], list[ResultRecord]], cells: list[Cell]
+) -> list[RunRow]:
     selected = {run_id for cell in cells for run_id in cell.selected}
     rows: list[RunRow] = []
     for (agent, benchmark, model), runs in sorted(by_cell.items()):
         for attempt, r in enumerate(sorted(runs, key=start_order), start=1):
-            rows.append(RunRow(
-                id=r.id, agent=agent, benchmark=benchmark, base_model=model, attempt=attempt, status=r.status,
-                score=r.score, flagged=r.flagged, flagged_by=[v.judge for v in r.flagging_judges],
-                selected=r.id in selected, error=r.error, cost_usd=r.usage.cost_usd,
-                input_tokens=r.usage.input_tokens, output_tokens=r.usage.output_tokens,
-                gpu_hours=r.usage.gpu_hours, agent_hours=r.time.agent_hours, budget_hours=r.time.budget_hours,
-                started_at=r.time.started_at, job_name=r.job_name, trial_name=r.trial_name))
+            rows.append(
+                RunRow(
+                    id=r.id,
+                    agent=agent,
+                    benchmark=benchmark,
+                    base_model=model,
+                    attempt=attempt,
+                    status=r.status,
+                    score=r.score,
+                    flagged=r.flagged,
+                    flagged_by=[v.judge for v in r.flagging_judges],
+                    selected=r.id in selected,
+                    error=r.error,
+                    cost_usd=r.usage.cost_usd,
+                    input_tokens=r.usage.input_tokens,
+                    output_tokens=r.usage.output_tokens,
+                    gpu_hours=r.usage.gpu_hours,
+                    agent_hours=r.time.agent_hours,
+                    budget_hours=r.time.budget_hours,
+                    started_at=r.time.started_at,
+                    job_name=r.job_name,
+                    trial_name=r.trial_name,
+                )
+            )
     return rows
 
 
@@ -116,8 +174,15 @@ def agent_labeler(records: list[ResultRecord]):
     return lambda r: f"{r.agent_label}@{'?' if r.hours is None else f'{r.hours:g}'}h"
 
 
-def collect(records: list[ResultRecord], *, results_dir: Path, policy: Policy, weights: dict[str, float],
-            baselines: Iterable[BaselineEntry] = (), skipped: Iterable[str] = ()) -> Leaderboard:
+def collect(
+    records: list[ResultRecord],
+    *,
+    results_dir: Path,
+    policy: Policy,
+    weights: dict[str, float],
+    baselines: Iterable[BaselineEntry] = (),
+    skipped: Iterable[str] = (),
+) -> Leaderboard:
     """Build the leaderboard of *records* (one store's runs)."""
     refs = ReferenceScores(records, baselines)
     label = agent_labeler(records)
@@ -129,15 +194,30 @@ def collect(records: list[ResultRecord], *, results_dir: Path, policy: Policy, w
     benchmarks = _catalog_order({r.benchmark for r in records}, [b.id for b in list_benchmarks()])
     models = _catalog_order({r.base_model for r in records}, [m.id for m in list_models()])
     agents = sorted(runs_by_agent)
-    cells = [_cell(a, b, m, by_cell.get((a, b, m), []), policy, refs)
-             for a in agents for b in benchmarks for m in models]
-    summaries = [_summary(a, [c for c in cells if c.agent == a], runs_by_agent[a], weights, benchmarks)
-                 for a in agents]
-    summaries.sort(key=lambda s: (s.weighted_average is None, -(s.weighted_average or 0.0), s.agent))
+    cells = [
+        _cell(a, b, m, by_cell.get((a, b, m), []), policy, refs)
+        for a in agents
+        for b in benchmarks
+        for m in models
+    ]
+    summaries = [
+        _summary(a, [c for c in cells if c.agent == a], runs_by_agent[a], weights, benchmarks)
+        for a in agents
+    ]
+    summaries.sort(
+        key=lambda s: (s.weighted_average is None, -(s.weighted_average or 0.0), s.agent)
+    )
     ranked = [s.model_copy(update={"rank": i}) for i, s in enumerate(summaries, start=1)]
     return Leaderboard(
-        generated_at=datetime.now(timezone.utc), results_dir=str(results_dir), policy=policy,
-        weights={b: weights.get(b, 1.0) for b in benchmarks}, benchmarks=benchmarks, base_models=models,
-        agents=ranked, cells=cells, runs=_run_rows(by_cell, cells),
+        generated_at=datetime.now(UTC),
+        results_dir=str(results_dir),
+        policy=policy,
+        weights={b: weights.get(b, 1.0) for b in benchmarks},
+        benchmarks=benchmarks,
+        base_models=models,
+        agents=ranked,
+        cells=cells,
+        runs=_run_rows(by_cell, cells),
         baselines=sorted(refs.used.values(), key=lambda u: (u.benchmark, u.base_model, u.kind)),
-        skipped=list(skipped))
+        skipped=list(skipped),
+    )

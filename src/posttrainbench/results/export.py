@@ -13,9 +13,10 @@ import multiprocessing
 import os
 import shutil
 import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -37,7 +38,16 @@ from posttrainbench.results.trial_volumes import release_volumes
 from posttrainbench.safe_fs import SafeDir
 
 # Trial subdirectories that never hold another trial: not worth walking into.
-_LEAF_DIRS = {"agent", "artifacts", "verifier", "judges", "environment", "solution", "tests", "tasks"}
+_LEAF_DIRS = {
+    "agent",
+    "artifacts",
+    "verifier",
+    "judges",
+    "environment",
+    "solution",
+    "tests",
+    "tasks",
+}
 MAX_DEPTH = 6
 POOL_THRESHOLD = 64  # below this many trials, starting workers costs more than it saves
 
@@ -46,19 +56,32 @@ class ExportSummary(BaseModel):
     """What one export did."""
 
     results_dir: str
-    added: list[str] = Field(default_factory=list, description="trial dirs exported for the first time")
-    updated: list[str] = Field(default_factory=list, description="trial dirs whose result or verdicts changed")
+    added: list[str] = Field(
+        default_factory=list, description="trial dirs exported for the first time"
+    )
+    updated: list[str] = Field(
+        default_factory=list, description="trial dirs whose result or verdicts changed"
+    )
     unchanged: int = 0
-    in_progress: list[str] = Field(default_factory=list, description="trials with no result.json yet (running, or their job was killed)")
-    skipped: list[str] = Field(default_factory=list, description="'<trial dir>: <why>' for unusable trials")
-    volumes_removed: list[str] = Field(default_factory=list, description="cloud trials' final_model volumes removed")
-    warnings: list[str] = Field(default_factory=list, description="'<trial dir>: <what>' for stored runs")
+    in_progress: list[str] = Field(
+        default_factory=list,
+        description="trials with no result.json yet (running, or their job was killed)",
+    )
+    skipped: list[str] = Field(
+        default_factory=list, description="'<trial dir>: <why>' for unusable trials"
+    )
+    volumes_removed: list[str] = Field(
+        default_factory=list, description="cloud trials' final_model volumes removed"
+    )
+    warnings: list[str] = Field(
+        default_factory=list, description="'<trial dir>: <what>' for stored runs"
+    )
 
 
 @dataclass(frozen=True)
 class _Job:
     trial: FoundTrial
-    known: Optional[str]  # the stored fingerprint of this trial id, if any
+    known: str | None  # the stored fingerprint of this trial id, if any
     staging: Path
     with_final_model: bool
 
@@ -78,7 +101,7 @@ class FoundTrial:
     """A trial directory and its result.json text (None: Harbor has not written it yet)."""
 
     path: Path
-    text: Optional[str]
+    text: str | None
     readable: bool = True
 
 
@@ -87,7 +110,7 @@ def _is_regular(root: SafeDir, name: str) -> bool:
     return found is not None and stat.S_ISREG(found.st_mode)
 
 
-def _classify(directory: Path) -> Optional[FoundTrial]:
+def _classify(directory: Path) -> FoundTrial | None:
     try:
         root = SafeDir.open(directory)
     except OSError:
@@ -118,8 +141,9 @@ def find_trials(root: Path) -> Iterator[FoundTrial]:
         if depth >= MAX_DEPTH:
             continue
         try:
-            children = sorted((p for p in directory.iterdir() if p.is_dir() and not p.is_symlink()),
-                              reverse=True)
+            children = sorted(
+                (p for p in directory.iterdir() if p.is_dir() and not p.is_symlink()), reverse=True
+            )
         except OSError:
             continue
         stack.extend((child, depth + 1) for child in children if child.name not in _LEAF_DIRS)
@@ -131,8 +155,11 @@ def _prepare(job: _Job) -> _Outcome:
     if job.trial.text is None:
         return _Outcome("in_progress", where)
     if not job.trial.readable:
-        return _Outcome("skipped", where, message=f"{RESULT_FILE} is unreadable or not a trial result "
-                                                  "(half-written?)")
+        return _Outcome(
+            "skipped",
+            where,
+            message=f"{RESULT_FILE} is unreadable or not a trial result (half-written?)",
+        )
     try:
         source = read_trial(where, job.trial.text)
     except TrialInProgress:
@@ -153,9 +180,15 @@ def _prepare(job: _Job) -> _Outcome:
     return _Outcome("staged", where, record.id, record.fingerprint, warnings=tuple(warnings))
 
 
-def export(job_dirs: list[Path], results_dir: Path, *, with_final_model: bool = False,
-           workers: Optional[int] = None, keep_volumes: bool = False,
-           progress: Optional[Callable[[int, int], None]] = None) -> ExportSummary:
+def export(
+    job_dirs: list[Path],
+    results_dir: Path,
+    *,
+    with_final_model: bool = False,
+    workers: int | None = None,
+    keep_volumes: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> ExportSummary:
     """Export every finished trial under *job_dirs* into the store at *results_dir*.
 
     A cloud trial's final_model volume is removed once its run is stored, unless
@@ -183,13 +216,17 @@ def export(job_dirs: list[Path], results_dir: Path, *, with_final_model: bool = 
                 run_id = trial_id(trial.text) if trial.text and trial.readable else None
                 if run_id is not None and run_id in first_of:
                     # A copy of a trial (same Harbor id): one run in the store, never two.
-                    summary.skipped.append(f"{trial.path}: the same trial (id {run_id}) as {first_of[run_id]}")
+                    summary.skipped.append(
+                        f"{trial.path}: the same trial (id {run_id}) as {first_of[run_id]}"
+                    )
                     continue
                 if run_id is not None:
                     first_of[run_id] = trial.path
                 stored_print = known.get(run_id) if run_id else None
                 if stored_print is not None and stored_print == fingerprint(trial.path):
-                    summary.unchanged += 1  # cheap check here: unchanged trials never reach a worker
+                    summary.unchanged += (
+                        1  # cheap check here: unchanged trials never reach a worker
+                    )
                     stored.append((trial.path, run_id))
                     continue
                 jobs.append(_Job(trial, stored_print, store.staging, with_final_model))
@@ -201,8 +238,11 @@ def export(job_dirs: list[Path], results_dir: Path, *, with_final_model: bool = 
             if progress is not None:
                 progress(done, len(jobs))
         store.recover()  # drops the (now empty) staging directory
-        removed, warnings = release_volumes([(trial, store.runs / run_id) for trial, run_id in stored],
-                                            keep=keep_volumes, with_final_model=with_final_model)
+        removed, warnings = release_volumes(
+            [(trial, store.runs / run_id) for trial, run_id in stored],
+            keep=keep_volumes,
+            with_final_model=with_final_model,
+        )
         summary.volumes_removed.extend(removed)
         summary.warnings.extend(warnings)
     return summary
@@ -218,7 +258,9 @@ def _outcomes(jobs: list[_Job], workers: int) -> Iterator[_Outcome]:
         yield from pool.imap(_prepare, jobs, chunksize=16)
 
 
-def _record(store: ResultsStore, outcome: _Outcome, known: dict[str, str], summary: ExportSummary) -> None:
+def _record(
+    store: ResultsStore, outcome: _Outcome, known: dict[str, str], summary: ExportSummary
+) -> None:
     where = str(outcome.trial_dir)
     if outcome.kind == "unchanged":
         summary.unchanged += 1

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from pydantic import BaseModel, Field
 
 from posttrainbench.errors import PtbError
@@ -20,18 +18,30 @@ class FlaggedRun(BaseModel):
     base_model: str
     trial_name: str
     job_name: str
-    score: Optional[float] = None
+    score: float | None = None
     verdicts: list[Judgement] = Field(description="only the flagging ones")
 
 
-def flagged_runs(records: list[ResultRecord], judge: Optional[str] = None) -> list[FlaggedRun]:
+def flagged_runs(records: list[ResultRecord], judge: str | None = None) -> list[FlaggedRun]:
     """Runs flagged by any judge, or by *judge* only; ordered by agent, benchmark, model, start."""
     if judge is not None and judge not in VERDICT_IDS:
         raise PtbError(f"unknown judge {judge!r}; choose one of: {', '.join(VERDICT_IDS)}")
     found: list[FlaggedRun] = []
-    for r in sorted(records, key=lambda r: (r.agent_label, r.benchmark, r.base_model, str(r.time.started_at))):
+    for r in sorted(
+        records, key=lambda r: (r.agent_label, r.benchmark, r.base_model, str(r.time.started_at))
+    ):
         hits = [v for v in r.flagging_judges if judge is None or v.judge == judge]
         if hits:
-            found.append(FlaggedRun(id=r.id, agent=r.agent_label, benchmark=r.benchmark, base_model=r.base_model,
-                                    trial_name=r.trial_name, job_name=r.job_name, score=r.score, verdicts=hits))
+            found.append(
+                FlaggedRun(
+                    id=r.id,
+                    agent=r.agent_label,
+                    benchmark=r.benchmark,
+                    base_model=r.base_model,
+                    trial_name=r.trial_name,
+                    job_name=r.job_name,
+                    score=r.score,
+                    verdicts=hits,
+                )
+            )
     return found

@@ -17,16 +17,19 @@ import json
 import os
 import stat
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Optional
 
 from harbor.models.trial.result import TrialResult
 from pydantic import ValidationError
 
 from posttrainbench.integrity.judges.verdict import JUDGE_IDS, VERDICT_IDS, Judgement
-from posttrainbench.integrity.traces.trial_files import MAX_TRACE_BYTES, artifacts_subdir, scan_trial_traces
+from posttrainbench.integrity.traces.trial_files import (
+    MAX_TRACE_BYTES,
+    artifacts_subdir,
+    scan_trial_traces,
+)
 from posttrainbench.results.record import ResultRecord, TimeUsed, Usage, combine_flags
 from posttrainbench.safe_fs import Refused, SafeDir, kind_of
 from posttrainbench.schemas import Metrics, TaskSpec
@@ -55,8 +58,8 @@ class TrialSource:
 
     record: ResultRecord
     traces: list[str] = field(default_factory=list)
-    snapshot: Optional[str] = None
-    final_model: Optional[str] = None
+    snapshot: str | None = None
+    final_model: str | None = None
 
 
 def is_trial_result(text: str) -> bool:
@@ -64,7 +67,7 @@ def is_trial_result(text: str) -> bool:
     return '"trial_name"' in text
 
 
-def trial_id(text: str) -> Optional[str]:
+def trial_id(text: str) -> str | None:
     """Harbor's trial id from a result.json text, without validating the rest."""
     try:
         value = json.loads(text).get("id")
@@ -82,14 +85,19 @@ def fingerprint(trial_dir: Path) -> str:
         except OSError:
             continue
         for entry in entries:
-            wanted = entry.name in names if names else (
-                entry.name == "metrics.json" or entry.name.startswith("judgement_"))
+            wanted = (
+                entry.name in names
+                if names
+                else (entry.name == "metrics.json" or entry.name.startswith("judgement_"))
+            )
             if wanted:
                 try:
                     found = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                parts.append(f"{sub}/{entry.name}:{found.st_mode:o}:{found.st_size}:{found.st_mtime_ns}")
+                parts.append(
+                    f"{sub}/{entry.name}:{found.st_mode:o}:{found.st_size}:{found.st_mtime_ns}"
+                )
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
@@ -120,7 +128,9 @@ def _read(root: SafeDir, trial_dir: Path, text: str | None) -> TrialSource:
         raise TrialReadError(f"cannot read {RESULT_FILE}: {exc.strerror or exc}") from None
     except ValidationError as exc:
         lines = str(exc).splitlines()
-        raise TrialReadError(f"{RESULT_FILE} is not a Harbor trial result ({' '.join(lines[:3])})") from None
+        raise TrialReadError(
+            f"{RESULT_FILE} is not a Harbor trial result ({' '.join(lines[:3])})"
+        ) from None
     if result.finished_at is None:
         raise TrialInProgress(result.trial_name)
     refused: list[str] = []
@@ -140,21 +150,38 @@ def _read(root: SafeDir, trial_dir: Path, text: str | None) -> TrialSource:
     final_model = _artifact_dir(root, f"{artifacts}/final_model", refused)
     model_info = result.agent_info.model_info
     record = ResultRecord(
-        id=str(result.id), job_name=trial_dir.parent.name, trial_name=result.trial_name,
-        task_name=result.task_name, agent=result.agent_info.name, agent_version=result.agent_info.version,
+        id=str(result.id),
+        job_name=trial_dir.parent.name,
+        trial_name=result.trial_name,
+        task_name=result.task_name,
+        agent=result.agent_info.name,
+        agent_version=result.agent_info.version,
         agent_model=_model_name(model_info) if model_info else result.config.agent.model_name,
-        benchmark=benchmark, base_model=base_model, hours=spec.hours if spec else None,
-        feedback=spec.feedback if spec else None, status=status, error=error, score=score, reward=reward,
-        metrics=metrics, verdicts=verdicts,
+        benchmark=benchmark,
+        base_model=base_model,
+        hours=spec.hours if spec else None,
+        feedback=spec.feedback if spec else None,
+        status=status,
+        error=error,
+        score=score,
+        reward=reward,
+        metrics=metrics,
+        verdicts=verdicts,
         # An audit verdict flags a run but never stands in for a judge that cleared it.
-        flagged=combine_flags([v for v in verdicts if v.judge in JUDGE_IDS or v.flagged], len(JUDGE_IDS)),
-        usage=_usage(result, root, scan.files, spec), time=_time(result, spec),
-        source_dir=str(trial_dir.resolve()), fingerprint=fingerprint(trial_dir),
-        exported_at=datetime.now(timezone.utc), refused_files=refused)
+        flagged=combine_flags(
+            [v for v in verdicts if v.judge in JUDGE_IDS or v.flagged], len(JUDGE_IDS)
+        ),
+        usage=_usage(result, root, scan.files, spec),
+        time=_time(result, spec),
+        source_dir=str(trial_dir.resolve()),
+        fingerprint=fingerprint(trial_dir),
+        exported_at=datetime.now(UTC),
+        refused_files=refused,
+    )
     return TrialSource(record=record, traces=scan.files, snapshot=snapshot, final_model=final_model)
 
 
-def _artifact_dir(root: SafeDir, relative: str, refused: list[str]) -> Optional[str]:
+def _artifact_dir(root: SafeDir, relative: str, refused: list[str]) -> str | None:
     """*relative* when it is a real directory; a link or file in its place is refused."""
     found = root.lstat(relative)
     if found is None:
@@ -169,11 +196,13 @@ def _model_name(info) -> str:
     return f"{info.provider}/{info.name}" if info.provider and "/" not in info.name else info.name
 
 
-def _task_spec(root: SafeDir, result: TrialResult, refused: list[str]) -> Optional[TaskSpec]:
+def _task_spec(root: SafeDir, result: TrialResult, refused: list[str]) -> TaskSpec | None:
     """The verifier's copy of the task spec, else the task directory's, if either is there."""
     if root.lstat("verifier/task.json") is not None:
         try:
-            return TaskSpec.model_validate_json(root.read_bytes("verifier/task.json", MAX_JSON_BYTES))
+            return TaskSpec.model_validate_json(
+                root.read_bytes("verifier/task.json", MAX_JSON_BYTES)
+            )
         except Refused as exc:
             refused.append(str(exc))
         except (OSError, ValueError):
@@ -189,7 +218,7 @@ def _task_spec(root: SafeDir, result: TrialResult, refused: list[str]) -> Option
     return None
 
 
-def _metrics(root: SafeDir) -> Optional[Metrics]:
+def _metrics(root: SafeDir) -> Metrics | None:
     name = "verifier/metrics.json"
     if root.lstat(name) is None:
         return None
@@ -203,7 +232,9 @@ def _metrics(root: SafeDir) -> Optional[Metrics]:
         raise TrialReadError(f"{name} is not valid: {str(exc).splitlines()[0]}") from None
 
 
-def _benchmark_and_model(task_name: str, spec: Optional[TaskSpec], metrics: Optional[Metrics]) -> tuple[str, str]:
+def _benchmark_and_model(
+    task_name: str, spec: TaskSpec | None, metrics: Metrics | None
+) -> tuple[str, str]:
     """From the task spec; else from the task name `posttrainbench/<benchmark>-<model>`
     (benchmark ids have no dash, so the first dash splits it)."""
     if spec is not None:
@@ -211,10 +242,14 @@ def _benchmark_and_model(task_name: str, spec: Optional[TaskSpec], metrics: Opti
     short = task_name.rsplit("/", 1)[-1]
     benchmark, sep, model = short.partition("-")
     if not sep or not model:
-        raise TrialReadError(f"task {task_name!r} is not a PostTrainBench task (no task.json, name not "
-                             "'<benchmark>-<model>')")
+        raise TrialReadError(
+            f"task {task_name!r} is not a PostTrainBench task (no task.json, name not "
+            "'<benchmark>-<model>')"
+        )
     if metrics is not None and metrics.benchmark not in ("unknown", benchmark):
-        raise TrialReadError(f"task {task_name!r} disagrees with its metrics.json benchmark {metrics.benchmark!r}")
+        raise TrialReadError(
+            f"task {task_name!r} disagrees with its metrics.json benchmark {metrics.benchmark!r}"
+        )
     return benchmark, model
 
 
@@ -228,7 +263,9 @@ def _verdicts(root: SafeDir, refused: list[str]) -> list[Judgement]:
             if not fnmatchcase(name, "judgement_*.json"):
                 continue
             try:
-                verdict = Judgement.model_validate(json.loads(root.read_bytes(f"{sub}/{name}", MAX_JSON_BYTES)))
+                verdict = Judgement.model_validate(
+                    json.loads(root.read_bytes(f"{sub}/{name}", MAX_JSON_BYTES))
+                )
             except Refused as exc:
                 refused.append(str(exc))
                 continue
@@ -238,7 +275,7 @@ def _verdicts(root: SafeDir, refused: list[str]) -> list[Judgement]:
     return [found[j] for j in VERDICT_IDS if j in found]
 
 
-def _outcome(result: TrialResult, metrics: Optional[Metrics], reward: Optional[float]):
+def _outcome(result: TrialResult, metrics: Metrics | None, reward: float | None):
     """(status, error, score). A trial is errored when Harbor recorded an exception, when
     the verifier gave no reward, or when it found no usable final model (metrics.error)."""
     exceptions = result.recorded_exceptions()
@@ -255,22 +292,24 @@ def _outcome(result: TrialResult, metrics: Optional[Metrics], reward: Optional[f
     return "scored", None, reward
 
 
-def _hours(start: Optional[datetime], end: Optional[datetime]) -> Optional[float]:
+def _hours(start: datetime | None, end: datetime | None) -> float | None:
     if start is None or end is None:
         return None
     return max((end - start).total_seconds(), 0.0) / 3600
 
 
-def _time(result: TrialResult, spec: Optional[TaskSpec]) -> TimeUsed:
+def _time(result: TrialResult, spec: TaskSpec | None) -> TimeUsed:
     agent = result.agent_execution
     return TimeUsed(
         budget_hours=spec.hours if spec else None,
         agent_hours=_hours(agent.started_at, agent.finished_at) if agent else None,
         total_hours=_hours(result.started_at, result.finished_at),
-        started_at=result.started_at, finished_at=result.finished_at)
+        started_at=result.started_at,
+        finished_at=result.finished_at,
+    )
 
 
-def _usage(result: TrialResult, root: SafeDir, traces: list[str], spec: Optional[TaskSpec]) -> Usage:
+def _usage(result: TrialResult, root: SafeDir, traces: list[str], spec: TaskSpec | None) -> Usage:
     """Tokens and cost from Harbor's agent context, else summed from the best trace."""
     gpus = spec.gpus if spec else _gpus_from_config(root)
     agent = result.agent_execution
@@ -278,21 +317,34 @@ def _usage(result: TrialResult, root: SafeDir, traces: list[str], spec: Optional
     gpu_hours = gpus * hours if hours else 0.0
     n_input, n_cache, n_output, cost = result.compute_token_cost_totals()
     if any(v is not None for v in (n_input, n_output, cost)):
-        return Usage(input_tokens=n_input, cache_tokens=n_cache, output_tokens=n_output, cost_usd=cost,
-                     source="harbor", gpus=gpus, gpu_hours=gpu_hours)
+        return Usage(
+            input_tokens=n_input,
+            cache_tokens=n_cache,
+            output_tokens=n_output,
+            cost_usd=cost,
+            source="harbor",
+            gpus=gpus,
+            gpu_hours=gpu_hours,
+        )
     if traces:
         from posttrainbench.integrity.traces.load import parse_trace_text
 
         try:
             head, _ = root.read_head(traces[0], MAX_TRACE_BYTES)
             usage = parse_trace_text(head.decode("utf-8", errors="replace"), source=traces[0]).usage
-        except Exception:  # noqa: BLE001 - an unreadable or unparseable trace just has no usage
+        except Exception:
             usage = None
         if usage is not None and (usage.input_tokens or usage.output_tokens or usage.cost_usd):
             cache = usage.cache_read_tokens + usage.cache_write_tokens
-            return Usage(input_tokens=usage.input_tokens + cache, cache_tokens=cache,
-                         output_tokens=usage.output_tokens, cost_usd=usage.cost_usd, source="trace",
-                         gpus=gpus, gpu_hours=gpu_hours)
+            return Usage(
+                input_tokens=usage.input_tokens + cache,
+                cache_tokens=cache,
+                output_tokens=usage.output_tokens,
+                cost_usd=usage.cost_usd,
+                source="trace",
+                gpus=gpus,
+                gpu_hours=gpu_hours,
+            )
     return Usage(gpus=gpus, gpu_hours=gpu_hours)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,12 +21,14 @@ class Usage(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    input_tokens: Optional[int] = Field(default=None, description="including cached input tokens")
-    cache_tokens: Optional[int] = None
-    output_tokens: Optional[int] = None
-    cost_usd: Optional[float] = None
+    input_tokens: int | None = Field(default=None, description="including cached input tokens")
+    cache_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
     source: Literal["harbor", "trace", "none"] = Field(
-        default="none", description="harbor: the agent's own report in result.json; trace: summed from the trace")
+        default="none",
+        description="harbor: the agent's own report in result.json; trace: summed from the trace",
+    )
     gpus: int = Field(default=0, ge=0)
     gpu_hours: float = Field(default=0.0, ge=0.0, description="GPUs x the agent's wall-clock hours")
 
@@ -36,14 +38,18 @@ class TimeUsed(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    budget_hours: Optional[float] = Field(default=None, description="the task's agent time limit")
-    agent_hours: Optional[float] = Field(default=None, description="the agent's execution, start to end")
-    total_hours: Optional[float] = Field(default=None, description="the whole trial: setup, agent, verifier")
-    started_at: Optional[datetime] = None
-    finished_at: Optional[datetime] = None
+    budget_hours: float | None = Field(default=None, description="the task's agent time limit")
+    agent_hours: float | None = Field(
+        default=None, description="the agent's execution, start to end"
+    )
+    total_hours: float | None = Field(
+        default=None, description="the whole trial: setup, agent, verifier"
+    )
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
 
     @property
-    def fraction(self) -> Optional[float]:
+    def fraction(self) -> float | None:
         """Share of the budget the agent used."""
         if self.budget_hours and self.agent_hours is not None:
             return self.agent_hours / self.budget_hours
@@ -66,27 +72,37 @@ class ResultRecord(BaseModel):
     trial_name: str
     task_name: str
     agent: str
-    agent_version: Optional[str] = None
-    agent_model: Optional[str] = None
+    agent_version: str | None = None
+    agent_model: str | None = None
     benchmark: str
     base_model: str
-    hours: Optional[float] = Field(default=None, description="the task's time budget")
-    feedback: Optional[str] = None
+    hours: float | None = Field(default=None, description="the task's time budget")
+    feedback: str | None = None
     status: RunStatus
-    error: Optional[str] = Field(default=None, description="exception type and message of an errored trial")
-    score: Optional[float] = None
-    reward: Optional[float] = None
-    metrics: Optional[Metrics] = None
+    error: str | None = Field(
+        default=None, description="exception type and message of an errored trial"
+    )
+    score: float | None = None
+    reward: float | None = None
+    metrics: Metrics | None = None
     verdicts: list[Judgement] = Field(default_factory=list)
-    flagged: Optional[bool] = None
+    flagged: bool | None = None
     usage: Usage = Field(default_factory=Usage)
     time: TimeUsed = Field(default_factory=TimeUsed)
-    trace_files: list[str] = Field(default_factory=list, description="paths relative to the record's directory")
-    snapshot_dir: Optional[str] = Field(default=None, description="the agent's code snapshot, relative")
-    final_model_dir: Optional[str] = Field(default=None, description="only with --with-final-model, relative")
+    trace_files: list[str] = Field(
+        default_factory=list, description="paths relative to the record's directory"
+    )
+    snapshot_dir: str | None = Field(
+        default=None, description="the agent's code snapshot, relative"
+    )
+    final_model_dir: str | None = Field(
+        default=None, description="only with --with-final-model, relative"
+    )
     refused_files: list[str] = Field(
-        default_factory=list, description="'<path in the trial>: <why>' for each file not read or copied: "
-        "a link, FIFO, device, hard link, sparse file, or over a cap")
+        default_factory=list,
+        description="'<path in the trial>: <why>' for each file not read or copied: "
+        "a link, FIFO, device, hard link, sparse file, or over a cap",
+    )
     source_dir: str = Field(description="the trial directory it was exported from")
     fingerprint: str = Field(description="changes when the trial's result or verdicts change")
     exported_at: datetime
@@ -108,7 +124,7 @@ class ResultRecord(BaseModel):
         return path
 
 
-def combine_flags(verdicts: list[Judgement], n_judges: int) -> Optional[bool]:
+def combine_flags(verdicts: list[Judgement], n_judges: int) -> bool | None:
     """True if any judge flagged; False only when all *n_judges* judges cleared the run."""
     if any(v.flagged for v in verdicts):
         return True

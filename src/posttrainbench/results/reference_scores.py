@@ -14,8 +14,8 @@ before ``"*"``.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -33,11 +33,11 @@ class WeightsFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    about: Optional[str] = Field(default=None, alias="_about")
+    about: str | None = Field(default=None, alias="_about")
     weights: dict[str, float]
 
 
-def load_weights(path: Optional[Path] = None) -> dict[str, float]:
+def load_weights(path: Path | None = None) -> dict[str, float]:
     """Per-benchmark weights: the packaged equal weights, or the user's file."""
     source = path or _WEIGHTS_FILE
     try:
@@ -45,8 +45,10 @@ def load_weights(path: Optional[Path] = None) -> dict[str, float]:
     except OSError as exc:
         raise PtbError(f"cannot read weights file {source}: {exc.strerror or exc}") from None
     except ValidationError as exc:
-        raise PtbError(f"weights file {source} is not valid: {str(exc).splitlines()[0]} "
-                       '(expected {"weights": {"<benchmark>": <number>}})') from None
+        raise PtbError(
+            f"weights file {source} is not valid: {str(exc).splitlines()[0]} "
+            '(expected {"weights": {"<benchmark>": <number>}})'
+        ) from None
     negative = [b for b, w in parsed.weights.items() if w < 0]
     if negative:
         raise PtbError(f"weights file {source}: negative weight for {', '.join(negative)}")
@@ -78,40 +80,57 @@ class ReferenceScores:
         self._measured_n = {key: len(v) for key, v in sums.items()}
         self.used: dict[tuple[str, str, str], BaselineUsed] = {}
 
-    def base(self, benchmark: str, model: str) -> Optional[BaselineUsed]:
+    def base(self, benchmark: str, model: str) -> BaselineUsed | None:
         """The base model's score, or None when nothing is known."""
         kinds = ("zero_shot", "few_shot")
-        found = (self._entry(self._extra, benchmark, model, kinds, "baselines file", exact=False)
-                 or self._entry(self._catalog, benchmark, model, kinds, "catalog", exact=True))
+        found = self._entry(
+            self._extra, benchmark, model, kinds, "baselines file", exact=False
+        ) or self._entry(self._catalog, benchmark, model, kinds, "catalog", exact=True)
         if found is None and (benchmark, model) in self._measured:
             n = self._measured_n[(benchmark, model)]
-            found = BaselineUsed(benchmark=benchmark, base_model=model, kind="base",
-                                 score=self._measured[(benchmark, model)],
-                                 source=f"measured by the verifier next to {n} run(s)")
+            found = BaselineUsed(
+                benchmark=benchmark,
+                base_model=model,
+                kind="base",
+                score=self._measured[(benchmark, model)],
+                source=f"measured by the verifier next to {n} run(s)",
+            )
         found = found or self._entry(self._catalog, benchmark, model, kinds, "catalog", exact=False)
         return self._remember(found)
 
-    def instruct(self, benchmark: str, model: str) -> Optional[BaselineUsed]:
+    def instruct(self, benchmark: str, model: str) -> BaselineUsed | None:
         """The official instruct model's score, or None."""
         kinds = ("instruct",)
-        found = (self._entry(self._extra, benchmark, model, kinds, "baselines file", exact=False)
-                 or self._entry(self._catalog, benchmark, model, kinds, "catalog", exact=False))
+        found = self._entry(
+            self._extra, benchmark, model, kinds, "baselines file", exact=False
+        ) or self._entry(self._catalog, benchmark, model, kinds, "catalog", exact=False)
         return self._remember(found)
 
-    def _remember(self, found: Optional[BaselineUsed]) -> Optional[BaselineUsed]:
+    def _remember(self, found: BaselineUsed | None) -> BaselineUsed | None:
         if found is not None:
             self.used[(found.benchmark, found.base_model, found.kind)] = found
         return found
 
     @staticmethod
-    def _entry(entries: list[BaselineEntry], benchmark: str, model: str, kinds: tuple[str, ...],
-               origin: str, *, exact: bool) -> Optional[BaselineUsed]:
+    def _entry(
+        entries: list[BaselineEntry],
+        benchmark: str,
+        model: str,
+        kinds: tuple[str, ...],
+        origin: str,
+        *,
+        exact: bool,
+    ) -> BaselineUsed | None:
         allowed = (model,) if exact else (model, "*")
         for wanted in allowed:
             for entry in entries:
                 if entry.benchmark == benchmark and entry.model == wanted and entry.kind in kinds:
                     label = "mean over the base models, " if wanted == "*" else ""
-                    return BaselineUsed(benchmark=benchmark, base_model=model,
-                                        kind="instruct" if entry.kind == "instruct" else "base",
-                                        score=entry.score, source=f"{origin} ({label}{entry.provenance})")
+                    return BaselineUsed(
+                        benchmark=benchmark,
+                        base_model=model,
+                        kind="instruct" if entry.kind == "instruct" else "base",
+                        score=entry.score,
+                        source=f"{origin} ({label}{entry.provenance})",
+                    )
         return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from posttrainbench.integrity.traces.trial_files import MAX_TRACE_BYTES
 from posttrainbench.results.harbor_trial import TrialSource
@@ -24,6 +24,8 @@ FINAL_MODEL_DIR = "final_model"
 class CopyCaps(BaseModel):
     """How much of each kind an export copies per run."""
 
+    model_config = ConfigDict(frozen=True)
+
     trace_bytes: int = 4 * 2**30
     trace_files: int = 1_000
     snapshot_bytes: int = 1 * 2**30
@@ -34,14 +36,22 @@ class CopyCaps(BaseModel):
     final_model_files: int = 10_000
 
 
-def stage_run_files(staged: Path, source: TrialSource, trial_dir: Path, with_final_model: bool,
-                    caps: CopyCaps = CopyCaps()) -> list[str]:
+def stage_run_files(
+    staged: Path,
+    source: TrialSource,
+    trial_dir: Path,
+    with_final_model: bool,
+    caps: CopyCaps | None = None,
+) -> list[str]:
     """Copy the run's files into *staged* and write its record; returns warning lines."""
+    caps = caps or CopyCaps()
     record = source.record
     warnings: list[str] = []
     refused = list(record.refused_files)
     with SafeDir.open(trial_dir) as root:
-        traces = CopyBudget(max_bytes=caps.trace_bytes, max_files=caps.trace_files, max_file_bytes=MAX_TRACE_BYTES)
+        traces = CopyBudget(
+            max_bytes=caps.trace_bytes, max_files=caps.trace_files, max_file_bytes=MAX_TRACE_BYTES
+        )
         record.trace_files = []
         for i, relative in enumerate(source.traces):
             name = f"{i:02d}-{Path(relative).name}"
@@ -50,12 +60,20 @@ def stage_run_files(staged: Path, source: TrialSource, trial_dir: Path, with_fin
                 record.trace_files.append(f"{TRACE_DIR}/{name}")
         refused += traces.refusal_lines()
         if source.snapshot is not None:
-            refused += _copy_dir(root, source.snapshot, staged / SNAPSHOT_DIR,
-                                 CopyBudget(max_bytes=caps.snapshot_bytes, max_files=caps.snapshot_files))
+            refused += _copy_dir(
+                root,
+                source.snapshot,
+                staged / SNAPSHOT_DIR,
+                CopyBudget(max_bytes=caps.snapshot_bytes, max_files=caps.snapshot_files),
+            )
             record.snapshot_dir = SNAPSHOT_DIR if (staged / SNAPSHOT_DIR).is_dir() else None
         if with_final_model and source.final_model is not None:
-            refused += _copy_dir(root, source.final_model, staged / FINAL_MODEL_DIR,
-                                 CopyBudget(max_bytes=caps.final_model_bytes, max_files=caps.final_model_files))
+            refused += _copy_dir(
+                root,
+                source.final_model,
+                staged / FINAL_MODEL_DIR,
+                CopyBudget(max_bytes=caps.final_model_bytes, max_files=caps.final_model_files),
+            )
         elif with_final_model:
             warning = fetch_into(trial_dir, staged)  # a cloud trial's model is on its volume
             if warning:
@@ -64,8 +82,10 @@ def stage_run_files(staged: Path, source: TrialSource, trial_dir: Path, with_fin
         record.final_model_dir = FINAL_MODEL_DIR
     record.refused_files = refused
     if refused:
-        warnings.append(f"{trial_dir}: {len(refused)} file(s) refused, neither read nor copied "
-                        f"(refused_files in its record.json); first: {refused[0]}")
+        warnings.append(
+            f"{trial_dir}: {len(refused)} file(s) refused, neither read nor copied "
+            f"(refused_files in its record.json); first: {refused[0]}"
+        )
     record.write(staged)
     return warnings
 

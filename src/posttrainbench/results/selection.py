@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
 
 from posttrainbench.results.record import ResultRecord
 from posttrainbench.results.table import Policy
@@ -25,13 +24,13 @@ POLICIES: tuple[str, ...] = ("mean", "latest", "best")
 class Selection:
     """A policy's pick among the candidate runs of one cell."""
 
-    score: Optional[float]
+    score: float | None
     selected: list[str]
-    mean: Optional[float]
-    stderr: Optional[float]
-    best: Optional[float]
-    latest: Optional[float]
-    note: Optional[str] = None
+    mean: float | None
+    stderr: float | None
+    best: float | None
+    latest: float | None
+    note: str | None = None
 
 
 def start_order(record: ResultRecord) -> tuple[str, str]:
@@ -40,7 +39,7 @@ def start_order(record: ResultRecord) -> tuple[str, str]:
     return (started, record.id)
 
 
-def mean_stderr(values: list[float]) -> tuple[Optional[float], Optional[float]]:
+def mean_stderr(values: list[float]) -> tuple[float | None, float | None]:
     """Mean and standard error of the mean (None below two values)."""
     if not values:
         return None, None
@@ -68,6 +67,8 @@ def select(candidates: list[ResultRecord], policy: Policy) -> Selection:
         return Selection(score=best_run.score, selected=[best_run.id], note=note, **common)
     note = None
     if latest_run.score < best_run.score:
-        note = (f"latest run ({latest_run.score:.4f}) is below an earlier run ({best_run.score:.4f}, "
-                f"{best_run.trial_name}); policy 'latest' keeps the latest")
+        note = (
+            f"latest run ({latest_run.score:.4f}) is below an earlier run ({best_run.score:.4f}, "
+            f"{best_run.trial_name}); policy 'latest' keeps the latest"
+        )
     return Selection(score=latest_run.score, selected=[latest_run.id], note=note, **common)

@@ -11,9 +11,9 @@ import fcntl
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -48,7 +48,7 @@ class ResultsStore:
         self.attic = self.root / ".replaced"
 
     @classmethod
-    def open(cls, root: Path, *, create: bool) -> "ResultsStore":
+    def open(cls, root: Path, *, create: bool) -> ResultsStore:
         """Open a store; with *create*, make one in a new or empty directory."""
         store = cls(root)
         manifest = store.root / STORE_FILE
@@ -61,10 +61,14 @@ class ResultsStore:
                 raise StoreError(f"{root} is not a PostTrainBench results store ({manifest})")
             return store
         if not create:
-            raise StoreError(f"{root} is not a results store (no {STORE_FILE}); create one with `ptb results export`")
+            raise StoreError(
+                f"{root} is not a results store (no {STORE_FILE}); create one with `ptb results export`"
+            )
         if store.root.exists() and (not store.root.is_dir() or any(store.root.iterdir())):
-            raise StoreError(f"{root} exists and is not an empty directory or a results store; "
-                             "choose another --to")
+            raise StoreError(
+                f"{root} exists and is not an empty directory or a results store; "
+                "choose another --to"
+            )
         try:
             store.runs.mkdir(parents=True, exist_ok=True)
             write_text_atomic(manifest, StoreManifest().model_dump_json(indent=2) + "\n")
@@ -80,7 +84,9 @@ class ResultsStore:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise StoreError(f"another export is writing to {self.root}; wait for it to finish") from None
+                raise StoreError(
+                    f"another export is writing to {self.root}; wait for it to finish"
+                ) from None
             self.recover()
             yield
         finally:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,32 +23,44 @@ class Cell(BaseModel):
     agent: str
     benchmark: str
     base_model: str
-    score: Optional[float] = Field(description="the runs' score by the policy, or the baseline (see source)")
+    score: float | None = Field(
+        description="the runs' score by the policy, or the baseline (see source)"
+    )
     source: CellSource
-    fallback: Optional[FallbackReason] = Field(
-        default=None, description="why the baseline stands in: no run, only errored runs, or every run flagged")
-    selected: list[str] = Field(default_factory=list, description="ids of the runs the score comes from")
-    note: Optional[str] = Field(default=None, description="e.g. that the latest run is below the best one")
+    fallback: FallbackReason | None = Field(
+        default=None,
+        description="why the baseline stands in: no run, only errored runs, or every run flagged",
+    )
+    selected: list[str] = Field(
+        default_factory=list, description="ids of the runs the score comes from"
+    )
+    note: str | None = Field(
+        default=None, description="e.g. that the latest run is below the best one"
+    )
     n_runs: int = Field(default=0, description="scored runs that no judge flagged")
     n_errored: int = 0
     n_flagged: int = 0
     n_unjudged: int = Field(default=0, description="scored runs whose judges did not all decide")
-    mean: Optional[float] = Field(default=None, description="mean over the scored, unflagged runs")
-    stderr: Optional[float] = Field(default=None, description="standard error of that mean (2+ runs)")
-    best: Optional[float] = None
-    latest: Optional[float] = None
-    baseline: Optional[float] = None
-    baseline_source: Optional[str] = None
-    instruct: Optional[float] = None
-    normalized: Optional[float] = Field(
-        default=None, description="(score - baseline) / (instruct - baseline): the share of the gap closed")
-    cost_usd: Optional[float] = Field(default=None, description="summed over every run of the cell")
-    input_tokens: Optional[int] = None
-    output_tokens: Optional[int] = None
+    mean: float | None = Field(default=None, description="mean over the scored, unflagged runs")
+    stderr: float | None = Field(default=None, description="standard error of that mean (2+ runs)")
+    best: float | None = None
+    latest: float | None = None
+    baseline: float | None = None
+    baseline_source: str | None = None
+    instruct: float | None = None
+    normalized: float | None = Field(
+        default=None,
+        description="(score - baseline) / (instruct - baseline): the share of the gap closed",
+    )
+    cost_usd: float | None = Field(default=None, description="summed over every run of the cell")
+    input_tokens: int | None = None
+    output_tokens: int | None = None
     gpu_hours: float = 0.0
-    agent_hours: Optional[float] = Field(default=None, description="mean agent time per run")
-    budget_hours: Optional[float] = None
-    time_fraction: Optional[float] = Field(default=None, description="mean share of the time budget used")
+    agent_hours: float | None = Field(default=None, description="mean agent time per run")
+    budget_hours: float | None = None
+    time_fraction: float | None = Field(
+        default=None, description="mean share of the time budget used"
+    )
 
 
 class AgentSummary(BaseModel):
@@ -58,23 +70,24 @@ class AgentSummary(BaseModel):
 
     agent: str
     rank: int
-    average: Optional[float] = Field(description="mean cell score over the grid")
-    weighted_average: Optional[float] = Field(description="cells weighted by their benchmark's weight")
-    normalized_average: Optional[float] = None
-    per_benchmark: dict[str, Optional[float]] = Field(
-        default_factory=dict, description="mean cell score per benchmark, over the base models")
+    average: float | None = Field(description="mean cell score over the grid")
+    weighted_average: float | None = Field(description="cells weighted by their benchmark's weight")
+    normalized_average: float | None = None
+    per_benchmark: dict[str, float | None] = Field(
+        default_factory=dict, description="mean cell score per benchmark, over the base models"
+    )
     n_cells: int
     n_cells_scored: int = Field(description="cells with a score (run or baseline)")
     n_fallback: int = Field(description="cells where the baseline stands in")
     n_runs: int = 0
     n_errored: int = 0
     n_flagged: int = 0
-    cost_usd: Optional[float] = None
-    input_tokens: Optional[int] = None
-    output_tokens: Optional[int] = None
+    cost_usd: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
     gpu_hours: float = 0.0
     agent_hours: float = Field(default=0.0, description="summed agent time over all runs")
-    time_fraction: Optional[float] = Field(default=None, description="mean share of the budget used")
+    time_fraction: float | None = Field(default=None, description="mean share of the budget used")
 
 
 class RunRow(BaseModel):
@@ -88,18 +101,18 @@ class RunRow(BaseModel):
     base_model: str
     attempt: int = Field(description="1-based, by start time within its cell")
     status: Literal["scored", "errored"]
-    score: Optional[float] = None
-    flagged: Optional[bool] = None
+    score: float | None = None
+    flagged: bool | None = None
     flagged_by: list[str] = Field(default_factory=list)
     selected: bool = Field(default=False, description="whether the cell's score uses this run")
-    error: Optional[str] = None
-    cost_usd: Optional[float] = None
-    input_tokens: Optional[int] = None
-    output_tokens: Optional[int] = None
+    error: str | None = None
+    cost_usd: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
     gpu_hours: float = 0.0
-    agent_hours: Optional[float] = None
-    budget_hours: Optional[float] = None
-    started_at: Optional[datetime] = None
+    agent_hours: float | None = None
+    budget_hours: float | None = None
+    started_at: datetime | None = None
     job_name: str
     trial_name: str
 
@@ -131,13 +144,15 @@ class Leaderboard(BaseModel):
     cells: list[Cell]
     runs: list[RunRow]
     baselines: list[BaselineUsed] = Field(default_factory=list)
-    skipped: list[str] = Field(default_factory=list, description="records that could not be read, with why")
+    skipped: list[str] = Field(
+        default_factory=list, description="records that could not be read, with why"
+    )
 
     def write(self, path: Path) -> Path:
         """Write atomically (temp file + rename)."""
         return write_text_atomic(path, self.model_dump_json(indent=2) + "\n")
 
-    def cell(self, agent: str, benchmark: str, base_model: str) -> Optional[Cell]:
+    def cell(self, agent: str, benchmark: str, base_model: str) -> Cell | None:
         """The cell for this agent, benchmark and base model, if the grid has it."""
         for cell in self.cells:
             if (cell.agent, cell.benchmark, cell.base_model) == (agent, benchmark, base_model):

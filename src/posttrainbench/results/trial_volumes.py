@@ -6,7 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from posttrainbench.envs.cloud_trial import read_record
-from posttrainbench.envs.cloud_volumes import FINAL_MODEL, VolumeError, delete_volume, fetch_final_model
+from posttrainbench.envs.cloud_volumes import (
+    FINAL_MODEL,
+    VolumeError,
+    delete_volume,
+    fetch_final_model,
+)
 
 
 def fetch_into(trial_dir: Path, staged: Path) -> str | None:
@@ -24,8 +29,9 @@ def fetch_into(trial_dir: Path, staged: Path) -> str | None:
     return None
 
 
-def release_volumes(stored: list[tuple[Path, Path]], *, keep: bool, with_final_model: bool
-                    ) -> tuple[list[str], list[str]]:
+def release_volumes(
+    stored: list[tuple[Path, Path]], *, keep: bool, with_final_model: bool
+) -> tuple[list[str], list[str]]:
     """Remove the volumes of stored cloud trials: (volumes removed, warning lines).
 
     *stored* pairs each trial dir with its run dir in the store. A volume whose
@@ -37,12 +43,16 @@ def release_volumes(stored: list[tuple[Path, Path]], *, keep: bool, with_final_m
         try:
             record = read_record(trial_dir)
         except ValueError:
-            warnings.append(f"{trial_dir}: unreadable ptb-cloud.json; its volume (if any) was not removed")
+            warnings.append(
+                f"{trial_dir}: unreadable ptb-cloud.json; its volume (if any) was not removed"
+            )
             continue
         if record is None or record.handoff_removed or keep:
             continue
         if with_final_model and not (run_dir / FINAL_MODEL).is_dir():
-            warnings.append(f"{trial_dir}: kept volume {record.handoff_volume}: its final_model is not in the store")
+            warnings.append(
+                f"{trial_dir}: kept volume {record.handoff_volume}: its final_model is not in the store"
+            )
             continue
         try:
             delete_volume(record)

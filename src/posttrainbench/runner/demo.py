@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -29,7 +29,10 @@ class DemoSettings(BaseModel):
     runs_dir: Path = Path("ptb-runs")
     limit: int = Field(default=50, ge=1, description="Test questions scored, for both models")
     train_steps: int | None = Field(
-        default=None, ge=1, description="Reference fine-tune's optimizer steps; None: the solution's default")
+        default=None,
+        ge=1,
+        description="Reference fine-tune's optimizer steps; None: the solution's default",
+    )
 
 
 class TrainingSummary(BaseModel):
@@ -49,7 +52,9 @@ class DemoResult(BaseModel):
     record: RunRecord
     base_score: float | None
     final_score: float | None
-    n: int = Field(description="Test questions both models were scored on (asked for, when none was scored)")
+    n: int = Field(
+        description="Test questions both models were scored on (asked for, when none was scored)"
+    )
     seconds: float
     error: str | None = None
     training: TrainingSummary | None = None
@@ -95,16 +100,28 @@ def summarize(record: RunRecord, seconds: float, limit: int) -> DemoResult:
     trial = record.trials[0] if record.trials else None
     if trial is None or trial.metrics_path is None:
         error = trial.error if trial else "the job produced no trial"
-        return DemoResult(record=record, base_score=None, final_score=None, n=limit, seconds=seconds,
-                          error=error or "the verifier wrote no metrics.json",
-                          training=read_training_summary(Path(trial.trial_dir)) if trial else None)
+        return DemoResult(
+            record=record,
+            base_score=None,
+            final_score=None,
+            n=limit,
+            seconds=seconds,
+            error=error or "the verifier wrote no metrics.json",
+            training=read_training_summary(Path(trial.trial_dir)) if trial else None,
+        )
     metrics = Metrics.model_validate(json.loads(Path(trial.metrics_path).read_text()))
     base = metrics.base_model
     # A model that got no score has n=0 in its metrics; the questions are still these.
     n = metrics.n or (base.n if base else 0) or limit
-    return DemoResult(record=record, base_score=base.accuracy if base and not base.error else None,
-                      final_score=metrics.accuracy, n=n, seconds=seconds, error=metrics.error or trial.error,
-                      training=read_training_summary(Path(trial.trial_dir)))
+    return DemoResult(
+        record=record,
+        base_score=base.accuracy if base and not base.error else None,
+        final_score=metrics.accuracy,
+        n=n,
+        seconds=seconds,
+        error=metrics.error or trial.error,
+        training=read_training_summary(Path(trial.trial_dir)),
+    )
 
 
 def read_training_summary(trial_dir: Path) -> TrainingSummary | None:
@@ -117,14 +134,17 @@ def read_training_summary(trial_dir: Path) -> TrainingSummary | None:
         return None
 
 
-async def run_demo(settings: DemoSettings,
-                   on_progress: Callable[[VerifierProgress], None] | None = None) -> DemoResult:
+async def run_demo(
+    settings: DemoSettings, on_progress: Callable[[VerifierProgress], None] | None = None
+) -> DemoResult:
     """Compile, run and score the demo trial; *on_progress* hears of the verifier's progress."""
     started = time.monotonic()
     request = demo_request(settings)
     watcher = None
     if on_progress is not None:
-        watcher = asyncio.create_task(watch_verifier(job_dir_of(request.runs_dir, request.run_id), on_progress))
+        watcher = asyncio.create_task(
+            watch_verifier(job_dir_of(request.runs_dir, request.run_id), on_progress)
+        )
     try:
         record = await execute(request)
     finally:

@@ -19,8 +19,13 @@ CLOUD_ENVS = {
 ENV_NAMES = ("local", "docker", "modal", "daytona")
 
 
-def harbor_environment(name: str, *, cpus: int | None = None, memory_mb: int | None = None,
-                       cache_volume: str | None = None) -> EnvironmentConfig:
+def harbor_environment(
+    name: str,
+    *,
+    cpus: int | None = None,
+    memory_mb: int | None = None,
+    cache_volume: str | None = None,
+) -> EnvironmentConfig:
     """The Harbor environment config for `name`, with optional resource overrides.
 
     Overrides let a task compiled for a 16-core, 128 GB cloud machine run on a smaller

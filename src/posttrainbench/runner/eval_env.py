@@ -27,7 +27,10 @@ EVAL_PYTHON_ENV = "PTB_EVAL_PYTHON"
 
 def _requirement_files() -> list[Path]:
     evaluation = Path(__file__).resolve().parents[1] / "evaluation"
-    return [evaluation / n for n in ("requirements.txt", "requirements-judge.txt", "requirements-nodeps.txt")]
+    return [
+        evaluation / n
+        for n in ("requirements.txt", "requirements-judge.txt", "requirements-nodeps.txt")
+    ]
 
 
 def _host_has_stack() -> bool:
@@ -66,7 +69,9 @@ def evaluation_python(log=print) -> str:
                 proc = subprocess.run(argv, capture_output=True, text=True)
                 if proc.returncode != 0:
                     last = (proc.stderr.strip().splitlines() or ["?"])[-1]
-                    raise RunError(f"building the evaluation environment failed at `{' '.join(argv[-3:])}`: {last}")
+                    raise RunError(
+                        f"building the evaluation environment failed at `{' '.join(argv[-3:])}`: {last}"
+                    )
             # venvs are not relocatable for console scripts, but `bin/python -m` is,
             # which is all we use.
             os.replace(staging, entry)
@@ -79,5 +84,7 @@ def run_module(python: str, module: str, args: list[str], env_extra: dict[str, s
     """Run ``python -m module args`` with this package importable; stream its output."""
     package_parent = Path(__file__).resolve().parents[2]
     env = {**os.environ, **env_extra}
-    env["PYTHONPATH"] = os.pathsep.join([str(package_parent), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["PYTHONPATH"] = os.pathsep.join([str(package_parent), env.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep
+    )
     return subprocess.run([python, "-m", module, *args], env=env).returncode

@@ -20,8 +20,8 @@ from posttrainbench.errors import RunError
 from posttrainbench.integrity.secrets.credentials import AuthMode
 from posttrainbench.integrity.secrets.scrub import Scrubber
 from posttrainbench.runner.environments import harbor_environment, local_resources
-from posttrainbench.runner.record import RunRecord, TrialRecord
 from posttrainbench.runner.preflight import check_cloud_login, check_credentials, check_judge
+from posttrainbench.runner.record import RunRecord, TrialRecord
 from posttrainbench.tasks.compiler import compile_task
 from posttrainbench.tasks.options import CompileOptions
 
@@ -47,16 +47,28 @@ class RunRequest(BaseModel):
     command: str = "run"
     auth: AuthMode = AuthMode.AUTO
     secrets_dir: Path | None = None
-    cache_volume: str | None = Field(default=None, description="modal/daytona: shared read-only cache volume")
-    reprompt_min_minutes: float | None = Field(default=None, gt=0, description="Re-prompt an agent that stops "
-                                               "with at least this many minutes left (None: never)")
+    cache_volume: str | None = Field(
+        default=None, description="modal/daytona: shared read-only cache volume"
+    )
+    reprompt_min_minutes: float | None = Field(
+        default=None,
+        gt=0,
+        description="Re-prompt an agent that stops "
+        "with at least this many minutes left (None: never)",
+    )
     credential_profile: str | None = Field(
         default=None, description="Whose credentials a custom module:Class agent gets (e.g. codex)"
     )
 
 
-def agent_config(agent: str, agent_model: str | None, env: dict[str, str] | None = None, *,
-                 key_vars: list[str] | None = None, reprompt_min_minutes: float | None = None) -> AgentConfig:
+def agent_config(
+    agent: str,
+    agent_model: str | None,
+    env: dict[str, str] | None = None,
+    *,
+    key_vars: list[str] | None = None,
+    reprompt_min_minutes: float | None = None,
+) -> AgentConfig:
     """Harbor's AgentConfig for an agent name or `module:Class`, with extra environment,
     the agent CLI's pinned version, and optionally the re-prompting wrapper around it."""
     # `env` reaches the agent as its extra_env; Harbor writes sensitive values back to
@@ -66,9 +78,12 @@ def agent_config(agent: str, agent_model: str | None, env: dict[str, str] | None
     from posttrainbench.tasks.gpu_image import agent_cli_version
 
     if key_vars is None:  # the variables the credential overlay gives, else the agent's usual ones
-        key_vars = list(env or {}) or (list(spec_for(agent, agent_model).api_key_vars) if ":" not in agent else [])
-    config = build_agent_config(agent, agent_model, env, key_vars=key_vars,
-                                reprompt_min_minutes=reprompt_min_minutes)
+        key_vars = list(env or {}) or (
+            list(spec_for(agent, agent_model).api_key_vars) if ":" not in agent else []
+        )
+    config = build_agent_config(
+        agent, agent_model, env, key_vars=key_vars, reprompt_min_minutes=reprompt_min_minutes
+    )
     version = agent_cli_version(agent)
     if version is not None:  # the version the GPU image preinstalls: Harbor then skips the install
         config.kwargs.setdefault("version", version)
@@ -95,7 +110,10 @@ def _trial_record(result: TrialResult) -> TrialRecord:
 
 
 def job_config(
-    request: RunRequest, task_dir: Path, jobs_dir: Path, run_id: str,
+    request: RunRequest,
+    task_dir: Path,
+    jobs_dir: Path,
+    run_id: str,
     agent_env: dict[str, str] | None = None,
 ) -> JobConfig:
     """The Harbor job for this request: one task, one agent, K attempts."""
@@ -111,10 +129,17 @@ def job_config(
         n_attempts=request.attempts,
         n_concurrent_trials=request.n_concurrent,
         quiet=request.quiet,
-        agents=[agent_config(request.agent, request.agent_model, agent_env,
-                             reprompt_min_minutes=request.reprompt_min_minutes)],
-        environment=harbor_environment(request.env, cpus=cpus, memory_mb=memory_mb,
-                                       cache_volume=request.cache_volume),
+        agents=[
+            agent_config(
+                request.agent,
+                request.agent_model,
+                agent_env,
+                reprompt_min_minutes=request.reprompt_min_minutes,
+            )
+        ],
+        environment=harbor_environment(
+            request.env, cpus=cpus, memory_mb=memory_mb, cache_volume=request.cache_volume
+        ),
         tasks=[TaskConfig(path=task_dir)],
     )
 
@@ -135,13 +160,19 @@ async def execute(request: RunRequest) -> RunRecord:
     run_dir = request.runs_dir.resolve() / run_id
     # Before anything is compiled, built or billed: a missing secret stops here.
     credentials = check_credentials(
-        request.agent, request.agent_model, runs_dir=request.runs_dir,
-        profile=request.credential_profile, auth=request.auth, secrets_dir=request.secrets_dir,
+        request.agent,
+        request.agent_model,
+        runs_dir=request.runs_dir,
+        profile=request.credential_profile,
+        auth=request.auth,
+        secrets_dir=request.secrets_dir,
     )
     check_judge(request.benchmark)
     check_cloud_login(request.env)
     if credentials.message:
-        Console(stderr=True).print(credentials.message, highlight=False, markup=False, soft_wrap=True)
+        Console(stderr=True).print(
+            credentials.message, highlight=False, markup=False, soft_wrap=True
+        )
     scrubber = Scrubber.for_run(os.environ, credentials.secret_values)
     task_dir = compile_task(request.benchmark, request.model, run_dir / "tasks", request.options)
     jobs_dir = run_dir / "jobs"
@@ -169,7 +200,9 @@ async def execute(request: RunRequest) -> RunRecord:
             from posttrainbench.runner.prebuild import prebuild_local_environment
 
             prebuild_local_environment(task_dir, Console(stderr=request.quiet))
-        job = await Job.create(job_config(request, task_dir, jobs_dir, run_id, credentials.agent_env))
+        job = await Job.create(
+            job_config(request, task_dir, jobs_dir, run_id, credentials.agent_env)
+        )
         result = await job.run()
     except BaseException as exc:
         # Keep the record truthful whatever stopped the run (error, Ctrl-C), and scrub.
@@ -178,7 +211,9 @@ async def execute(request: RunRequest) -> RunRecord:
         record = _scrub_run(run_dir, record, scrubber)
         record.write(record_path)
         if isinstance(exc, (ValueError, FileNotFoundError)):
-            message = scrubber.scrub_text(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            message = scrubber.scrub_text(
+                str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            )
             raise RunError(f"harbor could not run the job: {message}") from exc
         raise
     record.trials = [_trial_record(t) for t in result.trial_results]
@@ -203,7 +238,9 @@ def _scrub_run(run_dir: Path, record: RunRecord, scrubber: Scrubber) -> RunRecor
     if report.failures:
         Console(stderr=True).print(
             f"warning: {len(report.failures)} file(s) could not be scrubbed; see scrub.failures in run.json",
-            highlight=False, markup=False, soft_wrap=True,
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
         )
     return clean
 

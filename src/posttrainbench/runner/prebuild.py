@@ -33,7 +33,9 @@ def prebuild_local_environment(task_dir: Path, console: Console) -> list[Path]:
     except RuntimeError as exc:  # no sandbox Python (a bad layer manifest is a PtbError already)
         raise RunError(str(exc)) from exc
     if all(layer.built for layer in layers):
-        console.print(f"task environment: cached ({', '.join(layer.entry.name[:17] for layer in layers)})")
+        console.print(
+            f"task environment: cached ({', '.join(layer.entry.name[:17] for layer in layers)})"
+        )
         return [layer.entry for layer in layers]
     result: dict = {}
 
@@ -53,6 +55,8 @@ def prebuild_local_environment(task_dir: Path, console: Console) -> list[Path]:
                 status.update(f"building the task environment (first run only): {line}")
     if "error" in result:
         raise RunError(str(result["error"]).splitlines()[0])
-    console.print(f"task environment: built {', '.join(result['built']) or 'nothing'} "
-                  f"({result['entries'][-1].parent})")
+    console.print(
+        f"task environment: built {', '.join(result['built']) or 'nothing'} "
+        f"({result['entries'][-1].parent})"
+    )
     return result["entries"]

@@ -8,14 +8,20 @@ from shutil import which
 
 from posttrainbench.errors import RunError
 from posttrainbench.integrity.secrets.credentials import (
-    AuthMode, ResolvedCredentials, forbidden_roots, resolve_credentials, spec_for,
+    AuthMode,
+    ResolvedCredentials,
+    forbidden_roots,
+    resolve_credentials,
+    spec_for,
 )
 
 
 def check_local_sandbox() -> None:
     """The local sandbox needs bubblewrap."""
     if which("bwrap") is None:
-        raise RunError("bubblewrap (bwrap) is not installed; run `make demo` or `apt-get install bubblewrap`")
+        raise RunError(
+            "bubblewrap (bwrap) is not installed; run `make demo` or `apt-get install bubblewrap`"
+        )
 
 
 def check_judge(benchmark_id: str) -> None:
@@ -64,7 +70,9 @@ def check_cloud_login(env: str) -> None:
     try:
         cls = EnvironmentFactory.get_environment_class(import_path=CLOUD_ENVS[env])
     except ImportError as exc:
-        raise RunError(f"--env {env} needs the {env} SDK ({exc}); install posttrainbench with the {env} extra") from None
+        raise RunError(
+            f"--env {env} needs the {env} SDK ({exc}); install posttrainbench with the {env} extra"
+        ) from None
     try:
         cls.preflight({})
     except (SystemExit, Exception) as exc:  # Harbor's preflight exits with its message

@@ -45,7 +45,8 @@ class RunRecord(BaseModel):
     status: str = "running"
     trials: list[TrialRecord] = Field(default_factory=list)
     credentials: CredentialSummary | None = Field(
-        default=None, description="How the agent authenticated: kind and variable names, never values"
+        default=None,
+        description="How the agent authenticated: kind and variable names, never values",
     )
     scrub: ScrubReport | None = Field(
         default=None, description="The secret scrub of the run directory after the job ended"
@@ -65,6 +66,6 @@ class RunRecord(BaseModel):
         os.replace(tmp, path)
 
     @classmethod
-    def read(cls, path: Path) -> "RunRecord":
+    def read(cls, path: Path) -> RunRecord:
         """Read a record written by `write`."""
         return cls.model_validate(json.loads(path.read_text()))

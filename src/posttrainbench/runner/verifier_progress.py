@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from pydantic import ValidationError
 
@@ -22,7 +22,9 @@ from posttrainbench.safe_fs import SafeDir
 from posttrainbench.schemas import PROGRESS_FILENAME, VerifierProgress
 
 MAX_PROGRESS_BYTES = 4096
-VERIFIER_SESSION_MARK = "__verifier"  # Harbor names a separate verifier's session <trial>__verifier__<key>
+VERIFIER_SESSION_MARK = (
+    "__verifier"  # Harbor names a separate verifier's session <trial>__verifier__<key>
+)
 POLL_S = 2.0
 
 
@@ -34,8 +36,11 @@ def _candidates(job: SafeDir) -> list[str]:
             continue
         found.append(f"{trial}/verifier/{PROGRESS_FILENAME}")
         if job.is_dir(f"{trial}/sandbox"):
-            found.extend(f"{trial}/sandbox/{name}/rootfs/logs/verifier/{PROGRESS_FILENAME}"
-                         for name, _ in job.entries(f"{trial}/sandbox") if VERIFIER_SESSION_MARK in name)
+            found.extend(
+                f"{trial}/sandbox/{name}/rootfs/logs/verifier/{PROGRESS_FILENAME}"
+                for name, _ in job.entries(f"{trial}/sandbox")
+                if VERIFIER_SESSION_MARK in name
+            )
     return found
 
 
@@ -56,15 +61,18 @@ def read_verifier_progress(job_dir: Path) -> VerifierProgress | None:
             if st is None or not stat.S_ISREG(st.st_mode) or (newest and st.st_mtime <= newest[0]):
                 continue
             try:
-                state = VerifierProgress.model_validate_json(job.read_bytes(relative, MAX_PROGRESS_BYTES))
+                state = VerifierProgress.model_validate_json(
+                    job.read_bytes(relative, MAX_PROGRESS_BYTES)
+                )
             except (OSError, ValidationError, ValueError):
                 continue  # a link, an oversized or half-understood file: nothing to show
             newest = (st.st_mtime, state)
         return newest[1] if newest else None
 
 
-async def watch_verifier(job_dir: Path, on_progress: Callable[[VerifierProgress], None],
-                         poll_s: float = POLL_S) -> None:
+async def watch_verifier(
+    job_dir: Path, on_progress: Callable[[VerifierProgress], None], poll_s: float = POLL_S
+) -> None:
     """Call *on_progress* with each new verifier progress under *job_dir*, until cancelled."""
     last: VerifierProgress | None = None
     while True:

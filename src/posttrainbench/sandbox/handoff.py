@@ -25,11 +25,11 @@ import os
 import shutil
 import stat
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from posttrainbench.safe_fs import CopyBudget, DIR_FLAGS, SafeDir
+from posttrainbench.safe_fs import DIR_FLAGS, CopyBudget, SafeDir
 
 HANDOFF_FILE = "handoff.json"
 FINAL_MODEL = "final_model"
@@ -54,9 +54,13 @@ class TreeSize(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     apparent_bytes: int = Field(default=0, description="sum of the regular files' sizes")
-    allocated_bytes: int = Field(default=0, description="disk blocks of every entry (a sparse file counts what it uses)")
+    allocated_bytes: int = Field(
+        default=0, description="disk blocks of every entry (a sparse file counts what it uses)"
+    )
     files: int = 0
-    removed: list[str] = Field(default_factory=list, description="entries that were not directories or regular files")
+    removed: list[str] = Field(
+        default_factory=list, description="entries that were not directories or regular files"
+    )
 
 
 class Handoff(BaseModel):
@@ -65,11 +69,13 @@ class Handoff(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     status: Status
-    reason: Optional[str] = None
-    size: Optional[TreeSize] = None
-    cap_bytes: Optional[int] = None
+    reason: str | None = None
+    size: TreeSize | None = None
+    cap_bytes: int | None = None
     max_files: int = MAX_FINAL_MODEL_FILES
-    agent_survivors: int = Field(default=0, description="processes of the agent's user left alive after stop_agent.sh")
+    agent_survivors: int = Field(
+        default=0, description="processes of the agent's user left alive after stop_agent.sh"
+    )
     agent_logs_refused: list[str] = Field(default_factory=list)
 
     def write(self, out: Path) -> Path:
@@ -80,14 +86,14 @@ class Handoff(BaseModel):
         return path
 
     @classmethod
-    def read(cls, artifacts: Path) -> Optional["Handoff"]:
+    def read(cls, artifacts: Path) -> Handoff | None:
         """The record beside ``final_model``, or None when the hook wrote none."""
         path = artifacts / HANDOFF_FILE
         if not path.is_file() or path.is_symlink():
             return None
         return cls.model_validate_json(path.read_text())
 
-    def error(self) -> Optional[str]:
+    def error(self) -> str | None:
         """One line for ``metrics.json`` when final_model was not handed over."""
         if self.status == "rejected":
             return f"final_model rejected by the collect hook: {self.reason}"
@@ -96,7 +102,9 @@ class Handoff(BaseModel):
 
 def size_cap(base_model: Path, factor: float) -> int:
     """The cap on final_model: ``factor`` times the base model's size, plus the slack."""
-    base = measure(base_model.resolve(), remove_special=False)  # the trusted base may be a link (cache volume)
+    base = measure(
+        base_model.resolve(), remove_special=False
+    )  # the trusted base may be a link (cache volume)
     return int(factor * base.apparent_bytes) + SIZE_SLACK_BYTES
 
 
@@ -140,16 +148,18 @@ def _measure_level(fd: int, shown: str, size: TreeSize, remove_special: bool, de
                 size.removed.append(where)
 
 
-def _over_cap(size: TreeSize, cap: int, factor: float) -> Optional[str]:
+def _over_cap(size: TreeSize, cap: int, factor: float) -> str | None:
     if max(size.apparent_bytes, size.allocated_bytes) > cap:
-        return (f"{size.apparent_bytes} bytes ({size.allocated_bytes} allocated) is over the cap of "
-                f"{cap} bytes ({factor:g} x the base model's size + {SIZE_SLACK_BYTES} bytes)")
+        return (
+            f"{size.apparent_bytes} bytes ({size.allocated_bytes} allocated) is over the cap of "
+            f"{cap} bytes ({factor:g} x the base model's size + {SIZE_SLACK_BYTES} bytes)"
+        )
     if size.files > MAX_FINAL_MODEL_FILES:
         return f"{size.files} files is over the cap of {MAX_FINAL_MODEL_FILES}"
     return None
 
 
-def _measured_problem(root: Path, cap: int, factor: float) -> Optional[str]:
+def _measured_problem(root: Path, cap: int, factor: float) -> str | None:
     try:
         return _over_cap(measure(root), cap, factor)
     except Unmeasurable as exc:
@@ -165,15 +175,24 @@ def _clear(directory: Path) -> None:
             os.unlink(entry.path)
 
 
-def hand_over(app: Path, out: Path, base_model: Path, factor: float,
-              handoff_dir: Optional[Path] = None, agent_survivors: int = 0) -> Handoff:
+def hand_over(
+    app: Path,
+    out: Path,
+    base_model: Path,
+    factor: float,
+    handoff_dir: Path | None = None,
+    agent_survivors: int = 0,
+) -> Handoff:
     """Hand final_model over (or say why not); the record for ``handoff.json``."""
     source = app / FINAL_MODEL
     try:
         cap = size_cap(base_model, factor)
     except OSError as exc:  # no cap to check against: nothing is handed over unchecked
-        return Handoff(status="rejected" if os.path.lexists(source) else "missing",
-                       reason=f"cannot size the cap from the base model: {exc}", agent_survivors=agent_survivors)
+        return Handoff(
+            status="rejected" if os.path.lexists(source) else "missing",
+            reason=f"cannot size the cap from the base model: {exc}",
+            agent_survivors=agent_survivors,
+        )
     record = Handoff(status="missing", cap_bytes=cap, agent_survivors=agent_survivors)
     try:
         st = os.lstat(source)
@@ -252,11 +271,20 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(path)
         elif os.path.lexists(path):
             path.unlink()
-    handoff = hand_over(args.app, args.out, args.base_model, args.size_factor, args.handoff_dir,
-                        args.agent_survivors)
+    handoff = hand_over(
+        args.app,
+        args.out,
+        args.base_model,
+        args.size_factor,
+        args.handoff_dir,
+        args.agent_survivors,
+    )
     handoff.agent_logs_refused = copy_agent_logs(args.logs, args.out)[:MAX_LISTED]
     handoff.write(args.out)
-    print(f"handoff: final_model {handoff.status}" + (f" ({handoff.reason})" if handoff.reason else ""))
+    print(
+        f"handoff: final_model {handoff.status}"
+        + (f" ({handoff.reason})" if handoff.reason else "")
+    )
     return 0
 
 

@@ -21,23 +21,50 @@ import argparse
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 WEIGHT_SUFFIXES = frozenset(
-    {".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".onnx", ".h5", ".npz", ".npy", ".arrow", ".parquet"}
+    {
+        ".safetensors",
+        ".bin",
+        ".pt",
+        ".pth",
+        ".ckpt",
+        ".gguf",
+        ".onnx",
+        ".h5",
+        ".npz",
+        ".npy",
+        ".arrow",
+        ".parquet",
+    }
 )
-SKIPPED_DIRS = frozenset({"final_model", "__pycache__", ".git", ".cache", "node_modules", ".venv", "venv", "wandb"})
+SKIPPED_DIRS = frozenset(
+    {"final_model", "__pycache__", ".git", ".cache", "node_modules", ".venv", "venv", "wandb"}
+)
 DATA_SUFFIXES = frozenset({".jsonl", ".json", ".parquet", ".csv", ".tsv", ".txt", ".arrow"})
 # Weights of a model; a directory holding one of these next to a config.json is a model
 # (or checkpoint) directory, whose json/txt files are metadata, not training data.
 MODEL_WEIGHT_SUFFIXES = frozenset({".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf"})
-MODEL_METADATA_NAMES = frozenset({
-    "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-    "special_tokens_map.json", "added_tokens.json", "vocab.json", "merges.txt",
-    "model.safetensors.index.json", "pytorch_model.bin.index.json", "adapter_config.json",
-    "preprocessor_config.json", "chat_template.json", "MANIFEST.json",
-})
+MODEL_METADATA_NAMES = frozenset(
+    {
+        "config.json",
+        "generation_config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "added_tokens.json",
+        "vocab.json",
+        "merges.txt",
+        "model.safetensors.index.json",
+        "pytorch_model.bin.index.json",
+        "adapter_config.json",
+        "preprocessor_config.json",
+        "chat_template.json",
+        "MANIFEST.json",
+    }
+)
 DEFAULT_DATA_MAX_TOTAL_BYTES = 2 * 1024**3
 
 
@@ -67,7 +94,9 @@ def snapshot(src: Path, dest: Path, max_file_bytes: int, max_total_bytes: int) -
 
 def is_model_dir(path: Path, files: list[str]) -> bool:
     """A directory holding a model or checkpoint: config.json next to weight files."""
-    return "config.json" in files and any(Path(f).suffix.lower() in MODEL_WEIGHT_SUFFIXES for f in files)
+    return "config.json" in files and any(
+        Path(f).suffix.lower() in MODEL_WEIGHT_SUFFIXES for f in files
+    )
 
 
 def collect_data_files(src: Path, dest: Path, max_file_bytes: int, max_total_bytes: int) -> dict:
@@ -101,7 +130,9 @@ def collect_data_files(src: Path, dest: Path, max_file_bytes: int, max_total_byt
     return _write_manifest(dest, sorted(kept), skipped, total, max_file_bytes, max_total_bytes)
 
 
-def _files(src: Path, skipped: dict[str, str], skip_model_dirs: bool = False) -> Iterator[tuple[Path, str]]:
+def _files(
+    src: Path, skipped: dict[str, str], skip_model_dirs: bool = False
+) -> Iterator[tuple[Path, str]]:
     """(path, path relative to src) of the files under src; excluded directories (and,
     if asked, model directories) are not entered and are listed in `skipped`."""
     for root, dirs, files in os.walk(src, followlinks=False):
@@ -123,10 +154,21 @@ def _copy(path: Path, target: Path) -> None:
     shutil.copyfile(path, target)
 
 
-def _write_manifest(dest: Path, kept: list[str], skipped: dict[str, str], total: int,
-                    max_file_bytes: int, max_total_bytes: int) -> dict:
-    manifest = {"kept": kept, "skipped": skipped, "total_bytes": total,
-                "max_file_bytes": max_file_bytes, "max_total_bytes": max_total_bytes}
+def _write_manifest(
+    dest: Path,
+    kept: list[str],
+    skipped: dict[str, str],
+    total: int,
+    max_file_bytes: int,
+    max_total_bytes: int,
+) -> dict:
+    manifest = {
+        "kept": kept,
+        "skipped": skipped,
+        "total_bytes": total,
+        "max_file_bytes": max_file_bytes,
+        "max_total_bytes": max_total_bytes,
+    }
     (dest / "MANIFEST.json").write_text(json.dumps(manifest, indent=2))
     return manifest
 
@@ -136,20 +178,30 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--src", type=Path, required=True)
     parser.add_argument("--dest", type=Path, required=True)
-    parser.add_argument("--data", action="store_true", help="copy training-like data files instead of code")
+    parser.add_argument(
+        "--data", action="store_true", help="copy training-like data files instead of code"
+    )
     parser.add_argument("--max-file-bytes", type=int, default=None)
     parser.add_argument("--max-total-bytes", type=int, default=None)
     args = parser.parse_args(argv)
     if args.data:
         total_cap = args.max_total_bytes or DEFAULT_DATA_MAX_TOTAL_BYTES
-        manifest = collect_data_files(args.src, args.dest, args.max_file_bytes or total_cap, total_cap)
+        manifest = collect_data_files(
+            args.src, args.dest, args.max_file_bytes or total_cap, total_cap
+        )
         what = "data files"
     else:
-        manifest = snapshot(args.src, args.dest, args.max_file_bytes or 512 * 1024,
-                            args.max_total_bytes or 20 * 1024 * 1024)
+        manifest = snapshot(
+            args.src,
+            args.dest,
+            args.max_file_bytes or 512 * 1024,
+            args.max_total_bytes or 20 * 1024 * 1024,
+        )
         what = "files"
-    print(f"snapshot: kept {len(manifest['kept'])} {what} ({manifest['total_bytes']} bytes), "
-          f"skipped {len(manifest['skipped'])}")
+    print(
+        f"snapshot: kept {len(manifest['kept'])} {what} ({manifest['total_bytes']} bytes), "
+        f"skipped {len(manifest['skipped'])}"
+    )
 
 
 if __name__ == "__main__":

@@ -32,10 +32,16 @@ def live_processes(uid: int) -> list[int]:
         if not entry.name.isdigit():
             continue
         try:
-            fields = dict(line.split(":", 1) for line in (entry / "status").read_text().splitlines() if ":" in line)
+            fields = dict(
+                line.split(":", 1)
+                for line in (entry / "status").read_text().splitlines()
+                if ":" in line
+            )
         except OSError:
             continue  # exited meanwhile
-        if int(fields.get("Uid", "-1").split()[0]) == uid and not fields.get("State", "").strip().startswith("Z"):
+        if int(fields.get("Uid", "-1").split()[0]) == uid and not fields.get(
+            "State", ""
+        ).strip().startswith("Z"):
             found.append(int(entry.name))
     return found
 

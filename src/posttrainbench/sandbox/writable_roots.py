@@ -21,13 +21,31 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
-VIRTUAL_FS = frozenset({
-    "proc", "sysfs", "cgroup", "cgroup2", "devpts", "mqueue", "debugfs", "tracefs", "securityfs", "pstore",
-    "bpf", "configfs", "fusectl", "binfmt_misc", "autofs", "hugetlbfs", "efivarfs", "nsfs", "rpc_pipefs",
-    "selinuxfs",
-})
+VIRTUAL_FS = frozenset(
+    {
+        "proc",
+        "sysfs",
+        "cgroup",
+        "cgroup2",
+        "devpts",
+        "mqueue",
+        "debugfs",
+        "tracefs",
+        "securityfs",
+        "pstore",
+        "bpf",
+        "configfs",
+        "fusectl",
+        "binfmt_misc",
+        "autofs",
+        "hugetlbfs",
+        "efivarfs",
+        "nsfs",
+        "rpc_pipefs",
+        "selinuxfs",
+    }
+)
 # Timestamps of some filesystems are a jiffy coarse (4 ms at 250 Hz).
 CLOCK_SLACK_S = 0.05
 
@@ -45,8 +63,8 @@ def _unescape(field: str) -> str:
     # mountinfo escapes space, tab, newline and backslash as \\ooo octal.
     out, i = [], 0
     while i < len(field):
-        if field[i] == "\\" and i + 3 < len(field) and field[i + 1:i + 4].isdigit():
-            out.append(chr(int(field[i + 1:i + 4], 8)))
+        if field[i] == "\\" and i + 3 < len(field) and field[i + 1 : i + 4].isdigit():
+            out.append(chr(int(field[i + 1 : i + 4], 8)))
             i += 4
         else:
             out.append(field[i])
@@ -69,7 +87,9 @@ def parse_mountinfo(text: str) -> list[Mount]:
     return mounts
 
 
-def writable_mounts(mountinfo: Path = Path("/proc/self/mountinfo")) -> tuple[list[Mount], list[Mount]]:
+def writable_mounts(
+    mountinfo: Path = Path("/proc/self/mountinfo"),
+) -> tuple[list[Mount], list[Mount]]:
     """(writable mounts that hold files, every mount), from *mountinfo*."""
     every = parse_mountinfo(mountinfo.read_text(encoding="utf-8", errors="replace"))
     return [m for m in every if m.writable and m.fstype not in VIRTUAL_FS], every
@@ -84,7 +104,11 @@ def _stamp_times(stamp: Path) -> tuple[list[float], str]:
         return [], f"{stamp} cannot be opened ({exc.strerror})"
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != 0 or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        if (
+            not stat.S_ISREG(st.st_mode)
+            or st.st_uid != 0
+            or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        ):
             return [], f"{stamp} is not a regular file only root can write"
         times = [st.st_ctime]
         try:
@@ -98,7 +122,7 @@ def _stamp_times(stamp: Path) -> tuple[list[float], str]:
         os.close(fd)
 
 
-def agent_clock_start(stamp: Optional[Path]) -> tuple[float, str]:
+def agent_clock_start(stamp: Path | None) -> tuple[float, str]:
     """(the write set's start, in epoch seconds, and how it was found); see the module docstring.
 
     0.0 (every file) when the stamp cannot be trusted.

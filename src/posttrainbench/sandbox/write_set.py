@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Optional
+from typing import BinaryIO
 
 from posttrainbench.integrity.contamination.staging import TextStager
 from posttrainbench.integrity.contamination.unpack import UnpackBudget
@@ -76,8 +76,9 @@ class Found:
     st: os.stat_result
 
 
-def list_write_set(roots: list[str], skip: set[str], since: float, deadline: float,
-                   max_files: int) -> tuple[list[Found], list[LimitHit]]:
+def list_write_set(
+    roots: list[str], skip: set[str], since: float, deadline: float, max_files: int
+) -> tuple[list[Found], list[LimitHit]]:
     """Files and links under *roots* with a ctime at or after *since*, never entering *skip*
     (a root inside another is walked once, as its own root)."""
     found: list[Found] = []
@@ -85,8 +86,13 @@ def list_write_set(roots: list[str], skip: set[str], since: float, deadline: flo
     skip = skip | set(roots)
     while stack:
         if time.monotonic() > deadline:
-            return found, [LimitHit(cap="time", check="listing the write set",
-                                    detail=f"{len(stack)} directories not listed when the time ran out")]
+            return found, [
+                LimitHit(
+                    cap="time",
+                    check="listing the write set",
+                    detail=f"{len(stack)} directories not listed when the time ran out",
+                )
+            ]
         directory = stack.pop()
         try:
             with os.scandir(directory) as listing:
@@ -104,8 +110,13 @@ def list_write_set(roots: list[str], skip: set[str], since: float, deadline: flo
                     stack.append(path)
             elif (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)) and st.st_ctime >= since:
                 if len(found) >= max_files:
-                    return found, [LimitHit(cap="files", check="listing the write set",
-                                            detail=f"more than {max_files} files; the rest not listed")]
+                    return found, [
+                        LimitHit(
+                            cap="files",
+                            check="listing the write set",
+                            detail=f"more than {max_files} files; the rest not listed",
+                        )
+                    ]
                 found.append(Found(path, st))
     return found, []
 
@@ -124,7 +135,7 @@ def open_no_links(path: str) -> int:
         os.close(fd)
 
 
-def _stage_one(stager: TextStager, found: Found) -> Optional[str]:
+def _stage_one(stager: TextStager, found: Found) -> str | None:
     """Unpack one listed file into the staged text; a note when it was not scanned whole."""
     try:
         fd = open_no_links(found.path)
@@ -132,7 +143,10 @@ def _stage_one(stager: TextStager, found: Found) -> Optional[str]:
         return f"not opened: {exc.strerror or exc}"
     with os.fdopen(fd, "rb") as handle:
         st = os.fstat(handle.fileno())
-        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (found.st.st_dev, found.st.st_ino):
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (
+            found.st.st_dev,
+            found.st.st_ino,
+        ):
             return "replaced since it was listed"
         if is_sparse(st):
             return _stage_sparse(stager, handle, found.path)
@@ -154,7 +168,7 @@ def data_extents(fd: int, size: int) -> Iterator[tuple[int, int]]:
         offset = end
 
 
-def _stage_sparse(stager: TextStager, handle: BinaryIO, origin: str) -> Optional[str]:
+def _stage_sparse(stager: TextStager, handle: BinaryIO, origin: str) -> str | None:
     """Stage only a sparse file's data regions: reading its holes would cost time for
     zeros (a 1 TiB file is a few MB on disk), while data hidden between them is scanned."""
     budget = stager.budget
@@ -178,8 +192,9 @@ def _stage_sparse(stager: TextStager, handle: BinaryIO, origin: str) -> Optional
         return stager.add_file(spool, size, f"{origin} (data regions of a sparse file)")
 
 
-def stage_write_set(dest: Path, stamp: Optional[Path], exclude: list[str], caps: Caps,
-                    proc: Path = Path("/proc")) -> WriteSetManifest:
+def stage_write_set(
+    dest: Path, stamp: Path | None, exclude: list[str], caps: Caps, proc: Path = Path("/proc")
+) -> WriteSetManifest:
     """List, unpack and stage the write set into *dest* (created afresh); return the manifest."""
     started = time.monotonic()
     deadline = started + caps.time_s
@@ -193,8 +208,11 @@ def stage_write_set(dest: Path, stamp: Optional[Path], exclude: list[str], caps:
         shutil.rmtree(dest) if dest.is_dir() and not dest.is_symlink() else dest.unlink()
     dest.mkdir(parents=True)
     found, incomplete = list_write_set(roots, skip, since, deadline, caps.max_files)
-    stager = TextStager(dest / TEXT_DIR, UnpackBudget(max_bytes=caps.max_read_bytes, deadline=deadline),
-                        caps.max_staged_bytes)
+    stager = TextStager(
+        dest / TEXT_DIR,
+        UnpackBudget(max_bytes=caps.max_read_bytes, deadline=deadline),
+        caps.max_staged_bytes,
+    )
     entries: list[WriteSetEntry] = []
     left_out: list[Found] = []
     for item in sorted(found, key=lambda f: (f.st.st_size, f.path)):
@@ -207,28 +225,53 @@ def stage_write_set(dest: Path, stamp: Optional[Path], exclude: list[str], caps:
             entries.append(_entry(item, note is None, note=note))
     if stager.budget.hit is not None:
         cap, detail = stager.budget.hit
-        incomplete.append(LimitHit(cap=cap, check="staging the write set", detail=(
-            f"{detail}; {len(left_out)} more files ({sum(f.st.st_size for f in left_out)} bytes) not scanned")))
+        incomplete.append(
+            LimitHit(
+                cap=cap,
+                check="staging the write set",
+                detail=(
+                    f"{detail}; {len(left_out)} more files ({sum(f.st.st_size for f in left_out)} bytes) not scanned"
+                ),
+            )
+        )
         entries += [_entry(f, False, note="not scanned: a cap was hit before it") for f in left_out]
     manifest = WriteSetManifest(
-        since=since, since_source=source, roots=sorted(roots), excluded=sorted(skip & {*exclude, str(dest)}),
-        n_files=len(found), n_bytes=sum(f.st.st_size for f in found), read_bytes=stager.budget.used,
-        staged_bytes=stager.bytes, skipped_numeric_bytes=stager.budget.skipped_numeric,
-        entries=entries[:MAX_LISTED], entries_not_listed=max(0, len(entries) - MAX_LISTED),
+        since=since,
+        since_source=source,
+        roots=sorted(roots),
+        excluded=sorted(skip & {*exclude, str(dest)}),
+        n_files=len(found),
+        n_bytes=sum(f.st.st_size for f in found),
+        read_bytes=stager.budget.used,
+        staged_bytes=stager.bytes,
+        skipped_numeric_bytes=stager.budget.skipped_numeric,
+        entries=entries[:MAX_LISTED],
+        entries_not_listed=max(0, len(entries) - MAX_LISTED),
         texts=[StagedText(file=f, origin=o, fmt=t) for f, o, t in stager.written],
-        undecoded=stager.budget.undecoded[:MAX_LISTED], incomplete=incomplete,
-        seconds=round(time.monotonic() - started, 3))
+        undecoded=stager.budget.undecoded[:MAX_LISTED],
+        incomplete=incomplete,
+        seconds=round(time.monotonic() - started, 3),
+    )
     manifest.write(dest)
     return manifest
 
 
-def _entry(found: Found, scanned: bool, link_target: Optional[str] = None, note: Optional[str] = None) -> WriteSetEntry:
+def _entry(
+    found: Found, scanned: bool, link_target: str | None = None, note: str | None = None
+) -> WriteSetEntry:
     kind = "symlink" if stat.S_ISLNK(found.st.st_mode) else "file"
-    return WriteSetEntry(path=found.path, size=found.st.st_size, ctime=found.st.st_ctime, kind=kind,
-                         link_target=link_target, scanned=scanned if kind == "file" else False, note=note)
+    return WriteSetEntry(
+        path=found.path,
+        size=found.st.st_size,
+        ctime=found.st.st_ctime,
+        kind=kind,
+        link_target=link_target,
+        scanned=scanned if kind == "file" else False,
+        note=note,
+    )
 
 
-def _link_target(path: str) -> Optional[str]:
+def _link_target(path: str) -> str | None:
     try:
         return os.readlink(path)
     except OSError:
@@ -240,7 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dest", type=Path, required=True)
     parser.add_argument("--stamp", type=Path, default=Path("/logs/agent/ptb_start_time"))
-    parser.add_argument("--exclude", action="append", default=[], help="a path not to walk (repeatable)")
+    parser.add_argument(
+        "--exclude", action="append", default=[], help="a path not to walk (repeatable)"
+    )
     parser.add_argument("--max-read-bytes", type=int, default=DEFAULT_MAX_READ_BYTES)
     parser.add_argument("--max-staged-bytes", type=int, default=DEFAULT_MAX_STAGED_BYTES)
     parser.add_argument("--time-s", type=float, default=DEFAULT_TIME_S)
@@ -250,9 +295,11 @@ def main(argv: list[str] | None = None) -> int:
     caps = Caps(args.max_read_bytes, args.max_staged_bytes, args.time_s)
     manifest = stage_write_set(args.dest, args.stamp, exclude, caps)
     cut = "; ".join(f"{h.check}: {h.cap} cap ({h.detail})" for h in manifest.incomplete)
-    print(f"write set: {manifest.n_files} files ({manifest.n_bytes} bytes) since {manifest.since:.0f} "
-          f"({manifest.since_source}); staged {len(manifest.texts)} texts ({manifest.staged_bytes} bytes)"
-          + (f"; INCOMPLETE: {cut}" if cut else ""))
+    print(
+        f"write set: {manifest.n_files} files ({manifest.n_bytes} bytes) since {manifest.since:.0f} "
+        f"({manifest.since_source}); staged {len(manifest.texts)} texts ({manifest.staged_bytes} bytes)"
+        + (f"; INCOMPLETE: {cut}" if cut else "")
+    )
     return 0
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,8 +30,12 @@ class StagedText(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     file: str = Field(description="name under text/")
-    origin: str = Field(description="the agent's file, then each layer unpacked: 'a.tar.gz ▸ gzip ▸ x.jsonl'")
-    fmt: str = Field(description="how the checker splits it into records: jsonl, json, csv, txt, parquet, arrow")
+    origin: str = Field(
+        description="the agent's file, then each layer unpacked: 'a.tar.gz ▸ gzip ▸ x.jsonl'"
+    )
+    fmt: str = Field(
+        description="how the checker splits it into records: jsonl, json, csv, txt, parquet, arrow"
+    )
 
 
 class WriteSetEntry(BaseModel):
@@ -43,9 +47,9 @@ class WriteSetEntry(BaseModel):
     size: int
     ctime: float
     kind: Literal["file", "symlink"]
-    link_target: Optional[str] = None
+    link_target: str | None = None
     scanned: bool = Field(description="unpacked into text/ (whole, within the caps)")
-    note: Optional[str] = Field(default=None, description="why it was not (fully) scanned")
+    note: str | None = Field(default=None, description="why it was not (fully) scanned")
 
 
 class WriteSetManifest(BaseModel):
@@ -53,7 +57,9 @@ class WriteSetManifest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    since: float = Field(description="files whose ctime is at or after this (epoch seconds) are in the set")
+    since: float = Field(
+        description="files whose ctime is at or after this (epoch seconds) are in the set"
+    )
     since_source: str = Field(description="how 'since' was found")
     roots: list[str] = Field(description="mount points walked (the writable ones)")
     excluded: list[str] = Field(default_factory=list, description="paths not walked, and why")
@@ -61,11 +67,15 @@ class WriteSetManifest(BaseModel):
     n_bytes: int = Field(default=0, description="size of every file in the set")
     read_bytes: int = Field(default=0, description="bytes read or decompressed to unpack them")
     staged_bytes: int = 0
-    skipped_numeric_bytes: int = Field(default=0, description="checkpoint numbers not scanned (floats)")
+    skipped_numeric_bytes: int = Field(
+        default=0, description="checkpoint numbers not scanned (floats)"
+    )
     entries: list[WriteSetEntry] = Field(default_factory=list)
     entries_not_listed: int = 0
     texts: list[StagedText] = Field(default_factory=list)
-    undecoded: list[str] = Field(default_factory=list, description="contents no decoder here could open")
+    undecoded: list[str] = Field(
+        default_factory=list, description="contents no decoder here could open"
+    )
     incomplete: list[LimitHit] = Field(default_factory=list)
     seconds: float = 0.0
 
@@ -76,6 +86,8 @@ class WriteSetManifest(BaseModel):
         return path
 
     @classmethod
-    def read(cls, directory: Path) -> "WriteSetManifest":
+    def read(cls, directory: Path) -> WriteSetManifest:
         """Read and validate MANIFEST.json of a staged write set."""
-        return cls.model_validate(json.loads((Path(directory) / MANIFEST_NAME).read_text(encoding="utf-8")))
+        return cls.model_validate(
+            json.loads((Path(directory) / MANIFEST_NAME).read_text(encoding="utf-8"))
+        )

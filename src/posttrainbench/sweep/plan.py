@@ -42,17 +42,23 @@ def open_sweep_dir(sweep_dir: Path, spec: SweepSpec) -> SweepSpec:
             raise SweepError(f"{path} is not a valid sweep spec") from None
         differs = existing.differences(spec)
         if differs:
-            raise SweepError(f"{sweep_dir} holds a sweep with other {', '.join(differs)} (see {path}); "
-                             "resume it with the same settings, or use another -o or --name")
+            raise SweepError(
+                f"{sweep_dir} holds a sweep with other {', '.join(differs)} (see {path}); "
+                "resume it with the same settings, or use another -o or --name"
+            )
         spec.dump(path)  # the retry policy may change between resumes
         return spec
     if sweep_dir.exists() and any(sweep_dir.iterdir()):
-        raise SweepError(f"{sweep_dir} exists and is not a sweep directory; use another -o or --name")
+        raise SweepError(
+            f"{sweep_dir} exists and is not a sweep directory; use another -o or --name"
+        )
     try:
         sweep_dir.mkdir(parents=True, exist_ok=True)
         spec.dump(path)
     except OSError as exc:
-        raise SweepError(f"cannot create sweep directory {sweep_dir}: {exc.strerror or exc}") from None
+        raise SweepError(
+            f"cannot create sweep directory {sweep_dir}: {exc.strerror or exc}"
+        ) from None
     return spec
 
 
@@ -69,8 +75,12 @@ def compile_tasks(sweep_dir: Path, spec: SweepSpec) -> list[Path]:
     return paths
 
 
-def job_config(sweep_dir: Path, spec: SweepSpec, task_dirs: list[Path],
-               agent_envs: dict[str, dict[str, str]] | None = None) -> JobConfig:
+def job_config(
+    sweep_dir: Path,
+    spec: SweepSpec,
+    task_dirs: list[Path],
+    agent_envs: dict[str, dict[str, str]] | None = None,
+) -> JobConfig:
     """One Harbor job: every task x every agent x attempts, `concurrency` at a time."""
     cpus = memory_mb = None
     if spec.env in LOCAL_ENVS:
@@ -83,10 +93,18 @@ def job_config(sweep_dir: Path, spec: SweepSpec, task_dirs: list[Path],
         jobs_dir=(sweep_dir / "jobs").resolve(),
         n_attempts=spec.attempts,
         n_concurrent_trials=spec.concurrency,
-        agents=[agent_config(a.agent, a.model, envs.get(a.label), reprompt_min_minutes=spec.reprompt_min_minutes)
-                for a in spec.agents],
-        environment=harbor_environment("docker" if spec.env == "condor" else spec.env, cpus=cpus,
-                                       memory_mb=memory_mb, cache_volume=spec.cache_volume),
+        agents=[
+            agent_config(
+                a.agent, a.model, envs.get(a.label), reprompt_min_minutes=spec.reprompt_min_minutes
+            )
+            for a in spec.agents
+        ],
+        environment=harbor_environment(
+            "docker" if spec.env == "condor" else spec.env,
+            cpus=cpus,
+            memory_mb=memory_mb,
+            cache_volume=spec.cache_volume,
+        ),
         tasks=[TaskConfig(path=path) for path in task_dirs],
     )
 

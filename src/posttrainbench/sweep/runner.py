@@ -14,18 +14,29 @@ import asyncio
 import fcntl
 import os
 import shutil
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from posttrainbench.integrity.secrets.credentials import AuthMode
 from posttrainbench.sweep.condor import (
-    CondorEnv, CondorSettings, check_condor_credentials, condor_submit_path, submit_all, write_condor_files,
+    CondorEnv,
+    CondorSettings,
+    check_condor_credentials,
+    condor_submit_path,
+    submit_all,
+    write_condor_files,
 )
 from posttrainbench.sweep.plan import (
-    JOB_NAME, check_catalog, compile_tasks, default_sweep_dir, job_config, open_sweep_dir, write_job_config,
+    JOB_NAME,
+    check_catalog,
+    compile_tasks,
+    default_sweep_dir,
+    job_config,
+    open_sweep_dir,
+    write_job_config,
 )
 from posttrainbench.sweep.spec import SweepError, SweepSpec
 from posttrainbench.sweep.trials import errored_trials
@@ -37,13 +48,17 @@ class SweepRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     spec: SweepSpec
-    out: Optional[Path] = None
-    name: Optional[str] = None
+    out: Path | None = None
+    name: str | None = None
     dry_run: bool = False
     auth: AuthMode = AuthMode.AUTO
-    secrets_dir: Optional[Path] = None
-    condor_requirements: Optional[str] = Field(default=None, description="--env condor: a ClassAd expression")
-    condor_env: CondorEnv = Field(default="docker", description="--env condor: Harbor's environment on the node")
+    secrets_dir: Path | None = None
+    condor_requirements: str | None = Field(
+        default=None, description="--env condor: a ClassAd expression"
+    )
+    condor_env: CondorEnv = Field(
+        default="docker", description="--env condor: Harbor's environment on the node"
+    )
 
 
 class SweepOutcome(BaseModel):
@@ -52,12 +67,22 @@ class SweepOutcome(BaseModel):
     sweep_dir: Path
     job_file: Path
     commands: list[str] = Field(default_factory=list, description="what --dry-run would run")
-    retired: list[str] = Field(default_factory=list, description="errored trials moved aside to run again")
+    retired: list[str] = Field(
+        default_factory=list, description="errored trials moved aside to run again"
+    )
     ran: bool = False
-    submitted: list[str] = Field(default_factory=list, description="--env condor: trials given to condor_submit")
-    note: Optional[str] = Field(default=None, description="One line about the commands (why they were not run)")
-    skipped: list[str] = Field(default_factory=list, description="--env condor: trials not submitted again, and why")
-    warnings: list[str] = Field(default_factory=list, description="volumes of retired trials that could not be removed")
+    submitted: list[str] = Field(
+        default_factory=list, description="--env condor: trials given to condor_submit"
+    )
+    note: str | None = Field(
+        default=None, description="One line about the commands (why they were not run)"
+    )
+    skipped: list[str] = Field(
+        default_factory=list, description="--env condor: trials not submitted again, and why"
+    )
+    warnings: list[str] = Field(
+        default_factory=list, description="volumes of retired trials that could not be removed"
+    )
 
 
 @contextmanager
@@ -71,8 +96,10 @@ def sweep_lock(sweep_dir: Path) -> Iterator[None]:
         except BlockingIOError:
             handle.seek(0)
             pid = handle.read().strip() or "?"
-            raise SweepError(f"a sweep is already running in {sweep_dir} (pid {pid}); wait for it or stop it "
-                             "first: a second runner would start duplicates of its trials") from None
+            raise SweepError(
+                f"a sweep is already running in {sweep_dir} (pid {pid}); wait for it or stop it "
+                "first: a second runner would start duplicates of its trials"
+            ) from None
         handle.seek(0)
         handle.truncate()
         handle.write(str(os.getpid()))
@@ -112,8 +139,12 @@ def run_sweep(request: SweepRequest) -> SweepOutcome:
     credentials = {}
     condor = None
     if spec.env == "condor":  # a bad condor option stops before anything is written
-        condor = CondorSettings.for_sweep(spec, sweep_dir, requirements=request.condor_requirements,
-                                          environment=request.condor_env)
+        condor = CondorSettings.for_sweep(
+            spec,
+            sweep_dir,
+            requirements=request.condor_requirements,
+            environment=request.condor_env,
+        )
         if not request.dry_run and condor_submit_path():
             check_condor_credentials(spec, os.environ)  # getenv copies the keys at submit time
     if not request.dry_run:
@@ -124,12 +155,18 @@ def run_sweep(request: SweepRequest) -> SweepOutcome:
         # Before anything is compiled or built: a missing secret stops here.
         for choice in spec.agents:
             credentials[choice.label] = check_credentials(
-                choice.agent, choice.model, runs_dir=sweep_dir.parent, auth=request.auth,
-                secrets_dir=request.secrets_dir)
+                choice.agent,
+                choice.model,
+                runs_dir=sweep_dir.parent,
+                auth=request.auth,
+                secrets_dir=request.secrets_dir,
+            )
     spec = open_sweep_dir(sweep_dir, spec)
     with sweep_lock(sweep_dir):
         tasks = compile_tasks(sweep_dir, spec)
-        config = job_config(sweep_dir, spec, tasks, {k: c.agent_env for k, c in credentials.items()})
+        config = job_config(
+            sweep_dir, spec, tasks, {k: c.agent_env for k, c in credentials.items()}
+        )
         job_file = write_job_config(sweep_dir, config)
         outcome = SweepOutcome(sweep_dir=sweep_dir, job_file=job_file)
         if condor is not None:
@@ -139,14 +176,22 @@ def run_sweep(request: SweepRequest) -> SweepOutcome:
             return outcome
         job_dir = sweep_dir / "jobs" / JOB_NAME
         if spec.retry == "errored":
-            outcome.retired, outcome.warnings = retire(errored_trials(job_dir), sweep_dir / "retired")
+            outcome.retired, outcome.warnings = retire(
+                errored_trials(job_dir), sweep_dir / "retired"
+            )
         _run_job(config, sweep_dir, spec, credentials)
         outcome.ran = True
         return outcome
 
 
-def _condor(request: SweepRequest, settings: CondorSettings, sweep_dir: Path, spec: SweepSpec,
-            tasks: list[Path], outcome: SweepOutcome) -> SweepOutcome:
+def _condor(
+    request: SweepRequest,
+    settings: CondorSettings,
+    sweep_dir: Path,
+    spec: SweepSpec,
+    tasks: list[Path],
+    outcome: SweepOutcome,
+) -> SweepOutcome:
     """Write one submit file per trial; submit them when condor_submit is here (not a dry run)."""
     files = write_condor_files(sweep_dir, spec, tasks, settings)
     condor_submit = condor_submit_path()
@@ -155,8 +200,9 @@ def _condor(request: SweepRequest, settings: CondorSettings, sweep_dir: Path, sp
         if not request.dry_run:
             outcome.note = "condor_submit is not on PATH; submit the jobs where it is, with:"
         return outcome
-    outcome.submitted, outcome.skipped = submit_all(files, condor_submit, settings, retry=spec.retry,
-                                                    retired_dir=sweep_dir / "retired")
+    outcome.submitted, outcome.skipped = submit_all(
+        files, condor_submit, settings, retry=spec.retry, retired_dir=sweep_dir / "retired"
+    )
     return outcome
 
 
@@ -184,8 +230,10 @@ def _run_job(config, sweep_dir: Path, spec: SweepSpec, credentials: dict) -> Non
             asyncio.run(go())
         except (FileExistsError, ValueError) as exc:
             # Harbor refuses to resume a job whose trials no longer match the plan.
-            raise SweepError(f"Harbor cannot resume {sweep_dir / 'jobs' / JOB_NAME}: "
-                             f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+            raise SweepError(
+                f"Harbor cannot resume {sweep_dir / 'jobs' / JOB_NAME}: "
+                f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            ) from None
     finally:
         # Whatever stopped it, nothing the agents wrote keeps a secret (tasks are input).
         scrubber.scrub_tree(sweep_dir / "jobs")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,7 +28,7 @@ class AgentChoice(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     agent: str
-    model: Optional[str] = None
+    model: str | None = None
 
     @property
     def label(self) -> str:
@@ -71,10 +71,17 @@ class SweepSpec(BaseModel):
     env: SweepEnv = "local"
     attempts: int = Field(default=1, ge=1)
     concurrency: int = Field(default=1, ge=1)
-    retry: RetryPolicy = Field(default="errored", description="on resume: re-run errored trials, or keep them")
-    cache_volume: Optional[str] = Field(default=None, description="modal/daytona: shared read-only cache volume")
-    reprompt_min_minutes: Optional[float] = Field(default=None, gt=0, description="re-prompt agents that stop "
-                                                  "with at least this many minutes left (None: never)")
+    retry: RetryPolicy = Field(
+        default="errored", description="on resume: re-run errored trials, or keep them"
+    )
+    cache_volume: str | None = Field(
+        default=None, description="modal/daytona: shared read-only cache volume"
+    )
+    reprompt_min_minutes: float | None = Field(
+        default=None,
+        gt=0,
+        description="re-prompt agents that stop with at least this many minutes left (None: never)",
+    )
     options: CompileOptions = Field(default_factory=CompileOptions)
 
     def key(self) -> str:
@@ -85,7 +92,7 @@ class SweepSpec(BaseModel):
         fixed = self.model_dump(mode="json", exclude={"retry"}, exclude_defaults=True)
         return hashlib.sha256(repr(sorted(fixed.items())).encode()).hexdigest()[:10]
 
-    def differences(self, other: "SweepSpec") -> list[str]:
+    def differences(self, other: SweepSpec) -> list[str]:
         """The settings in which *other* differs (the retry policy may change freely)."""
         mine, theirs = self.model_dump(mode="json"), other.model_dump(mode="json")
         return [k for k in mine if k != "retry" and mine[k] != theirs[k]]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from pydantic import BaseModel, Field, computed_field
 
@@ -18,10 +17,12 @@ class AgentProgress(BaseModel):
     planned: int
     scored: int = 0
     errored: int = 0
-    running: int = Field(default=0, description="trial dirs without a result yet (running, or killed)")
-    cost_usd: Optional[float] = None
-    input_tokens: Optional[int] = None
-    output_tokens: Optional[int] = None
+    running: int = Field(
+        default=0, description="trial dirs without a result yet (running, or killed)"
+    )
+    cost_usd: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
     gpu_hours: float = 0.0
     agent_hours: float = 0.0
 
@@ -62,8 +63,13 @@ def sweep_status(sweep_dir: Path) -> SweepStatus:
     # One Harbor job (jobs/sweep/) on the local, docker and cloud environments; one job per
     # trial (jobs/<trial>/) on HTCondor.
     jobs = sweep_dir / "jobs"
-    trials = sorted(t for job in (jobs.iterdir() if jobs.is_dir() else []) if job.is_dir()
-                    for t in job.iterdir() if t.is_dir() and (t / "config.json").is_file())
+    trials = sorted(
+        t
+        for job in (jobs.iterdir() if jobs.is_dir() else [])
+        if job.is_dir()
+        for t in job.iterdir()
+        if t.is_dir() and (t / "config.json").is_file()
+    )
     for trial in trials:
         # By the trial's own config: Harbor names a custom agent by its name(), not its path.
         entry = progress.get(_label_from_config(trial) or "")
@@ -91,17 +97,23 @@ def sweep_status(sweep_dir: Path) -> SweepStatus:
         entry.gpu_hours += record.usage.gpu_hours
         entry.agent_hours += record.time.agent_hours or 0.0
     retired = sweep_dir / "retired"
-    return SweepStatus(sweep_dir=str(sweep_dir), planned=spec.n_trials, agents=list(progress.values()),
-                       retired=sum(1 for p in retired.iterdir() if p.is_dir()) if retired.is_dir() else 0,
-                       unreadable=unreadable)
+    return SweepStatus(
+        sweep_dir=str(sweep_dir),
+        planned=spec.n_trials,
+        agents=list(progress.values()),
+        retired=sum(1 for p in retired.iterdir() if p.is_dir()) if retired.is_dir() else 0,
+        unreadable=unreadable,
+    )
 
 
-def _label_from_config(trial: Path) -> Optional[str]:
+def _label_from_config(trial: Path) -> str | None:
     """The agent label of a trial that has no result yet, from Harbor's config.json."""
     from harbor.models.trial.config import TrialConfig
 
     try:
-        config = TrialConfig.model_validate_json((trial / "config.json").read_text(encoding="utf-8"))
+        config = TrialConfig.model_validate_json(
+            (trial / "config.json").read_text(encoding="utf-8")
+        )
     except (OSError, ValueError):
         return None
     # A re-prompted agent's config names the wrapper; the sweep knows it by its inner agent.

@@ -21,12 +21,17 @@ def is_errored(trial_dir: Path) -> bool:
             parsed = TrialResult.model_validate_json(read_harbor_file(root, RESULT_FILE))
     except (OSError, ValueError):
         return False
-    return bool(parsed.recorded_exceptions()) or not (parsed.verifier_result and parsed.verifier_result.rewards)
+    return bool(parsed.recorded_exceptions()) or not (
+        parsed.verifier_result and parsed.verifier_result.rewards
+    )
 
 
 def errored_trials(job_dir: Path) -> list[Path]:
     """The errored finished trials of one Harbor job directory."""
     if not job_dir.is_dir():
         return []
-    return [t for t in sorted(p for p in job_dir.iterdir() if p.is_dir())
-            if (t / "result.json").is_file() and is_errored(t)]
+    return [
+        t
+        for t in sorted(p for p in job_dir.iterdir() if p.is_dir())
+        if (t / "result.json").is_file() and is_errored(t)
+    ]

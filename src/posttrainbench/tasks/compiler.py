@@ -13,6 +13,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 import posttrainbench
+from posttrainbench.benchmarks.datafiles import write_split
 from posttrainbench.catalog import (
     BaseModelSpec,
     BenchmarkSpec,
@@ -20,16 +21,14 @@ from posttrainbench.catalog import (
     get_model,
     list_benchmarks,
 )
-from posttrainbench.benchmarks.datafiles import write_split
 from posttrainbench.data.prepare import DataPrepareError, prepare_benchmark, task_splits
 from posttrainbench.envs.layer_manifest import MANIFEST_PATH, LayerManifest
 from posttrainbench.errors import PtbError
-from posttrainbench.staged_output import staged_output
-from posttrainbench.template_tree import render_tree
 from posttrainbench.integrity.contamination.reference import reference_from_split, write_reference
 from posttrainbench.integrity.contamination.tokens import cl100k_file
 from posttrainbench.integrity.judges.limits import LIMITS_FILE_NAME
 from posttrainbench.schemas import TaskSpec
+from posttrainbench.staged_output import staged_output
 from posttrainbench.tasks.gpu_image import gpu_requirements, load_gpu_image_pins
 from posttrainbench.tasks.layers import dockerfile_steps, model_task_layers
 from posttrainbench.tasks.options import (
@@ -37,6 +36,7 @@ from posttrainbench.tasks.options import (
     DEFAULT_GPU_TYPE,
     CompileOptions,
 )
+from posttrainbench.template_tree import render_tree
 
 BASE_MODEL_PATH = "/opt/ptb/models/base"
 # The contamination checker's default reference in the agent's environment (test mode).
@@ -118,7 +118,9 @@ def build_spec(benchmark: BenchmarkSpec, model: BaseModelSpec, options: CompileO
     )
 
 
-def _context(benchmark: BenchmarkSpec, model: BaseModelSpec, spec: TaskSpec, options: CompileOptions) -> dict:
+def _context(
+    benchmark: BenchmarkSpec, model: BaseModelSpec, spec: TaskSpec, options: CompileOptions
+) -> dict:
     context_file = package_root() / "tasks" / "context" / f"{benchmark.id}.md"
     hardware = (
         f"{spec.gpus} GPU(s), {options.cpus} CPU cores, {options.memory_gb} GB RAM"
@@ -151,7 +153,9 @@ def _context(benchmark: BenchmarkSpec, model: BaseModelSpec, spec: TaskSpec, opt
         or (gpu_image.base_image if gpu_image else DEFAULT_CPU_BASE_IMAGE),
         "gpu_types": [options.gpu_type or DEFAULT_GPU_TYPE] if spec.gpus else [],
         "solution_module": SOLUTION_MODULES.get(benchmark.id),
-        "judge_env": tuple(dict.fromkeys((*JUDGE_ENV, *INTEGRITY_ENV))) if benchmark.llm_judge else (),
+        "judge_env": tuple(dict.fromkeys((*JUDGE_ENV, *INTEGRITY_ENV)))
+        if benchmark.llm_judge
+        else (),
         "solution_steps": options.solution_steps,
         "solution_max_minutes": round(options.hours * 60 * SOLUTION_TIME_SHARE, 2),
         "snapshot_max_file_bytes": SNAPSHOT_MAX_FILE_BYTES,
@@ -178,8 +182,10 @@ def _copy_tokenizer(dest: Path) -> None:
     """Ship cl100k_base with the task: sandboxes have no network for tiktoken's download."""
     source = cl100k_file()
     if source is None:
-        raise PtbError("the cl100k_base tokenizer file is not available offline (install litellm, "
-                       "or set PTB_TIKTOKEN_DIR to a directory holding it)")
+        raise PtbError(
+            "the cl100k_base tokenizer file is not available offline (install litellm, "
+            "or set PTB_TIKTOKEN_DIR to a directory holding it)"
+        )
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, dest / source.name)
 
@@ -199,8 +205,10 @@ def _write_data(out: Path, spec: TaskSpec, cache_dir: Path | None, offline: bool
         if spec.feedback == "test":
             # The agent already sees the test set here; give its contamination checker
             # the same items in PostTrainBench's TEST.json format.
-            write_reference(reference_from_split(spec.benchmark, split_path),
-                            out / "environment" / "ptb" / "data" / AGENT_REFERENCE_NAME)
+            write_reference(
+                reference_from_split(spec.benchmark, split_path),
+                out / "environment" / "ptb" / "data" / AGENT_REFERENCE_NAME,
+            )
 
 
 def _requirements(spec: TaskSpec, llm_judge: bool) -> tuple[str, str | None]:
@@ -215,8 +223,9 @@ def _requirements(spec: TaskSpec, llm_judge: bool) -> tuple[str, str | None]:
     return requirements, nodeps.read_text() if nodeps.exists() else None
 
 
-def _write_environment_files(out: Path, spec: TaskSpec, requirements: tuple[str, str | None],
-                             layers: LayerManifest) -> None:
+def _write_environment_files(
+    out: Path, spec: TaskSpec, requirements: tuple[str, str | None], layers: LayerManifest
+) -> None:
     (out / "environment" / "requirements.txt").write_text(requirements[0])
     if requirements[1] is not None:
         (out / "environment" / "ptb" / "requirements-nodeps.txt").write_text(requirements[1])
@@ -238,8 +247,14 @@ def _write_environment_files(out: Path, spec: TaskSpec, requirements: tuple[str,
     layers.dump(out / "environment" / MANIFEST_PATH)
 
 
-def compile_task(benchmark_id: str, model_id: str, out_dir: Path, options: CompileOptions,
-                 cache_dir: Path | None = None, offline: bool = False) -> Path:
+def compile_task(
+    benchmark_id: str,
+    model_id: str,
+    out_dir: Path,
+    options: CompileOptions,
+    cache_dir: Path | None = None,
+    offline: bool = False,
+) -> Path:
     """Write the Harbor task for (benchmark, model) into `out_dir/<name>`; return its path.
 
     The benchmark's data comes from the prepared-data cache (fetched first if missing,

@@ -24,7 +24,9 @@ PINS_RESOURCE = ("data", "gpu_image.json")
 # Oldest glibc of the manylinux tags a pip check accepts (manylinux2014 is glibc 2.17).
 OLDEST_MANYLINUX_GLIBC = 17
 # A concrete release: no operators, wildcards or ranges (PEP 440 public + local parts).
-_EXACT_PIP_VERSION = re.compile(r"^\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?(\+[A-Za-z0-9.]+)?$")
+_EXACT_PIP_VERSION = re.compile(
+    r"^\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?(\+[A-Za-z0-9.]+)?$"
+)
 _EXACT_SEMVER = re.compile(r"^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$")
 _PIP_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
 _NPM_NAME = re.compile(r"^(@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*$")
@@ -62,15 +64,23 @@ class GpuImagePins(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    base_image: str = Field(description="Public CUDA image, exactly tagged; Modal and Daytona pull it")
-    cuda_version: str = Field(pattern=r"^\d+\.\d+$", description="CUDA of the base image (and of torch's wheels)")
+    base_image: str = Field(
+        description="Public CUDA image, exactly tagged; Modal and Daytona pull it"
+    )
+    cuda_version: str = Field(
+        pattern=r"^\d+\.\d+$", description="CUDA of the base image (and of torch's wheels)"
+    )
     python_version: str = Field(pattern=r"^3\.\d+$", description="The base image's system python3")
-    glibc_version: str = Field(pattern=r"^2\.\d+$", description="The base image's glibc (manylinux check)")
+    glibc_version: str = Field(
+        pattern=r"^2\.\d+$", description="The base image's glibc (manylinux check)"
+    )
     arch: Literal["x86_64"] = "x86_64"
     venv_pip_version: str = Field(description="pip in the task venv (the distribution's is older)")
     pip: dict[str, str] = Field(min_length=1, description="pip project -> exact version")
     node_version: str = Field(description="Node.js release the agent CLIs run on")
-    npm: dict[str, str] = Field(min_length=1, description="npm package -> exact version (installed -g)")
+    npm: dict[str, str] = Field(
+        min_length=1, description="npm package -> exact version (installed -g)"
+    )
     agent_clis: dict[str, AgentCli] = Field(description="Harbor agent name -> its CLI")
 
     @field_validator("base_image")
@@ -129,7 +139,10 @@ class GpuImagePins(BaseModel):
     def manylinux_platforms(self) -> list[str]:
         """pip ``--platform`` tags the base image accepts, newest first (pip does not expand them)."""
         newest = int(self.glibc_version.split(".")[1])
-        tags = [f"manylinux_2_{minor}_{self.arch}" for minor in range(newest, OLDEST_MANYLINUX_GLIBC - 1, -1)]
+        tags = [
+            f"manylinux_2_{minor}_{self.arch}"
+            for minor in range(newest, OLDEST_MANYLINUX_GLIBC - 1, -1)
+        ]
         return [*tags, f"manylinux2014_{self.arch}"]
 
 
@@ -162,8 +175,10 @@ def gpu_requirements(task_requirements: str, pins: GpuImagePins | None = None) -
         if match and not line.lstrip().startswith("#") and canonical_name(match.group(1)) in pinned:
             continue
         kept.append(line)
-    header = ["# The GPU image's pins (posttrainbench/tasks/data/gpu_image.json); they win over",
-              "# the task requirements below, which no longer name these packages."]
+    header = [
+        "# The GPU image's pins (posttrainbench/tasks/data/gpu_image.json); they win over",
+        "# the task requirements below, which no longer name these packages.",
+    ]
     return "\n".join([*header, *pins.pip_requirements(), *kept]) + "\n"
 
 
@@ -173,8 +188,10 @@ def main(argv: list[str]) -> int:
     what = argv[0] if argv else ""
     if what == "requirements":  # what a GPU task with an LLM judge installs
         evaluation = resources.files("posttrainbench.evaluation")
-        text = "".join(evaluation.joinpath(name).read_text()
-                       for name in ("requirements.txt", "requirements-judge.txt"))
+        text = "".join(
+            evaluation.joinpath(name).read_text()
+            for name in ("requirements.txt", "requirements-judge.txt")
+        )
         print(gpu_requirements(text, pins), end="")
     elif what == "pip":  # the venv's own pip
         print(f"pip=={pins.venv_pip_version}")
@@ -185,8 +202,10 @@ def main(argv: list[str]) -> int:
     elif what == "python":
         print(pins.python_version)
     else:
-        print("usage: python -m posttrainbench.tasks.gpu_image {requirements,pip,npm,platforms,python}",
-              file=sys.stderr)
+        print(
+            "usage: python -m posttrainbench.tasks.gpu_image {requirements,pip,npm,platforms,python}",
+            file=sys.stderr,
+        )
         return 2
     return 0
 

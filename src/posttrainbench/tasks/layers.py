@@ -53,14 +53,28 @@ def model_task_layers(spec: TaskSpec, requirements: str, nodeps: str | None) -> 
     """The layers of a model task whose venv is made from ``requirements`` (and ``nodeps``,
     the ``--no-deps`` requirements, when the task ships them)."""
     venv_inputs = [rel for rel in VENV_INPUTS if rel != NODEPS_INPUT or nodeps is not None]
-    return LayerManifest(layers=[
-        LayerSpec(name="venv", inputs=venv_inputs, venv=True, requirements="requirements.txt",
-                  build="ptb/build_venv.sh"),
-        LayerSpec(name="model", inputs=list(MODEL_INPUTS), build="ptb/build_model.sh",
-                  key={"model": spec.model, "source": spec.model_source,
-                       "packages": conversion_pins(requirements, nodeps or "")}),
-        LayerSpec(name="task", inputs=["ptb"], build="ptb/build.sh"),
-    ])
+    return LayerManifest(
+        layers=[
+            LayerSpec(
+                name="venv",
+                inputs=venv_inputs,
+                venv=True,
+                requirements="requirements.txt",
+                build="ptb/build_venv.sh",
+            ),
+            LayerSpec(
+                name="model",
+                inputs=list(MODEL_INPUTS),
+                build="ptb/build_model.sh",
+                key={
+                    "model": spec.model,
+                    "source": spec.model_source,
+                    "packages": conversion_pins(requirements, nodeps or ""),
+                },
+            ),
+            LayerSpec(name="task", inputs=["ptb"], build="ptb/build.sh"),
+        ]
+    )
 
 
 @dataclass(frozen=True)
@@ -77,8 +91,11 @@ def dockerfile_steps(manifest: LayerManifest) -> list[DockerStep]:
     other inputs copied to where the local cache puts them, then its build step."""
     steps = []
     for layer in manifest.layers:
-        copies = [(f"{rel}/" if destination(rel) == "" else rel, f"/opt/ptb/{destination(rel)}")
-                  for rel in layer.inputs if rel != layer.requirements]
+        copies = [
+            (f"{rel}/" if destination(rel) == "" else rel, f"/opt/ptb/{destination(rel)}")
+            for rel in layer.inputs
+            if rel != layer.requirements
+        ]
         run = f"/opt/ptb/{destination(layer.build)}" if layer.build else None
         steps.append(DockerStep(layer.name, copies, run))
     return steps

@@ -22,33 +22,51 @@ class CompileOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     hours: float = Field(default=10.0, gt=0, le=168)
-    gpus: int | None = Field(default=None, ge=0, le=8, description="None: 1, or 0 for offline CPU models")
+    gpus: int | None = Field(
+        default=None, ge=0, le=8, description="None: 1, or 0 for offline CPU models"
+    )
     cpus: int = Field(default=16, ge=1)
     memory_gb: int = Field(default=128, ge=1)
     storage_gb: int = Field(default=200, ge=1)
     feedback: Literal["test", "dev", "none"] = Field(
-        default="test", description="test: evaluate.py scores the test set (PostTrainBench parity); "
-        "dev: a disjoint held-out split; none: no score")
-    agent_eval_budget: int | None = Field(default=None, ge=1, description="max evaluate.py runs; None = unlimited")
+        default="test",
+        description="test: evaluate.py scores the test set (PostTrainBench parity); "
+        "dev: a disjoint held-out split; none: no score",
+    )
+    agent_eval_budget: int | None = Field(
+        default=None, ge=1, description="max evaluate.py runs; None = unlimited"
+    )
     agent_eval_limit: int | None = Field(default=None, ge=1)
     final_eval_limit: int | None = Field(default=None, ge=1)
     score_base_model: bool = False
     verifier_timeout_min: float = Field(default=240, gt=0)
     solution_steps: int | None = Field(
-        default=None, ge=1, description="Reference solution's optimizer steps (a fixed amount of training, "
-        "whatever the machine's load); None: the solution's default")
+        default=None,
+        ge=1,
+        description="Reference solution's optimizer steps (a fixed amount of training, "
+        "whatever the machine's load); None: the solution's default",
+    )
     base_image: str | None = Field(
-        default=None, description="None: the pinned CUDA image for GPU tasks, else the offline CPU image")
+        default=None,
+        description="None: the pinned CUDA image for GPU tasks, else the offline CPU image",
+    )
     gpu_type: str | None = Field(
-        default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+!-]*$",
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+!-]*$",
         description="The GPU model a GPU task asks for (task.toml's environment.gpu_types); None: "
-        f"{DEFAULT_GPU_TYPE}. Tasks without a GPU ask for none and ignore it")
+        f"{DEFAULT_GPU_TYPE}. Tasks without a GPU ask for none and ignore it",
+    )
     model_from: Literal["image", "cache"] = Field(
-        default="image", description="image: the base model is downloaded into the task image when it is built; "
+        default="image",
+        description="image: the base model is downloaded into the task image when it is built; "
         "cache: it is read from the shared cache volume (/ptb-cache/models/<id>, `ptb cache push`) when the "
-        "sandbox starts, never downloaded")
+        "sandbox starts, never downloaded",
+    )
     final_model_size_factor: float = Field(
-        default=DEFAULT_SIZE_FACTOR, gt=0, le=100,
+        default=DEFAULT_SIZE_FACTOR,
+        gt=0,
+        le=100,
         description="final_model may be this many times the base model's size (apparent and allocated), "
-        "plus room for tokenizer files; larger is rejected by the collect hook, with the reason in metrics.json")
+        "plus room for tokenizer files; larger is rejected by the collect hook, with the reason in metrics.json",
+    )
     seed: int = 0

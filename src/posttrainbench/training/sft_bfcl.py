@@ -32,7 +32,9 @@ from ..evaluation.chat_format import read_model_config, render_chat
 from .synth_fc import make_dataset
 
 
-def encode_examples(tokenizer, examples: list[dict], max_len: int, config: dict | None = None) -> list[tuple[list[int], int]]:
+def encode_examples(
+    tokenizer, examples: list[dict], max_len: int, config: dict | None = None
+) -> list[tuple[list[int], int]]:
     """(token ids, number of prompt tokens) per example; the rest are answer tokens.
 
     Prompts are rendered exactly as the evaluation renders them (same chat format).
@@ -124,11 +126,17 @@ def train(
     model = AutoModelForCausalLM.from_pretrained(base_model, dtype=torch.float32)
     model.config.use_cache = False
     n_trainable = _freeze_lower_layers(model, train_layers)
-    data = encode_examples(tokenizer, make_dataset(n_examples, seed), max_len, read_model_config(base_model))
+    data = encode_examples(
+        tokenizer, make_dataset(n_examples, seed), max_len, read_model_config(base_model)
+    )
     rng.shuffle(data)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0, betas=(0.9, 0.95))
-    cap_s = None if max_minutes is None else max_minutes * 60.0 - (time.perf_counter() - t_start) - SAVE_RESERVE_S
+    cap_s = (
+        None
+        if max_minutes is None
+        else max_minutes * 60.0 - (time.perf_counter() - t_start) - SAVE_RESERVE_S
+    )
     warmup = 5
     model.train()
     t0 = time.perf_counter()
@@ -149,12 +157,19 @@ def train(
         losses.append(float(loss.detach()))
         step += 1
         if step % 10 == 0:
-            print(f"step {step} loss {sum(losses[-10:]) / 10:.4f} {time.perf_counter() - t0:.0f}s", flush=True)
+            print(
+                f"step {step} loss {sum(losses[-10:]) / 10:.4f} {time.perf_counter() - t0:.0f}s",
+                flush=True,
+            )
     train_s = time.perf_counter() - t0
     stopped_early = step < steps
     if stopped_early:
-        print(f"WARNING: stopped at the {max_minutes:g}-minute cap after {step} of {steps} steps: "
-              "this model is trained less than the reference", file=sys.stderr, flush=True)
+        print(
+            f"WARNING: stopped at the {max_minutes:g}-minute cap after {step} of {steps} steps: "
+            "this model is trained less than the reference",
+            file=sys.stderr,
+            flush=True,
+        )
     model.eval()
     model.config.use_cache = True
     Path(out).mkdir(parents=True, exist_ok=True)
@@ -174,7 +189,7 @@ def train(
         "first_loss": losses[0] if losses else None,
         "train_seconds": round(train_s, 1),
         "total_seconds": round(time.perf_counter() - t_start, 1),
-        "data": "synthetic (posttrainbench.training.synth_fc), seed %d" % seed,
+        "data": f"synthetic (posttrainbench.training.synth_fc), seed {seed}",
     }
     (Path(out) / "ptb_training.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
@@ -184,16 +199,31 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="SFT a base model for BFCL on synthetic data")
     p.add_argument("--base-model", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="optimizer steps: the amount of training")
-    p.add_argument("--max-minutes", type=float, default=None, help="safety cap on the whole run (default: none)")
+    p.add_argument(
+        "--steps", type=int, default=DEFAULT_STEPS, help="optimizer steps: the amount of training"
+    )
+    p.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="safety cap on the whole run (default: none)",
+    )
     p.add_argument("--batch-size", type=int, default=int(os.environ.get("PTB_SFT_BATCH", "8")))
     p.add_argument("--lr", type=float, default=2e-4)
-    p.add_argument("--train-layers", type=int, default=12, help="top decoder layers to train (0 = all)")
+    p.add_argument(
+        "--train-layers", type=int, default=12, help="top decoder layers to train (0 = all)"
+    )
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     summary = train(
-        args.base_model, args.out, args.steps, args.max_minutes, args.batch_size, args.lr,
-        args.train_layers, seed=args.seed,
+        args.base_model,
+        args.out,
+        args.steps,
+        args.max_minutes,
+        args.batch_size,
+        args.lr,
+        args.train_layers,
+        seed=args.seed,
     )
     print(json.dumps(summary, indent=2))
     return 0

@@ -9,26 +9,85 @@ come from small hand-written vocabularies below, not from any benchmark file.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 VERBS = {
-    "calculate": "Calculate", "compute": "Compute", "get": "Get", "find": "Find",
-    "estimate": "Estimate", "fetch": "Fetch", "search": "Search for", "convert": "Convert",
-    "predict": "Predict", "check": "Check", "generate": "Generate", "analyze": "Analyze",
-    "lookup": "Look up", "book": "Book", "list": "List", "count": "Count",
+    "calculate": "Calculate",
+    "compute": "Compute",
+    "get": "Get",
+    "find": "Find",
+    "estimate": "Estimate",
+    "fetch": "Fetch",
+    "search": "Search for",
+    "convert": "Convert",
+    "predict": "Predict",
+    "check": "Check",
+    "generate": "Generate",
+    "analyze": "Analyze",
+    "lookup": "Look up",
+    "book": "Book",
+    "list": "List",
+    "count": "Count",
 }
 OBJECTS = [
-    "loan_payment", "travel_time", "weather_forecast", "stock_price", "recipe", "hotel",
-    "flight", "population", "average_score", "distance", "tax", "calories", "route",
-    "movie", "book_rating", "exchange_rate", "interest", "volume", "area", "speed",
-    "energy", "event", "restaurant", "playlist", "shipping_cost", "salary", "discount",
-    "rainfall", "elevation", "gene_sequence", "probability", "median", "force",
-    "museum_hours", "concert", "vaccine_stock", "air_quality", "sales_report", "lyrics",
+    "loan_payment",
+    "travel_time",
+    "weather_forecast",
+    "stock_price",
+    "recipe",
+    "hotel",
+    "flight",
+    "population",
+    "average_score",
+    "distance",
+    "tax",
+    "calories",
+    "route",
+    "movie",
+    "book_rating",
+    "exchange_rate",
+    "interest",
+    "volume",
+    "area",
+    "speed",
+    "energy",
+    "event",
+    "restaurant",
+    "playlist",
+    "shipping_cost",
+    "salary",
+    "discount",
+    "rainfall",
+    "elevation",
+    "gene_sequence",
+    "probability",
+    "median",
+    "force",
+    "museum_hours",
+    "concert",
+    "vaccine_stock",
+    "air_quality",
+    "sales_report",
+    "lyrics",
 ]
 MODULES = ["", "", "", "math.", "finance.", "geo.", "weather.", "stats.", "physics.", "travel."]
 
-CITIES = ["Paris", "Tokyo", "New York", "Berlin", "Cairo", "Lima", "Sydney", "Toronto", "Mumbai", "Oslo", "Austin", "Nairobi"]
+CITIES = [
+    "Paris",
+    "Tokyo",
+    "New York",
+    "Berlin",
+    "Cairo",
+    "Lima",
+    "Sydney",
+    "Toronto",
+    "Mumbai",
+    "Oslo",
+    "Austin",
+    "Nairobi",
+]
 COUNTRIES = ["France", "Japan", "Brazil", "Canada", "India", "Kenya", "Spain", "Mexico", "Norway"]
 PEOPLE = ["Alice", "Bob Smith", "Maria Garcia", "Chen Wei", "Omar", "John Doe", "Priya Patel"]
 WORDS = {
@@ -66,7 +125,9 @@ def _choice(options: list) -> Callable[[random.Random], Any]:
     return lambda r: r.choice(options)
 
 
-def _list(sampler: Callable[[random.Random], Any], unique: bool = True) -> Callable[[random.Random], list]:
+def _list(
+    sampler: Callable[[random.Random], Any], unique: bool = True
+) -> Callable[[random.Random], list]:
     def f(r: random.Random) -> list:
         out: list = []
         for _ in range(r.randint(2, 4)):
@@ -98,15 +159,29 @@ PARAMS = [
     ParamKind("city", "string", "The city name.", _choice(CITIES)),
     ParamKind("country", "string", "The country.", _choice(COUNTRIES)),
     ParamKind("name", "string", "The person's name.", _choice(PEOPLE)),
-    ParamKind("start_date", "string", "Date in YYYY-MM-DD format.",
-              lambda r: f"20{r.randint(20, 26)}-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}"),
+    ParamKind(
+        "start_date",
+        "string",
+        "Date in YYYY-MM-DD format.",
+        lambda r: f"20{r.randint(20, 26)}-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}",
+    ),
     *[ParamKind(k, "string", f"The {k.replace('_', ' ')}.", _choice(v)) for k, v in WORDS.items()],
     ParamKind("include_details", "boolean", "Whether to include details.", _choice([True, False])),
     ParamKind("round_result", "boolean", "Whether to round the result.", _choice([True, False])),
-    ParamKind("numbers", "array", "A list of numbers.", _list(_int(1, 99), unique=False), "integer"),
-    ParamKind("values", "array", "A list of decimal values.", _list(_float(0.1, 50, 1), unique=False), "float"),
+    ParamKind(
+        "numbers", "array", "A list of numbers.", _list(_int(1, 99), unique=False), "integer"
+    ),
+    ParamKind(
+        "values",
+        "array",
+        "A list of decimal values.",
+        _list(_float(0.1, 50, 1), unique=False),
+        "float",
+    ),
     ParamKind("cities", "array", "List of city names.", _list(_choice(CITIES)), "string"),
-    ParamKind("tags", "array", "List of keywords.", _list(_choice(sum(WORDS.values(), []))), "string"),
+    ParamKind(
+        "tags", "array", "List of keywords.", _list(_choice(sum(WORDS.values(), []))), "string"
+    ),
 ]
 
 
@@ -153,12 +228,28 @@ def make_example(r: random.Random) -> dict:
     values = {p.name: p.sample(r) for p in used}
     mentions = [_mention(r, p, values[p.name]) for p in used]
     r.shuffle(mentions)
-    lead = r.choice([f"{VERBS[verb]} the {_words(obj)}", f"Can you {VERBS[verb].lower()} the {_words(obj)}",
-                     f"I need to {VERBS[verb].lower()} the {_words(obj)}", f"Please {VERBS[verb].lower()} the {_words(obj)}"])
-    text = lead + " " + ", ".join(mentions[:-1]) + (" and " if len(mentions) > 1 else "") + mentions[-1]
+    lead = r.choice(
+        [
+            f"{VERBS[verb]} the {_words(obj)}",
+            f"Can you {VERBS[verb].lower()} the {_words(obj)}",
+            f"I need to {VERBS[verb].lower()} the {_words(obj)}",
+            f"Please {VERBS[verb].lower()} the {_words(obj)}",
+        ]
+    )
+    text = (
+        lead
+        + " "
+        + ", ".join(mentions[:-1])
+        + (" and " if len(mentions) > 1 else "")
+        + mentions[-1]
+    )
     text += "?" if lead.startswith("Can") else "."
     args = ", ".join(f"{p.name}={values[p.name]!r}" for p in kinds if p.name in values)
-    return {"functions": [function], "question": [{"role": "user", "content": text}], "answer": f"[{fname}({args})]"}
+    return {
+        "functions": [function],
+        "question": [{"role": "user", "content": text}],
+        "answer": f"[{fname}({args})]",
+    }
 
 
 def make_dataset(n: int, seed: int = 0) -> list[dict]:

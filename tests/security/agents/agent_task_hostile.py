@@ -31,7 +31,10 @@ class HostileAgentTaskAgent(BaseAgent):
     async def setup(self, environment: BaseEnvironment) -> None:
         await environment.upload_dir(PAYLOAD, SANDBOX_DIR)
 
-    async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
-        result = await environment.exec(f"python3 {SANDBOX_DIR}/attack.py > /logs/agent/attack.log 2>&1",
-                                        timeout_sec=600)
+    async def run(
+        self, instruction: str, environment: BaseEnvironment, context: AgentContext
+    ) -> None:
+        result = await environment.exec(
+            f"python3 {SANDBOX_DIR}/attack.py > /logs/agent/attack.log 2>&1", timeout_sec=600
+        )
         context.metadata = {"attack_exit_code": result.return_code}

@@ -46,4 +46,6 @@ class Aime2025(Benchmark):
             return ScoreResult(0.0, "hedged", f"{hedged}; {detail}", (HEDGE_FINDING,))
         if got is None:
             return ScoreResult(0.0, "no_answer", detail)
-        return ScoreResult(1.0 if got == expected else 0.0, None if got == expected else "wrong_answer", detail)
+        return ScoreResult(
+            1.0 if got == expected else 0.0, None if got == expected else "wrong_answer", detail
+        )

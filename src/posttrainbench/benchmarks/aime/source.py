@@ -53,9 +53,16 @@ def problems_2025(rows: list[Row]) -> list[Sample]:
     samples = []
     for i, row in enumerate(rows):
         rid = row.get("id", i)
-        samples.append(Sample(id=f"aime2025_{rid}", category="aime2025", data={
-            "problem": str(_field(row, "problem", "question", "Problem")).strip(),
-            "answer": _answer(_field(row, "answer", "Answer"), f"aime2025 row {i}")}))
+        samples.append(
+            Sample(
+                id=f"aime2025_{rid}",
+                category="aime2025",
+                data={
+                    "problem": str(_field(row, "problem", "question", "Problem")).strip(),
+                    "answer": _answer(_field(row, "answer", "Answer"), f"aime2025 row {i}"),
+                },
+            )
+        )
     return samples
 
 
@@ -70,20 +77,32 @@ def problems_of_years(rows: list[Row], years: tuple[int, ...] = DEV_YEARS) -> li
         if year not in years:
             continue
         rid = row.get("ID") or f"{year}-{row.get('Part', '')}-{row.get('Problem Number', '')}"
-        samples.append(Sample(id=f"aime_{rid}", category=f"aime{year}", data={
-            "problem": row["Question"].strip(), "answer": _answer(row["Answer"], f"AIME {rid}")}))
+        samples.append(
+            Sample(
+                id=f"aime_{rid}",
+                category=f"aime{year}",
+                data={
+                    "problem": row["Question"].strip(),
+                    "answer": _answer(row["Answer"], f"AIME {rid}"),
+                },
+            )
+        )
     return samples
 
 
 class Aime2025Source(DataSource):
     benchmark_id = "aime2025"
-    provenance = (f"HF dataset {TEST_REPO}@{TEST_REVISION}/{TEST_FILE} (test); "
-                  f"{DEV_REPO}@{DEV_REVISION}/{DEV_FILE} years {DEV_YEARS} (dev)")
+    provenance = (
+        f"HF dataset {TEST_REPO}@{TEST_REVISION}/{TEST_FILE} (test); "
+        f"{DEV_REPO}@{DEV_REVISION}/{DEV_FILE} years {DEV_YEARS} (dev)"
+    )
     files = (TEST, DEV)
 
     def download(self, fetcher: Fetcher) -> dict[str, RawFile]:
-        return {"test": hf_file(fetcher, TEST_REPO, TEST, TEST_REVISION),
-                "dev": hf_file(fetcher, DEV_REPO, DEV, DEV_REVISION)}
+        return {
+            "test": hf_file(fetcher, TEST_REPO, TEST, TEST_REVISION),
+            "dev": hf_file(fetcher, DEV_REPO, DEV, DEV_REVISION),
+        }
 
     def build(self, rows: dict[str, list[Row]]) -> dict[str, list[Sample]]:
         return {"test": problems_2025(rows["test"]), "dev": problems_of_years(rows["dev"])}

@@ -6,11 +6,11 @@ The headline score is the model's win rate against the baseline answers
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..base import GenerationSettings, Message, Sample, ScoreResult
-from ..judged import JudgedBenchmark
 from ..judge_guard import InjectionFinding, finding_labels
+from ..judged import JudgedBenchmark
 from ..llm_judge import parallel_map, raise_systemic, strip_thinking
 from .judging import Game, injection_in, judge_messages, parse_verdict, question_score
 
@@ -35,24 +35,37 @@ class ArenaHardWriting(JudgedBenchmark):
     def score(self, sample: Sample, completion: str) -> ScoreResult:
         return self.score_batch([sample], [completion])[0]
 
-    def score_batch(self, samples: Sequence[Sample], completions: Sequence[str]) -> list[ScoreResult]:
+    def score_batch(
+        self, samples: Sequence[Sample], completions: Sequence[str]
+    ) -> list[ScoreResult]:
         """Judge every answer in both orders, all games in parallel.
 
         An empty answer, or one carrying judge-directed content, loses without a judge call.
         """
         answers = [strip_thinking(c) for c in completions]
         injected = {i: injection_in(a) for i, a in enumerate(answers)}
-        games = [(i, model_is_a) for i, a in enumerate(answers) if a and not injected[i]
-                 for model_is_a in (True, False)]
+        games = [
+            (i, model_is_a)
+            for i, a in enumerate(answers)
+            if a and not injected[i]
+            for model_is_a in (True, False)
+        ]
         judge = self.judge() if games else None
 
         def play(game: tuple[int, bool]) -> str:
             i, model_is_a = game
             s = samples[i]
-            a, b = (answers[i], s.data["baseline_answer"]) if model_is_a else (s.data["baseline_answer"], answers[i])
+            a, b = (
+                (answers[i], s.data["baseline_answer"])
+                if model_is_a
+                else (s.data["baseline_answer"], answers[i])
+            )
             assert judge is not None
-            return judge.complete(judge_messages(s.data["prompt"], a, b),
-                                  temperature=JUDGE_TEMPERATURE, max_tokens=JUDGE_MAX_TOKENS)
+            return judge.complete(
+                judge_messages(s.data["prompt"], a, b),
+                temperature=JUDGE_TEMPERATURE,
+                max_tokens=JUDGE_MAX_TOKENS,
+            )
 
         replies = parallel_map(play, games)
         raise_systemic(replies)
@@ -64,14 +77,21 @@ class ArenaHardWriting(JudgedBenchmark):
                 label = parse_verdict(reply, answers[i])
                 game, note = Game(model_is_a, label), label or "no verdict label"
             played.setdefault(i, []).append((game, note))
-        return [_injected(injected[i]) if injected[i] else _result(played.get(i, [])) for i in range(len(samples))]
+        return [
+            _injected(injected[i]) if injected[i] else _result(played.get(i, []))
+            for i in range(len(samples))
+        ]
 
 
 def _injected(findings: list[InjectionFinding]) -> ScoreResult:
     """A loss for an answer that addresses the judge, with what it carried."""
     evidence = "; ".join(f"{f.kind}: {f.evidence!r}" for f in findings)
-    return ScoreResult(0.0, "judge_injection", f"not judged, counted as a loss: {evidence}",
-                       finding_labels(findings))
+    return ScoreResult(
+        0.0,
+        "judge_injection",
+        f"not judged, counted as a loss: {evidence}",
+        finding_labels(findings),
+    )
 
 
 def _result(games: list[tuple[Game, str]]) -> ScoreResult:

@@ -54,7 +54,7 @@ SYSTEM_PROMPT = (
     "3. Tie, relatively the same: [[A=B]]\n"
     "4. Assistant B is slightly better: [[B>A]]\n"
     "5. Assistant B is significantly better: [[B>>A]]\n\n"
-    "Example output: \"My final verdict is tie: [[A=B]]\"."
+    'Example output: "My final verdict is tie: [[A=B]]".'
 )
 
 _TEMPLATES = Path(__file__).with_name("templates")
@@ -68,8 +68,16 @@ STRONG_WEIGHT = 3  # a significant win/loss counts as this many games (Arena-Har
 # label -> (score of assistant A, weight). The mirrored spellings are accepted as the
 # reference harness accepts them.
 VERDICTS: dict[str, tuple[float, int]] = {
-    "A>>B": (1.0, STRONG_WEIGHT), "A>B": (1.0, 1), "A=B": (0.5, 1), "B>A": (0.0, 1), "B>>A": (0.0, STRONG_WEIGHT),
-    "B<<A": (1.0, STRONG_WEIGHT), "B<A": (1.0, 1), "B=A": (0.5, 1), "A<B": (0.0, 1), "A<<B": (0.0, STRONG_WEIGHT),
+    "A>>B": (1.0, STRONG_WEIGHT),
+    "A>B": (1.0, 1),
+    "A=B": (0.5, 1),
+    "B>A": (0.0, 1),
+    "B>>A": (0.0, STRONG_WEIGHT),
+    "B<<A": (1.0, STRONG_WEIGHT),
+    "B<A": (1.0, 1),
+    "B=A": (0.5, 1),
+    "A<B": (0.0, 1),
+    "A<<B": (0.0, STRONG_WEIGHT),
 }
 
 # The reference's patterns, tried in order on the upper-cased reply; the last match wins.
@@ -83,8 +91,10 @@ def judge_messages(question: str, answer_a: str, answer_b: str) -> list[Message]
     """
     code = boundary(SYSTEM_PROMPT, question, answer_a, answer_b)
     user = USER_TEMPLATE.format(question=question, answer_a=answer_a, answer_b=answer_b, code=code)
-    return [{"role": "system", "content": SYSTEM_PROMPT + BOUNDARY_NOTE.format(code=code)},
-            {"role": "user", "content": user}]
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT + BOUNDARY_NOTE.format(code=code)},
+        {"role": "user", "content": user},
+    ]
 
 
 def injection_in(answer: str) -> list[InjectionFinding]:

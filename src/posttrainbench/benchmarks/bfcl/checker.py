@@ -62,7 +62,9 @@ def _answer_type(alternatives: list) -> type | None:
     return None
 
 
-def _check_type(value: Any, alternatives: list, expected: type, nested: type | None) -> Check | bool:
+def _check_type(
+    value: Any, alternatives: list, expected: type, nested: type | None
+) -> Check | bool:
     """Return a failing Check, or the ``is_variable`` flag when the type is acceptable."""
     answer_type = _answer_type(alternatives)
     is_variable = answer_type is not None and answer_type is not expected
@@ -122,12 +124,24 @@ def _check_value(param: str, value: Any, spec: dict, alternatives: list) -> Chec
         if expected is list and nested is dict:
             return _check_list_of_dicts(value, alternatives)
         if expected is str:
-            ok = standardize_string(value) in [standardize_string(a) for a in alternatives if type(a) is str]
-            return OK if ok else Check(False, "value_error:string", f"{param}={value!r} not in {alternatives!r}")
+            ok = standardize_string(value) in [
+                standardize_string(a) for a in alternatives if type(a) is str
+            ]
+            return (
+                OK
+                if ok
+                else Check(
+                    False, "value_error:string", f"{param}={value!r} not in {alternatives!r}"
+                )
+            )
         if expected is list:
             std_alts = [[_std(x) for x in a] for a in alternatives if isinstance(a, list)]
             ok = [_std(x) for x in value] in std_alts
-            return OK if ok else Check(False, "value_error:list", f"{param}={value!r} not in {alternatives!r}")
+            return (
+                OK
+                if ok
+                else Check(False, "value_error:list", f"{param}={value!r} not in {alternatives!r}")
+            )
     if value not in alternatives:
         return Check(False, "value_error:others", f"{param}={value!r} not in {alternatives!r}")
     return OK

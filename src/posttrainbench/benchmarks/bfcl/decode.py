@@ -180,7 +180,7 @@ def cannot_become_call(prefix: str) -> bool:
 
 def _closed_then_more(text: str) -> bool:
     """*text* starts with ``[``; true if that bracket closes and other text follows."""
-    if "\"\"\"" in text or "\'\'\'" in text:
+    if '"""' in text or "'''" in text:
         return False  # triple-quoted strings: don't guess
     depth, quote, escaped = 0, "", False
     for i, ch in enumerate(text):

@@ -7,7 +7,7 @@ only. The training data generator uses the same builder, so train and test promp
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from collections.abc import Sequence
 
 SYSTEM_TEMPLATE = (
     "You are an expert in composing functions. Given a question and a set of possible "

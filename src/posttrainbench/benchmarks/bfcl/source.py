@@ -10,10 +10,18 @@ from ..source import DataSource, RawFile, SourceFile, wheel_file
 REQUIREMENT = "bfcl-eval==2026.3.23"
 CATEGORY = "simple_python"
 NAME = f"BFCL_v4_{CATEGORY}.json"  # JSON Lines, despite the suffix
-QUESTIONS = SourceFile("questions", f"bfcl_eval/data/{NAME}", ("id", "question", "function"),
-                       layouts=(NAME, f"data/{NAME}"))
-ANSWERS = SourceFile("answers", f"bfcl_eval/data/possible_answer/{NAME}", ("id", "ground_truth"),
-                     layouts=(f"possible_answer/{NAME}", f"data/possible_answer/{NAME}"))
+QUESTIONS = SourceFile(
+    "questions",
+    f"bfcl_eval/data/{NAME}",
+    ("id", "question", "function"),
+    layouts=(NAME, f"data/{NAME}"),
+)
+ANSWERS = SourceFile(
+    "answers",
+    f"bfcl_eval/data/possible_answer/{NAME}",
+    ("id", "ground_truth"),
+    layouts=(f"possible_answer/{NAME}", f"data/possible_answer/{NAME}"),
+)
 
 
 class BfclSource(DataSource):
@@ -30,6 +38,15 @@ class BfclSource(DataSource):
         for q in rows["questions"]:
             if q["id"] not in answers:
                 raise ValueError(f"{NAME}: no possible answer for {q['id']}")
-            test.append(Sample(id=q["id"], category=CATEGORY, data={
-                "question": q["question"][0], "function": q["function"], "ground_truth": answers[q["id"]]}))
+            test.append(
+                Sample(
+                    id=q["id"],
+                    category=CATEGORY,
+                    data={
+                        "question": q["question"][0],
+                        "function": q["function"],
+                        "ground_truth": answers[q["id"]],
+                    },
+                )
+            )
         return {"test": test}

@@ -28,7 +28,9 @@ class GpqaMain(Benchmark):
     generation = GenerationSettings(max_new_tokens=1024, temperature=0.0)
 
     def build_messages(self, sample: Sample) -> list[Message]:
-        text = PROMPT.format(question=sample.data["question"], choices=format_choices(sample.data["choices"]))
+        text = PROMPT.format(
+            question=sample.data["question"], choices=format_choices(sample.data["choices"])
+        )
         return [{"role": "user", "content": text}]
 
     def score(self, sample: Sample, completion: str) -> ScoreResult:
@@ -40,4 +42,6 @@ class GpqaMain(Benchmark):
             return ScoreResult(0.0, "hedged", f"{hedged}; {detail}", (HEDGE_FINDING,))
         if got is None:
             return ScoreResult(0.0, "no_answer", detail)
-        return ScoreResult(1.0 if got == expected else 0.0, None if got == expected else "wrong_answer", detail)
+        return ScoreResult(
+            1.0 if got == expected else 0.0, None if got == expected else "wrong_answer", detail
+        )

@@ -18,8 +18,14 @@ from ..source import DataSource, RawFile, SourceFile, hf_file
 REPO = "Idavidrein/gpqa"
 TEST_FILE = "gpqa_main.csv"
 DEV_FILE = "gpqa_extended.csv"
-COLUMNS = ("Question", "Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2",
-           "Incorrect Answer 3", "Record ID")
+COLUMNS = (
+    "Question",
+    "Correct Answer",
+    "Incorrect Answer 1",
+    "Incorrect Answer 2",
+    "Incorrect Answer 3",
+    "Record ID",
+)
 TEST = SourceFile("test", TEST_FILE, COLUMNS)
 EXTENDED = SourceFile("extended", DEV_FILE, COLUMNS)
 SHUFFLE_SEED = 20231120  # fixed: part of the benchmark's definition
@@ -46,9 +52,17 @@ def _row_sample(row: Row) -> Sample:
     rid = row["Record ID"].strip()
     incorrect = [clean(row[f"Incorrect Answer {k}"]) for k in (1, 2, 3)]
     choices, letter = shuffled_choices(rid, clean(row["Correct Answer"]), incorrect)
-    return Sample(id=f"gpqa_{rid}", category=row.get("High-level domain", "").strip(), data={
-        "question": clean(row["Question"]), "choices": choices, "answer": letter,
-        "subdomain": row.get("Subdomain", "").strip(), "record_id": rid})
+    return Sample(
+        id=f"gpqa_{rid}",
+        category=row.get("High-level domain", "").strip(),
+        data={
+            "question": clean(row["Question"]),
+            "choices": choices,
+            "answer": letter,
+            "subdomain": row.get("Subdomain", "").strip(),
+            "record_id": rid,
+        },
+    )
 
 
 def parse_csv(body: bytes) -> list[Sample]:

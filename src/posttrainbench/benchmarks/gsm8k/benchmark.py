@@ -8,7 +8,7 @@ from .extract import INVALID, hedge, judge
 
 PROMPT = (
     "Solve the following math problem step by step. Show your reasoning, then give the "
-    "final answer on the last line in the form \"#### <number>\" (just the number, "
+    'final answer on the last line in the form "#### <number>" (just the number, '
     "no units).\n\n{question}"
 )
 
@@ -27,9 +27,11 @@ class Gsm8k(Benchmark):
 
     def score(self, sample: Sample, completion: str) -> ScoreResult:
         v = judge(completion, sample.data["answer"])
-        detail = (f"flexible-extract={v.flexible!r} ({'right' if v.flexible_correct else 'wrong'}); "
-                  f"strict-match={v.strict!r} ({'right' if v.strict_correct else 'wrong'}); "
-                  f"target={sample.data['target']!r}")
+        detail = (
+            f"flexible-extract={v.flexible!r} ({'right' if v.flexible_correct else 'wrong'}); "
+            f"strict-match={v.strict!r} ({'right' if v.strict_correct else 'wrong'}); "
+            f"target={sample.data['target']!r}"
+        )
         hedged = hedge(completion)
         if hedged:
             return ScoreResult(0.0, "hedged", f"{hedged}; {detail}", (HEDGE_FINDING,))

@@ -73,7 +73,9 @@ class Gsm8kVerdict:
 def judge(completion: str, reference: str) -> Gsm8kVerdict:
     """Extract with both filters and compare each with *reference* (the full GSM8K answer)."""
     strict, flexible = strict_extract(completion), flexible_extract(completion)
-    return Gsm8kVerdict(strict, flexible, exact_match(strict, reference), exact_match(flexible, reference))
+    return Gsm8kVerdict(
+        strict, flexible, exact_match(strict, reference), exact_match(flexible, reference)
+    )
 
 
 HEDGE_MIN_LISTED = 10  # distinct numbers on a last line without arithmetic: a list of guesses

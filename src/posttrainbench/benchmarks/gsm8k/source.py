@@ -28,8 +28,15 @@ def target_of(answer: str) -> str:
 def _samples(rows: list[Row], split: str) -> list[Sample]:
     """One sample per row; ids carry the row's index in its file."""
     return [
-        Sample(id=f"gsm8k_{split}_{i}", category=CATEGORY,
-               data={"question": row["question"], "answer": row["answer"], "target": target_of(row["answer"])})
+        Sample(
+            id=f"gsm8k_{split}_{i}",
+            category=CATEGORY,
+            data={
+                "question": row["question"],
+                "answer": row["answer"],
+                "target": target_of(row["answer"]),
+            },
+        )
         for i, row in enumerate(rows)
     ]
 
@@ -40,7 +47,9 @@ class Gsm8kSource(DataSource):
     benchmark_id = "gsm8k"
     files = (TEST, TRAIN)
     # A class attribute so tests (and mirrors) can point it elsewhere.
-    BASE_URL = "https://raw.githubusercontent.com/openai/grade-school-math/master/grade_school_math/data"
+    BASE_URL = (
+        "https://raw.githubusercontent.com/openai/grade-school-math/master/grade_school_math/data"
+    )
 
     @property
     def provenance(self) -> str:  # type: ignore[override]
@@ -50,4 +59,7 @@ class Gsm8kSource(DataSource):
         return {f.role: url_file(fetcher, f"{self.BASE_URL}/{f.name}") for f in self.files}
 
     def build(self, rows: dict[str, list[Row]]) -> dict[str, list[Sample]]:
-        return {"test": _samples(rows["test"], "test"), "dev": _samples(rows["train"], "train")[-DEV_SIZE:]}
+        return {
+            "test": _samples(rows["test"], "test"),
+            "dev": _samples(rows["train"], "train")[-DEV_SIZE:],
+        }

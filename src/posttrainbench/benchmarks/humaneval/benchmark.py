@@ -6,7 +6,7 @@ the model's code (see :mod:`.execution`).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..base import Benchmark, GenerationSettings, Message, Sample, ScoreResult
 from .execution import DEFAULT_TIMEOUT_S, ExecResult, Problem, run_check, run_checks
@@ -30,17 +30,23 @@ class HumanEval(Benchmark):
     timeout_s = DEFAULT_TIMEOUT_S
 
     def build_messages(self, sample: Sample) -> list[Message]:
-        return [{"role": "user", "content": INSTRUCTION + "```python\n" + sample.data["prompt"] + "```"}]
+        return [
+            {"role": "user", "content": INSTRUCTION + "```python\n" + sample.data["prompt"] + "```"}
+        ]
 
     def problem(self, sample: Sample, completion: str) -> Problem:
         """The check of this model answer: the sealed prompt and test, the answer as a completion."""
         d = sample.data
-        return Problem(d["prompt"], to_completion(completion, d["entry_point"]), d["test"], d["entry_point"])
+        return Problem(
+            d["prompt"], to_completion(completion, d["entry_point"]), d["test"], d["entry_point"]
+        )
 
     def score(self, sample: Sample, completion: str) -> ScoreResult:
         return _to_score(run_check(self.problem(sample, completion), self.timeout_s))
 
-    def score_batch(self, samples: Sequence[Sample], completions: Sequence[str]) -> list[ScoreResult]:
+    def score_batch(
+        self, samples: Sequence[Sample], completions: Sequence[str]
+    ) -> list[ScoreResult]:
         """Checks run concurrently, one candidate process each, as many as there are CPUs."""
         problems = [self.problem(s, c) for s, c in zip(samples, completions)]
         return [_to_score(r) for r in run_checks(problems, self.timeout_s)]

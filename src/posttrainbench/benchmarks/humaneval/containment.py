@@ -35,8 +35,9 @@ import site
 import stat
 import sys
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 PR_GET_DUMPABLE = 3
 PR_SET_DUMPABLE = 4
@@ -47,9 +48,32 @@ NOBODY_ID = 65534  # when the system has no "nobody" entry
 SYSTEM_READ_ONLY = ("/usr", "/lib", "/lib64", "/lib32", "/bin")
 
 # The standard library modules HumanEval solutions import (and those they pull in).
-PRELOAD = ("math", "cmath", "re", "string", "collections", "collections.abc", "itertools", "functools",
-           "operator", "heapq", "bisect", "typing", "hashlib", "random", "statistics", "fractions",
-           "decimal", "copy", "json", "datetime", "array", "numbers", "unicodedata", "textwrap")
+PRELOAD = (
+    "math",
+    "cmath",
+    "re",
+    "string",
+    "collections",
+    "collections.abc",
+    "itertools",
+    "functools",
+    "operator",
+    "heapq",
+    "bisect",
+    "typing",
+    "hashlib",
+    "random",
+    "statistics",
+    "fractions",
+    "decimal",
+    "copy",
+    "json",
+    "datetime",
+    "array",
+    "numbers",
+    "unicodedata",
+    "textwrap",
+)
 
 
 class ContainmentError(RuntimeError):
@@ -58,8 +82,13 @@ class ContainmentError(RuntimeError):
 
 def _prctl(option: int, arg: int = 0) -> int:
     libc = ctypes.CDLL(None, use_errno=True)
-    result = libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0),
-                        ctypes.c_ulong(0))
+    result = libc.prctl(
+        ctypes.c_int(option),
+        ctypes.c_ulong(arg),
+        ctypes.c_ulong(0),
+        ctypes.c_ulong(0),
+        ctypes.c_ulong(0),
+    )
     if result < 0:
         raise ContainmentError(f"prctl({option}) failed: {os.strerror(ctypes.get_errno())}")
     return result
@@ -113,8 +142,9 @@ def _readable_by_everyone(path: str) -> bool:
     while parts[-1] != os.path.dirname(parts[-1]):
         parts.append(os.path.dirname(parts[-1]))
     try:
-        return bool(os.stat(parts[0]).st_mode & stat.S_IROTH) and all(os.stat(p).st_mode & stat.S_IXOTH
-                                                                         for p in parts)
+        return bool(os.stat(parts[0]).st_mode & stat.S_IROTH) and all(
+            os.stat(p).st_mode & stat.S_IXOTH for p in parts
+        )
     except OSError:
         return False
 
@@ -132,8 +162,13 @@ def _drop_user(uid: int, gid: int) -> None:
     raise ContainmentError("the process could become root again")
 
 
-def contain(limits: dict[str, list[int]], uid: int | None, gid: int | None,
-            confine: Callable[[Iterable[str]], int] | None, preload: Iterable[str] = ()) -> dict[str, Any]:
+def contain(
+    limits: dict[str, list[int]],
+    uid: int | None,
+    gid: int | None,
+    confine: Callable[[Iterable[str]], int] | None,
+    preload: Iterable[str] = (),
+) -> dict[str, Any]:
     """Apply every step (see the module docstring); returns what was applied.
 
     *limits* maps ``RLIMIT_*`` names to ``[soft, hard]``. *uid*/*gid*: the user to become
@@ -155,7 +190,9 @@ def contain(limits: dict[str, list[int]], uid: int | None, gid: int | None,
             resource.setrlimit(getattr(resource, name), (soft, hard))
         if os.geteuid() == 0:
             if uid is None or gid is None or uid == 0:
-                raise ContainmentError("a root candidate process needs an unprivileged user to become")
+                raise ContainmentError(
+                    "a root candidate process needs an unprivileged user to become"
+                )
             _drop_user(uid, gid)
         resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))
         _prctl(PR_SET_NO_NEW_PRIVS, 1)
@@ -164,4 +201,9 @@ def contain(limits: dict[str, list[int]], uid: int | None, gid: int | None,
         landlock_abi = confine(read_only_paths()) if confine is not None else 0
     except (OSError, ValueError) as exc:
         raise ContainmentError(f"{type(exc).__name__}: {exc}") from None
-    return {"uid": os.getuid(), "gid": os.getgid(), "no_new_privs": True, "landlock_abi": landlock_abi}
+    return {
+        "uid": os.getuid(),
+        "gid": os.getgid(),
+        "no_new_privs": True,
+        "landlock_abi": landlock_abi,
+    }

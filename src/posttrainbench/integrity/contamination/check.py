@@ -23,7 +23,11 @@ from posttrainbench.integrity.contamination.records import (
     split_points,
 )
 from posttrainbench.integrity.contamination.reference import ReferenceItem
-from posttrainbench.integrity.contamination.report import CheckSettings, ContaminationReport, RecordMatch
+from posttrainbench.integrity.contamination.report import (
+    CheckSettings,
+    ContaminationReport,
+    RecordMatch,
+)
 from posttrainbench.integrity.contamination.scoring import DocGrams, overlap
 from posttrainbench.integrity.contamination.tokens import cl100k
 
@@ -51,8 +55,9 @@ class _TaskResult:
     error: str | None = None
 
 
-def score_block(block: RecordBlock, pairs: dict[int, list[int]], index: ReferenceIndex,
-                source: str) -> list[RecordMatch]:
+def score_block(
+    block: RecordBlock, pairs: dict[int, list[int]], index: ReferenceIndex, source: str
+) -> list[RecordMatch]:
     """Exact scoring of candidate records against their candidate items."""
     enc = cl100k()
     matches = []
@@ -62,13 +67,19 @@ def score_block(block: RecordBlock, pairs: dict[int, list[int]], index: Referenc
         for item in sorted(pairs[rec]):
             found = overlap(index.grams[item], doc)
             if found is not None and found.score >= index.settings.threshold:
-                matches.append(RecordMatch(
-                    source=source, locator=block.locator(rec), test_index=item,
-                    test_question=index.items[item].question[:SNIPPET_CHARS],
-                    score=round(found.score, 4), question_overlap=round(found.question, 4),
-                    answer_overlap=None if found.answer is None else round(found.answer, 4),
-                    passage_overlap=None if found.passage is None else round(found.passage, 4),
-                    snippet=text[:SNIPPET_CHARS]))
+                matches.append(
+                    RecordMatch(
+                        source=source,
+                        locator=block.locator(rec),
+                        test_index=item,
+                        test_question=index.items[item].question[:SNIPPET_CHARS],
+                        score=round(found.score, 4),
+                        question_overlap=round(found.question, 4),
+                        answer_overlap=None if found.answer is None else round(found.answer, 4),
+                        passage_overlap=None if found.passage is None else round(found.passage, 4),
+                        snippet=text[:SNIPPET_CHARS],
+                    )
+                )
     return matches
 
 
@@ -151,10 +162,15 @@ def _run_all(tasks: list[_Task], workers: int, deadline: float | None) -> list[_
     return results
 
 
-def check_inputs(reference: list[ReferenceItem], inputs: list[str | Path],
-                 settings: CheckSettings | None = None, workers: int | None = None,
-                 reference_label: str = "reference", chunk_bytes: int = CHUNK_BYTES,
-                 deadline: float | None = None) -> ContaminationReport:
+def check_inputs(
+    reference: list[ReferenceItem],
+    inputs: list[str | Path],
+    settings: CheckSettings | None = None,
+    workers: int | None = None,
+    reference_label: str = "reference",
+    chunk_bytes: int = CHUNK_BYTES,
+    deadline: float | None = None,
+) -> ContaminationReport:
     """Check training-data files (or directories) for n-gram overlap with the reference.
 
     With a *deadline* (a time.monotonic() value) the check stops there and reports what
@@ -167,15 +183,25 @@ def check_inputs(reference: list[ReferenceItem], inputs: list[str | Path],
     tasks = _tasks(files, chunk_bytes)
     workers = min(workers or default_workers(), max(1, len(tasks)))
     results = _run_all(tasks, workers, deadline)
-    unfinished = tasks[len(results):]
+    unfinished = tasks[len(results) :]
     _renumber_lines(tasks, results)
     matches = [m for r in results for m in r.matches]
     return ContaminationReport(
-        contaminated=bool(matches), reference=reference_label, n_reference_items=len(reference),
-        settings=index.settings, files=[str(f) for f in files],
-        n_records=sum(r.records for r in results), bytes_scanned=sum(r.bytes for r in results),
-        seconds=round(time.perf_counter() - started, 3), matches=matches,
+        contaminated=bool(matches),
+        reference=reference_label,
+        n_reference_items=len(reference),
+        settings=index.settings,
+        files=[str(f) for f in files],
+        n_records=sum(r.records for r in results),
+        bytes_scanned=sum(r.bytes for r in results),
+        seconds=round(time.perf_counter() - started, 3),
+        matches=matches,
         contaminated_test_items=sorted({m.test_index for m in matches}),
         errors=[r.error for r in results if r.error],
-        incomplete=(f"the deadline passed with {len(unfinished)} of {len(tasks)} parts of "
-                    f"{len({t.path for t in unfinished})} files unchecked") if unfinished else None)
+        incomplete=(
+            f"the deadline passed with {len(unfinished)} of {len(tasks)} parts of "
+            f"{len({t.path for t in unfinished})} files unchecked"
+        )
+        if unfinished
+        else None,
+    )

@@ -15,8 +15,12 @@ DEFAULT_REFERENCE_ENV = "PTB_CONTAMINATION_REFERENCE"
 EXIT_CLEAN, EXIT_CONTAMINATED = 0, 1
 
 
-def run_check(reference: Path, inputs: list[Path], workers: int | None = None,
-              settings: CheckSettings | None = None) -> ContaminationReport:
+def run_check(
+    reference: Path,
+    inputs: list[Path],
+    workers: int | None = None,
+    settings: CheckSettings | None = None,
+) -> ContaminationReport:
     """Load the reference and check the inputs (user errors raise PtbError)."""
     from posttrainbench.integrity.contamination.check import check_inputs
     from posttrainbench.integrity.contamination.reference import load_reference
@@ -24,25 +28,34 @@ def run_check(reference: Path, inputs: list[Path], workers: int | None = None,
     if workers is not None and workers < 1:
         raise PtbError("--workers must be at least 1")
     items = load_reference(reference)
-    return check_inputs(items, inputs, settings=settings, workers=workers, reference_label=str(reference))
+    return check_inputs(
+        items, inputs, settings=settings, workers=workers, reference_label=str(reference)
+    )
 
 
 def render_report(report: ContaminationReport, max_matches: int = 50) -> str:
     """A short human-readable summary of a report."""
     mb = report.bytes_scanned / 1e6
-    lines = [f"scanned {len(report.files)} file(s), {report.n_records} records, {mb:.1f} MB in "
-             f"{report.seconds:.1f} s against {report.n_reference_items} test items"]
+    lines = [
+        f"scanned {len(report.files)} file(s), {report.n_records} records, {mb:.1f} MB in "
+        f"{report.seconds:.1f} s against {report.n_reference_items} test items"
+    ]
     for err in report.errors:
         lines.append(f"unreadable: {err}")
     if not report.contaminated:
-        lines.append("clean: no record reaches the overlap threshold "
-                     f"({report.settings.threshold:g})")
+        lines.append(
+            f"clean: no record reaches the overlap threshold ({report.settings.threshold:g})"
+        )
         return "\n".join(lines)
-    lines.append(f"CONTAMINATED: {len(report.matches)} record(s) match "
-                 f"{len(report.contaminated_test_items)} test item(s)")
+    lines.append(
+        f"CONTAMINATED: {len(report.matches)} record(s) match "
+        f"{len(report.contaminated_test_items)} test item(s)"
+    )
     for m in report.matches[:max_matches]:
-        lines.append(f"  {m.source}:{m.locator}  test item {m.test_index}  score {m.score:.2f}  "
-                     f"(question {m.question_overlap:.2f})  {m.test_question[:70]!r}")
+        lines.append(
+            f"  {m.source}:{m.locator}  test item {m.test_index}  score {m.score:.2f}  "
+            f"(question {m.question_overlap:.2f})  {m.test_question[:70]!r}"
+        )
     if len(report.matches) > max_matches:
         lines.append(f"  ... and {len(report.matches) - max_matches} more (use --json)")
     return "\n".join(lines)
@@ -52,7 +65,9 @@ def resolve_reference(reference: str | None) -> Path:
     """The --reference path, else the task's default, else a clear error."""
     chosen = reference or os.environ.get(DEFAULT_REFERENCE_ENV)
     if not chosen:
-        raise PtbError("--reference TEST.json is required (a JSON array of {question, answer} objects)")
+        raise PtbError(
+            "--reference TEST.json is required (a JSON array of {question, answer} objects)"
+        )
     return Path(chosen)
 
 
@@ -61,14 +76,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="check_contamination",
         description="Find training records that overlap a benchmark's test items (cl100k n-grams). "
-                    "Exit status: 0 clean, 1 contaminated, 2 bad input.")
+        "Exit status: 0 clean, 1 contaminated, 2 bad input.",
+    )
     parser.add_argument("--reference", help="TEST.json: a JSON array of {question, answer} objects")
     parser.add_argument("--input", nargs="+", required=True, help="files or directories to check")
     parser.add_argument("--json", action="store_true", help="print the full report as JSON")
-    parser.add_argument("--workers", type=int, default=None, help="processes (default: one per CPU)")
+    parser.add_argument(
+        "--workers", type=int, default=None, help="processes (default: one per CPU)"
+    )
     args = parser.parse_args(argv)
     try:
-        report = run_check(resolve_reference(args.reference), [Path(p) for p in args.input], args.workers)
+        report = run_check(
+            resolve_reference(args.reference), [Path(p) for p in args.input], args.workers
+        )
     except PtbError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from typing import Iterator, Optional
+from collections.abc import Iterator
 
 # A blob shorter than this is a hash, a key or an identifier, not a payload.
 MIN_BLOB_CHARS = 64
@@ -23,7 +23,9 @@ MIN_RUN_CHARS = 20
 MAX_CONTROL_SHARE = 0.01
 
 _B64_CHARS = rb"A-Za-z0-9+/_\-"
-_BASE64 = re.compile(rb"[" + _B64_CHARS + rb"]{24,}={0,2}(?:(?:\r?\n|\\n)[ \t]*[" + _B64_CHARS + rb"]{4,}={0,2})*")
+_BASE64 = re.compile(
+    rb"[" + _B64_CHARS + rb"]{24,}={0,2}(?:(?:\r?\n|\\n)[ \t]*[" + _B64_CHARS + rb"]{4,}={0,2})*"
+)
 _HEX = re.compile(rb"(?:[0-9a-fA-F]{2}){%d,}" % (MIN_BLOB_CHARS // 2))
 _ESCAPED = re.compile(rb"(?:\\x[0-9a-fA-F]{2}){%d,}" % (MIN_BLOB_CHARS // 4))
 _ASCII_RUN = re.compile(rb"[\x20-\x7e\t\r\n]{%d,}" % MIN_RUN_CHARS)
@@ -32,7 +34,7 @@ _WRAP = re.compile(rb"\r?\n[ \t]*|\\n[ \t]*")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 
 
-def as_text(data: bytes) -> Optional[str]:
+def as_text(data: bytes) -> str | None:
     """The text of *data* when it is UTF-8 (or UTF-16 with a byte-order mark) text, else None."""
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         try:
@@ -44,12 +46,14 @@ def as_text(data: bytes) -> Optional[str]:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             return None
-    if text and len(_CONTROL.findall(text[:1 << 20])) > MAX_CONTROL_SHARE * min(len(text), 1 << 20):
+    if text and len(_CONTROL.findall(text[: 1 << 20])) > MAX_CONTROL_SHARE * min(
+        len(text), 1 << 20
+    ):
         return None
     return text
 
 
-def _decode_base64(blob: bytes) -> Optional[bytes]:
+def _decode_base64(blob: bytes) -> bytes | None:
     compact = _WRAP.sub(b"", blob).rstrip(b"=")
     if len(compact) < MIN_BLOB_CHARS:
         return None
@@ -72,7 +76,11 @@ def encoded_blobs(data: bytes) -> Iterator[tuple[int, str, bytes]]:
     for match in _HEX.finditer(data):
         yield match.start(), "hex", bytes.fromhex(match.group().decode("ascii"))
     for match in _ESCAPED.finditer(data):
-        yield match.start(), "\\x-escapes", bytes.fromhex(match.group().replace(b"\\x", b"").decode("ascii"))
+        yield (
+            match.start(),
+            "\\x-escapes",
+            bytes.fromhex(match.group().replace(b"\\x", b"").decode("ascii")),
+        )
     for match in _BASE64.finditer(data):
         decoded = _decode_base64(match.group())
         if decoded:

@@ -23,7 +23,9 @@ class ReferenceIndex:
     question_gram_lengths: tuple[int, ...]
 
     @classmethod
-    def build(cls, items: list[ReferenceItem], settings: CheckSettings | None = None) -> "ReferenceIndex":
+    def build(
+        cls, items: list[ReferenceItem], settings: CheckSettings | None = None
+    ) -> ReferenceIndex:
         """Tokenize every item's components with cl100k and index its question n-grams."""
         settings = settings or CheckSettings()
         enc = cl100k()
@@ -38,8 +40,12 @@ class ReferenceIndex:
         for i, item in enumerate(items):
             question = normalize_text(item.question)
             q = ngrams(enc.encode_ordinary(question), settings.question_n)
-            entry = ItemGrams.build(q, grams_of(item.answer, settings.answer_n),
-                                    grams_of(item.passage, settings.passage_n), settings.threshold)
+            entry = ItemGrams.build(
+                q,
+                grams_of(item.answer, settings.answer_n),
+                grams_of(item.passage, settings.passage_n),
+                settings.threshold,
+            )
             grams.append(entry)
             texts.append(question)
             for g in q:
@@ -51,7 +57,7 @@ class ReferenceIndex:
         found: set[int] = set()
         for n in self.question_gram_lengths:
             for i in range(len(doc_tokens) - n + 1):
-                hit = self.by_question_gram.get(tuple(doc_tokens[i:i + n]))
+                hit = self.by_question_gram.get(tuple(doc_tokens[i : i + n]))
                 if hit:
                     found.update(hit)
         return found

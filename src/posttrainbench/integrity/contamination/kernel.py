@@ -76,8 +76,24 @@ def build_slots(values, slot_values, slot_ids, shift, mul):
 
 
 @njit(cache=True, nogil=True)
-def count_candidates(norm, length, out_starts, slot_values, slot_ids, shift, mul, item_ptr, items,
-                     weights, min_hits, unsigned, seen_stamp, counts, touched, pairs_out):
+def count_candidates(
+    norm,
+    length,
+    out_starts,
+    slot_values,
+    slot_ids,
+    shift,
+    mul,
+    item_ptr,
+    items,
+    weights,
+    min_hits,
+    unsigned,
+    seen_stamp,
+    counts,
+    touched,
+    pairs_out,
+):
     """Candidate (record, item) pairs into pairs_out; returns how many (-1: no room)."""
     n_rec = out_starts.shape[0]
     mask = np.uint64(slot_values.shape[0] - 1)

@@ -12,14 +12,20 @@ from pathlib import Path
 from posttrainbench.integrity.contamination.check import score_block
 from posttrainbench.integrity.contamination.index import ReferenceIndex
 from posttrainbench.integrity.contamination.normalize import normalize_text, record_text
-from posttrainbench.integrity.contamination.records import expand_inputs, input_format, line_records, row_records
+from posttrainbench.integrity.contamination.records import (
+    expand_inputs,
+    input_format,
+    line_records,
+    row_records,
+)
 from posttrainbench.integrity.contamination.reference import ReferenceItem
 from posttrainbench.integrity.contamination.report import CheckSettings, ContaminationReport
 from posttrainbench.integrity.contamination.tokens import cl100k
 
 
-def naive_check(reference: list[ReferenceItem], inputs: list[str | Path],
-                settings: CheckSettings | None = None) -> ContaminationReport:
+def naive_check(
+    reference: list[ReferenceItem], inputs: list[str | Path], settings: CheckSettings | None = None
+) -> ContaminationReport:
     """Check every record of every input, one at a time, without any prefilter."""
     started = time.perf_counter()
     index = ReferenceIndex.build(reference, settings)
@@ -28,7 +34,11 @@ def naive_check(reference: list[ReferenceItem], inputs: list[str | Path],
     matches, records, size = [], 0, 0
     for path in files:
         fmt = input_format(path)
-        block = line_records(path.read_bytes(), fmt) if fmt in ("jsonl", "txt") else row_records(path, fmt)
+        block = (
+            line_records(path.read_bytes(), fmt)
+            if fmt in ("jsonl", "txt")
+            else row_records(path, fmt)
+        )
         size += path.stat().st_size
         records += len(block.starts)
         pairs = {}
@@ -39,7 +49,14 @@ def naive_check(reference: list[ReferenceItem], inputs: list[str | Path],
                 pairs[rec] = sorted(found)
         matches.extend(score_block(block, pairs, index, str(path)))
     return ContaminationReport(
-        contaminated=bool(matches), reference="reference", n_reference_items=len(reference),
-        settings=index.settings, files=[str(f) for f in files], n_records=records, bytes_scanned=size,
-        seconds=round(time.perf_counter() - started, 3), matches=matches,
-        contaminated_test_items=sorted({m.test_index for m in matches}))
+        contaminated=bool(matches),
+        reference="reference",
+        n_reference_items=len(reference),
+        settings=index.settings,
+        files=[str(f) for f in files],
+        n_records=records,
+        bytes_scanned=size,
+        seconds=round(time.perf_counter() - started, 3),
+        matches=matches,
+        contaminated_test_items=sorted({m.test_index for m in matches}),
+    )

@@ -36,7 +36,7 @@ _UNSAFE = frozenset(range(0, 0x20)) | frozenset(range(0x7F, 0x100)) | frozenset(
 def _byte_table() -> np.ndarray:
     """ASCII lowercase, and every ASCII whitespace byte to a space."""
     table = np.arange(256, dtype=np.uint8)
-    table[ord("A"):ord("Z") + 1] += 32
+    table[ord("A") : ord("Z") + 1] += 32
     table[list(b" \t\n\r\f\v")] = 0x20
     return table
 
@@ -48,19 +48,19 @@ _TABLE = _byte_table()
 class Signatures:
     """Signature windows of all question n-grams, and which items each belongs to."""
 
-    values: np.ndarray      # sorted uint64 window values
+    values: np.ndarray  # sorted uint64 window values
     slot_values: np.ndarray  # open-addressing hash table of the values (0 = empty)
-    slot_ids: np.ndarray    # signature index of each slot
-    shift: np.uint64        # hash -> slot: (value * _HASH_MUL) >> shift
-    item_ptr: np.ndarray    # CSR: signature i -> items[item_ptr[i]:item_ptr[i+1]]
+    slot_ids: np.ndarray  # signature index of each slot
+    shift: np.uint64  # hash -> slot: (value * _HASH_MUL) >> shift
+    item_ptr: np.ndarray  # CSR: signature i -> items[item_ptr[i]:item_ptr[i+1]]
     items: np.ndarray
-    weights: np.ndarray     # how many of the item's n-grams share this signature
-    min_hits: np.ndarray    # per item: n-grams a record must contain
-    unsigned: np.ndarray    # per item: n-grams without a signature (always counted)
-    always: list[int]       # items the filter cannot rule out (too few signatures)
+    weights: np.ndarray  # how many of the item's n-grams share this signature
+    min_hits: np.ndarray  # per item: n-grams a record must contain
+    unsigned: np.ndarray  # per item: n-grams without a signature (always counted)
+    always: list[int]  # items the filter cannot rule out (too few signatures)
 
     @classmethod
-    def build(cls, index: ReferenceIndex) -> "Signatures":
+    def build(cls, index: ReferenceIndex) -> Signatures:
         """Choose one signature per question n-gram: its rarest safe word-start window."""
         enc = cl100k()
         per_item: list[list[list[int]]] = []  # per item, per question gram: its windows
@@ -70,21 +70,27 @@ class Signatures:
             safe = _safe_mask(raw)
             windows = {}
             for start in range(1, len(raw) - WINDOW + 1):
-                if raw[start - 1] == 0x20 and all(safe[start:start + WINDOW]):
-                    windows[start] = int.from_bytes(raw[start:start + WINDOW], "little")
+                if raw[start - 1] == 0x20 and all(safe[start : start + WINDOW]):
+                    windows[start] = int.from_bytes(raw[start : start + WINDOW], "little")
             for value in set(windows.values()):
                 df[value] = df.get(value, 0) + 1
             # A window never starts on a gram's first byte: in a training file that
             # byte may follow a backslash, whose escape handling rewrites it.
-            per_item.append([[windows[s] for s in range(a + 1, b - WINDOW + 1) if s in windows]
-                             for a, b in _gram_spans(grams.question, raw, enc)])
+            per_item.append(
+                [
+                    [windows[s] for s in range(a + 1, b - WINDOW + 1) if s in windows]
+                    for a, b in _gram_spans(grams.question, raw, enc)
+                ]
+            )
         min_hits = np.array([g.min_question_hits for g in index.grams], dtype=np.int64)
         pairs: dict[tuple[int, int], int] = {}
         unsigned = np.zeros(len(index.grams), dtype=np.int64)
         for item, grams in enumerate(per_item):
             # Each gram's rarest window; hottest first, grams without any window first of all.
-            chosen = sorted((min(c, key=lambda v: (df[v], v)) if c else None for c in grams),
-                            key=lambda v: -df[v] if v is not None else -math.inf)
+            chosen = sorted(
+                (min(c, key=lambda v: (df[v], v)) if c else None for c in grams),
+                key=lambda v: -df[v] if v is not None else -math.inf,
+            )
             # Signatures shared by many items are costly to follow and say little: leave
             # the hottest grams unsigned (always counted), keeping the item filterable.
             budget = int(min_hits[item]) // 2
@@ -96,7 +102,9 @@ class Signatures:
         rows = sorted((value, item, w) for (value, item), w in pairs.items())
         values = np.array(sorted({r[0] for r in rows}), dtype=np.uint64)
         sig_of = np.searchsorted(values, np.array([r[0] for r in rows], dtype=np.uint64))
-        item_ptr = np.concatenate([[0], np.cumsum(np.bincount(sig_of, minlength=len(values)))]).astype(np.int64)
+        item_ptr = np.concatenate(
+            [[0], np.cumsum(np.bincount(sig_of, minlength=len(values)))]
+        ).astype(np.int64)
         # A table at most half full keeps probes short; small enough to stay in cache.
         bits = max(10, int(2 * max(1, len(values)) - 1).bit_length())
         slot_values = np.zeros(1 << bits, dtype=np.uint64)
@@ -104,10 +112,18 @@ class Signatures:
         shift = np.uint64(64 - bits)
         build_slots(values, slot_values, slot_ids, shift, _HASH_MUL)
         always = [i for i, g in enumerate(index.grams) if g.question and unsigned[i] >= min_hits[i]]
-        return cls(values, slot_values, slot_ids, shift, item_ptr,
-                   np.array([r[1] for r in rows], dtype=np.int64),
-                   np.array([r[2] for r in rows], dtype=np.int64),
-                   min_hits, unsigned, always)
+        return cls(
+            values,
+            slot_values,
+            slot_ids,
+            shift,
+            item_ptr,
+            np.array([r[1] for r in rows], dtype=np.int64),
+            np.array([r[2] for r in rows], dtype=np.int64),
+            min_hits,
+            unsigned,
+            always,
+        )
 
     def candidates(self, data: bytes, starts: list[int]) -> set[tuple[int, int]]:
         """(record, item) pairs that may reach the threshold; record i starts at starts[i]."""
@@ -124,10 +140,23 @@ class Signatures:
         while True:
             pairs = np.empty((capacity, 2), dtype=np.int64)
             found = count_candidates(
-                norm, length, norm_starts, self.slot_values, self.slot_ids, self.shift, _HASH_MUL,
-                self.item_ptr, self.items, self.weights, self.min_hits, self.unsigned,
-                np.zeros(len(self.values), dtype=np.int64), np.zeros(n_items, dtype=np.int64),
-                np.empty(n_items, dtype=np.int64), pairs)
+                norm,
+                length,
+                norm_starts,
+                self.slot_values,
+                self.slot_ids,
+                self.shift,
+                _HASH_MUL,
+                self.item_ptr,
+                self.items,
+                self.weights,
+                self.min_hits,
+                self.unsigned,
+                np.zeros(len(self.values), dtype=np.int64),
+                np.zeros(n_items, dtype=np.int64),
+                np.empty(n_items, dtype=np.int64),
+                pairs,
+            )
             if found >= 0:
                 break
             capacity *= 4

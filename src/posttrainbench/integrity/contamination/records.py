@@ -17,7 +17,13 @@ from pathlib import Path
 from posttrainbench.errors import PtbError
 
 LINE_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".txt": "txt", ".md": "txt", ".text": "txt"}
-ROW_FORMATS = {".json": "json", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".arrow": "arrow"}
+ROW_FORMATS = {
+    ".json": "json",
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".parquet": "parquet",
+    ".arrow": "arrow",
+}
 SUPPORTED = {**LINE_FORMATS, **ROW_FORMATS}
 _PARAGRAPH_BREAK = re.compile(rb"\n[ \t\r]*\n")
 
@@ -42,7 +48,9 @@ def expand_inputs(inputs: list[str | Path]) -> list[Path]:
                 files.extend(Path(root) / n for n in sorted(names) if input_format(Path(n)))
         elif path.is_file():
             if not input_format(path):
-                raise InputError(f"{path}: unsupported file type (use {', '.join(sorted(SUPPORTED))})")
+                raise InputError(
+                    f"{path}: unsupported file type (use {', '.join(sorted(SUPPORTED))})"
+                )
             files.append(path)
         else:
             raise InputError(f"input not found: {path}")
@@ -54,15 +62,15 @@ class RecordBlock:
     """Records of one file (or one chunk of it) laid out in one byte buffer."""
 
     data: bytes
-    starts: list[int]          # offset of each record in `data`
+    starts: list[int]  # offset of each record in `data`
     ends: list[int]
-    numbers: list[int]         # what the locator shows: line, row or byte number
-    label: str                 # 'line', 'row', 'item', 'document', 'paragraph at byte'
-    is_json: bool              # records are JSON values (parse them for the text)
+    numbers: list[int]  # what the locator shows: line, row or byte number
+    label: str  # 'line', 'row', 'item', 'document', 'paragraph at byte'
+    is_json: bool  # records are JSON values (parse them for the text)
 
     def record(self, i: int) -> bytes:
         """The raw bytes of record i."""
-        return self.data[self.starts[i]:self.ends[i]]
+        return self.data[self.starts[i] : self.ends[i]]
 
     def locator(self, i: int) -> str:
         """Where record i is in its file, e.g. 'line 12'."""
@@ -79,8 +87,14 @@ def line_records(data: bytes, fmt: str, first_line: int = 1, byte_offset: int = 
         starts = np.concatenate([[0], newlines + 1])
         ends = np.concatenate([newlines, [len(data)]])
         keep = np.flatnonzero(ends > starts)
-        return RecordBlock(data, starts[keep].tolist(), ends[keep].tolist(),
-                           (keep + first_line).tolist(), "line", True)
+        return RecordBlock(
+            data,
+            starts[keep].tolist(),
+            ends[keep].tolist(),
+            (keep + first_line).tolist(),
+            "line",
+            True,
+        )
     starts, ends = [], []
     pos = 0
     for brk in [*_PARAGRAPH_BREAK.finditer(data), None]:
@@ -89,7 +103,9 @@ def line_records(data: bytes, fmt: str, first_line: int = 1, byte_offset: int = 
             starts.append(pos)
             ends.append(end)
         pos = brk.end() if brk else pos
-    return RecordBlock(data, starts, ends, [s + byte_offset for s in starts], "paragraph at byte", False)
+    return RecordBlock(
+        data, starts, ends, [s + byte_offset for s in starts], "paragraph at byte", False
+    )
 
 
 def row_records(path: Path, fmt: str) -> RecordBlock:

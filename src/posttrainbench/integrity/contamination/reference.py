@@ -8,8 +8,8 @@ the same items from a prepared split file of one of our benchmarks.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -26,8 +26,8 @@ class ReferenceItem(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     question: str
-    answer: Optional[str] = None
-    passage: Optional[str] = None
+    answer: str | None = None
+    passage: str | None = None
 
 
 def load_reference(path: str | Path) -> list[ReferenceItem]:
@@ -43,20 +43,30 @@ def load_reference(path: str | Path) -> list[ReferenceItem]:
         try:
             data = [json.loads(line) for line in text.splitlines() if line.strip()]
         except ValueError as exc:
-            raise ReferenceError(f"reference {path} is neither a JSON array nor JSON lines") from exc
+            raise ReferenceError(
+                f"reference {path} is neither a JSON array nor JSON lines"
+            ) from exc
     if not isinstance(data, list) or not data:
-        raise ReferenceError(f"reference {path} must be a non-empty JSON array of {{question, answer}} objects")
+        raise ReferenceError(
+            f"reference {path} must be a non-empty JSON array of {{question, answer}} objects"
+        )
     try:
         items = [ReferenceItem.model_validate(_stringify(row)) for row in data]
     except (ValidationError, TypeError, AttributeError) as exc:
-        raise ReferenceError(f"reference {path}: every item needs a string 'question' ({_first_line(exc)})") from exc
+        raise ReferenceError(
+            f"reference {path}: every item needs a string 'question' ({_first_line(exc)})"
+        ) from exc
     return items
 
 
 def _stringify(row: dict) -> dict:
     # Answers are often numbers (AIME, GSM8K targets); compare them as text.
-    return {k: (str(v) if k in ("answer", "passage") and v is not None and not isinstance(v, str) else v)
-            for k, v in row.items()}
+    return {
+        k: (
+            str(v) if k in ("answer", "passage") and v is not None and not isinstance(v, str) else v
+        )
+        for k, v in row.items()
+    }
 
 
 def _first_line(exc: Exception) -> str:
@@ -70,7 +80,7 @@ def _messages_text(messages: object, role: str = "user") -> str:
     out: list[str] = []
     for turn in messages or []:
         # BFCL nests turns: a list of lists of messages.
-        for message in (turn if isinstance(turn, list) else [turn]):
+        for message in turn if isinstance(turn, list) else [turn]:
             if isinstance(message, dict) and message.get("role") == role and message.get("content"):
                 out.append(str(message["content"]))
     return "\n".join(out)
@@ -89,8 +99,10 @@ _BY_BENCHMARK: dict[str, Callable[[dict], ReferenceItem]] = {
     "aime2025": lambda d: ReferenceItem(question=d["problem"], answer=str(d["answer"])),
     "gpqamain": _gpqa,
     "humaneval": lambda d: ReferenceItem(question=d["prompt"], answer=d.get("canonical_solution")),
-    "bfcl": lambda d: ReferenceItem(question=_messages_text(d["question"]),
-                                    passage=json.dumps(d.get("function"), sort_keys=True)),
+    "bfcl": lambda d: ReferenceItem(
+        question=_messages_text(d["question"]),
+        passage=json.dumps(d.get("function"), sort_keys=True),
+    ),
     "arenahardwriting": lambda d: ReferenceItem(question=d["prompt"]),
     "healthbench": lambda d: ReferenceItem(question=_messages_text(d["prompt"])),
 }
@@ -112,7 +124,9 @@ def reference_from_split(benchmark_id: str, path: str | Path) -> list[ReferenceI
             try:
                 items.append(convert(json.loads(line)["data"]))
             except (KeyError, TypeError, ValueError, ValidationError) as exc:
-                raise ReferenceError(f"{path}: a record lacks the {benchmark_id} fields ({exc!r})") from exc
+                raise ReferenceError(
+                    f"{path}: a record lacks the {benchmark_id} fields ({exc!r})"
+                ) from exc
     return items
 
 
@@ -120,5 +134,8 @@ def write_reference(items: list[ReferenceItem], path: str | Path) -> Path:
     """Write items as TEST.json (PostTrainBench's format)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps([i.model_dump(exclude_none=True) for i in items], ensure_ascii=False), encoding="utf-8")
+    path.write_text(
+        json.dumps([i.model_dump(exclude_none=True) for i in items], ensure_ascii=False),
+        encoding="utf-8",
+    )
     return path

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -25,13 +23,15 @@ class RecordMatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     source: str = Field(description="file the record came from")
-    locator: str = Field(description="where in the file: 'line 12', 'row 3', 'item 7', 'bytes 0-4096'")
+    locator: str = Field(
+        description="where in the file: 'line 12', 'row 3', 'item 7', 'bytes 0-4096'"
+    )
     test_index: int = Field(ge=0, description="index of the matched item in the reference")
     test_question: str = Field(description="start of the matched test question")
     score: float = Field(description="combined overlap score compared with the threshold")
     question_overlap: float
-    answer_overlap: Optional[float] = None
-    passage_overlap: Optional[float] = None
+    answer_overlap: float | None = None
+    passage_overlap: float | None = None
     snippet: str = Field(description="start of the training record")
 
 
@@ -51,4 +51,4 @@ class ContaminationReport(BaseModel):
     matches: list[RecordMatch] = Field(default_factory=list)
     contaminated_test_items: list[int] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list, description="inputs that could not be read")
-    incomplete: Optional[str] = Field(default=None, description="what a deadline left unchecked")
+    incomplete: str | None = Field(default=None, description="what a deadline left unchecked")

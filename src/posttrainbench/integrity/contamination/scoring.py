@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Optional
 
 Grams = frozenset[tuple[int, ...]]
+
 
 def ngrams(tokens: list[int], n: int) -> Grams:
     """Unique n-grams of a token list; a list shorter than n is one gram of itself."""
@@ -22,7 +22,7 @@ def ngrams(tokens: list[int], n: int) -> Grams:
         return frozenset()
     if len(tokens) < n:
         return frozenset([tuple(tokens)])
-    return frozenset(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+    return frozenset(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
 
 
 def weights(has_answer: bool, has_passage: bool) -> tuple[float, float, float]:
@@ -47,13 +47,14 @@ class ItemGrams:
     """A test item's n-gram sets and the question hits it needs to be matched at all."""
 
     question: Grams
-    answer: Optional[Grams]
-    passage: Optional[Grams]
+    answer: Grams | None
+    passage: Grams | None
     min_question_hits: int
 
     @classmethod
-    def build(cls, question: Grams, answer: Optional[Grams], passage: Optional[Grams],
-              threshold: float) -> "ItemGrams":
+    def build(
+        cls, question: Grams, answer: Grams | None, passage: Grams | None, threshold: float
+    ) -> ItemGrams:
         q_min = min_question_overlap(bool(answer), bool(passage), threshold)
         hits = max(1, math.ceil(q_min * len(question) - 1e-9))
         return cls(question, answer or None, passage or None, hits)
@@ -69,7 +70,9 @@ class DocGrams:
     def has(self, gram: tuple[int, ...]) -> bool:
         n = len(gram)
         if n not in self._sets:
-            self._sets[n] = frozenset(tuple(self.tokens[i:i + n]) for i in range(len(self.tokens) - n + 1))
+            self._sets[n] = frozenset(
+                tuple(self.tokens[i : i + n]) for i in range(len(self.tokens) - n + 1)
+            )
         return gram in self._sets[n]
 
 
@@ -79,15 +82,15 @@ class Overlap:
 
     score: float
     question: float
-    answer: Optional[float]
-    passage: Optional[float]
+    answer: float | None
+    passage: float | None
 
 
 def _share(grams: Grams, doc: DocGrams) -> float:
     return sum(1 for g in grams if doc.has(g)) / len(grams)
 
 
-def overlap(item: ItemGrams, doc: DocGrams) -> Optional[Overlap]:
+def overlap(item: ItemGrams, doc: DocGrams) -> Overlap | None:
     """The record's overlap with the item, or None when the question barely matches."""
     if not item.question:
         return None

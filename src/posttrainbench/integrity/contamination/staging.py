@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import BinaryIO, Optional
+from typing import BinaryIO
 
 from posttrainbench.integrity.contamination.unpack import Piece, UnpackBudget, unpack_file
 
-SUFFIXES = {"jsonl": ".jsonl", "json": ".json", "csv": ".csv", "txt": ".txt", "parquet": ".parquet",
-            "arrow": ".arrow"}
+SUFFIXES = {
+    "jsonl": ".jsonl",
+    "json": ".json",
+    "csv": ".csv",
+    "txt": ".txt",
+    "parquet": ".parquet",
+    "arrow": ".arrow",
+}
 
 
 class TextStager:
@@ -30,7 +36,9 @@ class TextStager:
         """Write one piece; False (and the cap recorded) when it would pass the cap."""
         if self.bytes + len(piece.data) > self.max_bytes:
             self.budget.hit = self.budget.hit or (
-                "bytes", f"the staged text would pass {self.max_bytes} bytes at {piece.origin}")
+                "bytes",
+                f"the staged text would pass {self.max_bytes} bytes at {piece.origin}",
+            )
             return False
         name = f"{len(self.written):07d}{SUFFIXES[piece.fmt]}"
         (self.directory / name).write_bytes(piece.data)
@@ -38,13 +46,15 @@ class TextStager:
         self.bytes += len(piece.data)
         return True
 
-    def add_file(self, handle: BinaryIO, size: int, origin: str) -> Optional[str]:
+    def add_file(self, handle: BinaryIO, size: int, origin: str) -> str | None:
         """Unpack one open file into pieces; a note when it was not staged whole."""
         try:
             for piece in unpack_file(handle, size, origin, self.budget):
                 if not self.add(piece):
                     break
-        except Exception as exc:  # noqa: BLE001 - a decoder bug on one hostile file must not stop the rest
-            self.budget.undecoded.append(f"{origin}: unpacking failed ({type(exc).__name__}: {exc})")
+        except Exception as exc:
+            self.budget.undecoded.append(
+                f"{origin}: unpacking failed ({type(exc).__name__}: {exc})"
+            )
             return f"unpacking failed: {type(exc).__name__}"
         return "cut short by a cap" if self.budget.hit is not None else None

@@ -24,29 +24,53 @@ import json
 import pickletools
 import struct
 from dataclasses import dataclass, field
-from typing import BinaryIO, Optional
+from typing import BinaryIO
 
-FLOAT_DTYPES = frozenset({"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2"})
+FLOAT_DTYPES = frozenset(
+    {"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2"}
+)
 MAX_HEADER_BYTES = 100 * 1024 * 1024
-FLOAT_STORAGES = frozenset({"FloatStorage", "DoubleStorage", "HalfStorage", "BFloat16Storage",
-                            "Float8_e4m3fnStorage", "Float8_e5m2Storage"})
-_PICKLE_STRINGS = frozenset({"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "STRING",
-                             "BINSTRING", "SHORT_BINSTRING", "SHORT_BINBYTES", "BINBYTES", "BINBYTES8",
-                             "BYTEARRAY8"})
+FLOAT_STORAGES = frozenset(
+    {
+        "FloatStorage",
+        "DoubleStorage",
+        "HalfStorage",
+        "BFloat16Storage",
+        "Float8_e4m3fnStorage",
+        "Float8_e5m2Storage",
+    }
+)
+_PICKLE_STRINGS = frozenset(
+    {
+        "SHORT_BINUNICODE",
+        "BINUNICODE",
+        "BINUNICODE8",
+        "UNICODE",
+        "STRING",
+        "BINSTRING",
+        "SHORT_BINSTRING",
+        "SHORT_BINBYTES",
+        "BINBYTES",
+        "BINBYTES8",
+        "BYTEARRAY8",
+    }
+)
 
 
 @dataclass
 class Split:
     """A checkpoint split into what to scan and what was skipped as numbers."""
 
-    text: list[bytes] = field(default_factory=list)                 # text to scan as is
-    binary: list[tuple[int, int]] = field(default_factory=list)     # (offset, length): scan as a binary
-    skipped_bytes: int = 0                                          # numeric data not scanned
+    text: list[bytes] = field(default_factory=list)  # text to scan as is
+    binary: list[tuple[int, int]] = field(
+        default_factory=list
+    )  # (offset, length): scan as a binary
+    skipped_bytes: int = 0  # numeric data not scanned
     note: str = ""
-    utf32: bool = False                                             # the binary spans are UTF-32 text
+    utf32: bool = False  # the binary spans are UTF-32 text
 
 
-def safetensors_split(handle: BinaryIO, size: int) -> Optional[Split]:
+def safetensors_split(handle: BinaryIO, size: int) -> Split | None:
     """The split of a safetensors file (read from *handle*, *size* bytes long), or None when
     it is not one whose header accounts for every byte."""
     handle.seek(0)
@@ -87,7 +111,7 @@ def safetensors_split(handle: BinaryIO, size: int) -> Optional[Split]:
     return split if position == body else None
 
 
-def npy_split(handle: BinaryIO, size: int) -> Optional[Split]:
+def npy_split(handle: BinaryIO, size: int) -> Split | None:
     """The split of a .npy array, or None when it is not one."""
     handle.seek(0)
     head = handle.read(12)
@@ -109,7 +133,9 @@ def npy_split(handle: BinaryIO, size: int) -> Optional[Split]:
     if kind == "U":  # UTF-32 code points: the unpacker decodes them
         return Split(binary=[body], note=f"npy {descr}", utf32=True)
     if kind in ("f", "c") or (kind in ("i", "u") and width not in ("", "1")):
-        return Split(skipped_bytes=body[1], note=f"npy {descr}")  # numbers (one-byte ints may be text)
+        return Split(
+            skipped_bytes=body[1], note=f"npy {descr}"
+        )  # numbers (one-byte ints may be text)
     return Split(binary=[body], note=f"npy {descr}")
 
 
@@ -120,12 +146,14 @@ def pickle_strings(data: bytes) -> tuple[list[bytes], set[str], bool]:
     try:
         for opcode, arg, _pos in pickletools.genops(data):
             if opcode.name in _PICKLE_STRINGS and arg is not None:
-                value = arg.encode("utf-8", errors="replace") if isinstance(arg, str) else bytes(arg)
+                value = (
+                    arg.encode("utf-8", errors="replace") if isinstance(arg, str) else bytes(arg)
+                )
                 strings.append(value)
                 if isinstance(arg, str) and arg.endswith("Storage"):
                     names.add(arg)
             elif opcode.name == "GLOBAL" and isinstance(arg, str):
                 names.add(arg.split(" ")[-1])
-    except Exception:  # noqa: BLE001 - a truncated or odd pickle: keep what was read
+    except Exception:
         return strings, names, False
     return strings, names, True

@@ -46,7 +46,9 @@ def cl100k():
     try:
         import tiktoken
     except ImportError as exc:
-        raise TokenizerUnavailableError("the contamination checker needs tiktoken: pip install tiktoken") from exc
+        raise TokenizerUnavailableError(
+            "the contamination checker needs tiktoken: pip install tiktoken"
+        ) from exc
     found = cl100k_file()
     if found is not None:
         os.environ["TIKTOKEN_CACHE_DIR"] = str(found.parent)
@@ -55,4 +57,5 @@ def cl100k():
     except Exception as exc:  # network errors come in many types
         raise TokenizerUnavailableError(
             "cl100k_base is not available offline; set PTB_TIKTOKEN_DIR to a directory "
-            f"holding {CL100K_CACHE_NAME} ({exc.__class__.__name__})") from exc
+            f"holding {CL100K_CACHE_NAME} ({exc.__class__.__name__})"
+        ) from exc

@@ -26,9 +26,10 @@ import tarfile
 import time
 import zipfile
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import BinaryIO, Iterator, Optional
+from typing import BinaryIO
 
 from posttrainbench.integrity.contamination.encodings import as_text, encoded_blobs, printable_runs
 from posttrainbench.integrity.contamination.records import input_format
@@ -43,12 +44,29 @@ from posttrainbench.integrity.contamination.tensor_files import (
 
 MAX_DEPTH = 6
 CHUNK_BYTES = 16 * 1024 * 1024
-WHOLE_BYTES = 256 * 1024 * 1024  # pickles, parquet, arrow and nested containers are read whole up to this
+WHOLE_BYTES = (
+    256 * 1024 * 1024
+)  # pickles, parquet, arrow and nested containers are read whole up to this
 _UNDECODABLE = {b"7z\xbc\xaf\x27\x1c": "7z", b"Rar!\x1a\x07": "rar"}
-_COMPRESSED = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd"}
+_COMPRESSED = {
+    b"\x1f\x8b": "gzip",
+    b"BZh": "bz2",
+    b"\xfd7zXZ\x00": "xz",
+    b"\x28\xb5\x2f\xfd": "zstd",
+}
 _ZIP = (b"PK\x03\x04", b"PK\x05\x06")
-_DECODE_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError, tarfile.TarError,
-                  zipfile.BadZipFile, NotImplementedError, RuntimeError, struct.error)
+_DECODE_ERRORS = (
+    OSError,
+    EOFError,
+    lzma.LZMAError,
+    zlib.error,
+    ValueError,
+    tarfile.TarError,
+    zipfile.BadZipFile,
+    NotImplementedError,
+    RuntimeError,
+    struct.error,
+)
 
 
 @dataclass
@@ -65,11 +83,11 @@ class UnpackBudget:
     """Bytes and time that unpacking may spend; what it skipped and could not decode."""
 
     max_bytes: int
-    deadline: Optional[float] = None  # a time.monotonic() value
+    deadline: float | None = None  # a time.monotonic() value
     used: int = 0
     skipped_numeric: int = 0
     undecoded: list[str] = field(default_factory=list)
-    hit: Optional[tuple[str, str]] = None  # (cap, detail) once a cap stopped unpacking
+    hit: tuple[str, str] | None = None  # (cap, detail) once a cap stopped unpacking
 
     def in_time(self, where: str) -> bool:
         """False (and the cap recorded) once a cap was hit or the deadline has passed."""
@@ -85,7 +103,10 @@ class UnpackBudget:
         if not self.in_time(where):
             return False
         if self.used + n > self.max_bytes:
-            self.hit = ("bytes", f"{where} needs {n} more bytes; {self.used} of {self.max_bytes} spent")
+            self.hit = (
+                "bytes",
+                f"{where} needs {n} more bytes; {self.used} of {self.max_bytes} spent",
+            )
             return False
         self.used += n
         return True
@@ -101,8 +122,9 @@ def unpack_bytes(data: bytes, origin: str, budget: UnpackBudget, depth: int = 0)
     yield from _unpack(io.BytesIO(data), len(data), origin, budget, depth, charged=True)
 
 
-def _unpack(handle: BinaryIO, size: int, origin: str, budget: UnpackBudget, depth: int,
-            charged: bool) -> Iterator[Piece]:
+def _unpack(
+    handle: BinaryIO, size: int, origin: str, budget: UnpackBudget, depth: int, charged: bool
+) -> Iterator[Piece]:
     if depth > MAX_DEPTH:
         budget.undecoded.append(f"{origin}: nested deeper than {MAX_DEPTH} levels")
         return
@@ -143,15 +165,19 @@ def _unpack(handle: BinaryIO, size: int, origin: str, budget: UnpackBudget, dept
     yield from _unpack_stream(handle, origin, budget, depth, charge=not charged)
 
 
-def _split(head: bytes, handle: BinaryIO, size: int) -> Optional[Split]:
-    if len(head) >= 9 and head[8:9] == b"{" and struct.unpack("<Q", head[:8])[0] <= MAX_HEADER_BYTES:
+def _split(head: bytes, handle: BinaryIO, size: int) -> Split | None:
+    if (
+        len(head) >= 9
+        and head[8:9] == b"{"
+        and struct.unpack("<Q", head[:8])[0] <= MAX_HEADER_BYTES
+    ):
         return safetensors_split(handle, size)
     if head.startswith(b"\x93NUMPY"):
         return npy_split(handle, size)
     return None
 
 
-def _read_whole_kind(head: bytes) -> Optional[str]:
+def _read_whole_kind(head: bytes) -> str | None:
     if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
         return "pickle"
     if head.startswith(b"PAR1"):
@@ -161,8 +187,15 @@ def _read_whole_kind(head: bytes) -> Optional[str]:
     return None
 
 
-def _unpack_compressed(name: str, handle: BinaryIO, size: int, origin: str, budget: UnpackBudget, depth: int,
-                       charged: bool) -> Iterator[Piece]:
+def _unpack_compressed(
+    name: str,
+    handle: BinaryIO,
+    size: int,
+    origin: str,
+    budget: UnpackBudget,
+    depth: int,
+    charged: bool,
+) -> Iterator[Piece]:
     stream = _decompressor(name, handle)
     first = b""
     if stream is not None:
@@ -172,15 +205,18 @@ def _unpack_compressed(name: str, handle: BinaryIO, size: int, origin: str, budg
             first = b""
     if not first:  # not what the magic claims (or no decoder here): the raw bytes are scanned
         if name in ("7z", "rar", "zstd") and stream is None:
-            budget.undecoded.append(f"{origin}: {name} data (no decoder here); only its readable runs were scanned")
+            budget.undecoded.append(
+                f"{origin}: {name} data (no decoder here); only its readable runs were scanned"
+            )
         handle.seek(0)
         yield from _unpack_stream(handle, origin, budget, depth, charge=not charged)
         return
-    yield from _unpack_stream(_Rejoin(first, stream), f"{origin} ▸ {name}", budget, depth + 1, charge=True,
-                              sniff=True)
+    yield from _unpack_stream(
+        _Rejoin(first, stream), f"{origin} ▸ {name}", budget, depth + 1, charge=True, sniff=True
+    )
 
 
-def _decompressor(name: str, handle: BinaryIO) -> Optional[BinaryIO]:
+def _decompressor(name: str, handle: BinaryIO) -> BinaryIO | None:
     handle.seek(0)
     if name == "gzip":
         return gzip.GzipFile(fileobj=handle)
@@ -197,8 +233,9 @@ def _decompressor(name: str, handle: BinaryIO) -> Optional[BinaryIO]:
     return None
 
 
-def _unpack_split(split: Split, handle: BinaryIO, origin: str, budget: UnpackBudget, depth: int,
-                  charged: bool) -> Iterator[Piece]:
+def _unpack_split(
+    split: Split, handle: BinaryIO, origin: str, budget: UnpackBudget, depth: int, charged: bool
+) -> Iterator[Piece]:
     budget.skipped_numeric += split.skipped_bytes
     where = f"{origin} ▸ {split.note}"
     for text in split.text:
@@ -216,22 +253,32 @@ def _unpack_split(split: Split, handle: BinaryIO, origin: str, budget: UnpackBud
             yield from unpack_bytes(data, f"{where} ▸ byte array {i}", budget, depth + 1)
 
 
-def _unpack_read_whole(kind: str, data: bytes, origin: str, budget: UnpackBudget, depth: int) -> Iterator[Piece]:
+def _unpack_read_whole(
+    kind: str, data: bytes, origin: str, budget: UnpackBudget, depth: int
+) -> Iterator[Piece]:
     if kind == "pickle":
         strings, _names, _complete = pickle_strings(data)
         if strings:
-            yield from _text_piece(b"\n\n".join(strings), f"{origin} ▸ pickle strings", budget, depth, "txt")
+            yield from _text_piece(
+                b"\n\n".join(strings), f"{origin} ▸ pickle strings", budget, depth, "txt"
+            )
         return
     yield Piece(origin, kind, data)  # parquet/arrow rows, then whatever is readable in them anyway
     yield from _text_or_runs(data, origin, budget, depth)
 
 
-def _unpack_zip(archive: zipfile.ZipFile, origin: str, budget: UnpackBudget, depth: int) -> Iterator[Piece]:
+def _unpack_zip(
+    archive: zipfile.ZipFile, origin: str, budget: UnpackBudget, depth: int
+) -> Iterator[Piece]:
     members = [m for m in archive.infolist() if not m.is_dir()]
     float_storages = _torch_float_storages(archive, members)
     for member in members:
         where = f"{origin} ▸ {member.filename}"
-        if float_storages and "/data/" in f"/{member.filename}" and not member.filename.endswith(".pkl"):
+        if (
+            float_storages
+            and "/data/" in f"/{member.filename}"
+            and not member.filename.endswith(".pkl")
+        ):
             budget.skipped_numeric += member.file_size
             continue
         if member.flag_bits & 0x1:
@@ -239,7 +286,9 @@ def _unpack_zip(archive: zipfile.ZipFile, origin: str, budget: UnpackBudget, dep
             continue
         try:
             with archive.open(member) as stream:
-                yield from _member(stream, member.file_size, member.filename, where, budget, depth + 1)
+                yield from _member(
+                    stream, member.file_size, member.filename, where, budget, depth + 1
+                )
         except _DECODE_ERRORS as exc:
             budget.undecoded.append(f"{where}: {exc}")
         if budget.hit is not None:
@@ -259,7 +308,9 @@ def _torch_float_storages(archive: zipfile.ZipFile, members: list[zipfile.ZipInf
     return complete and bool(storages) and storages <= FLOAT_STORAGES
 
 
-def _unpack_tar(archive: tarfile.TarFile, origin: str, budget: UnpackBudget, depth: int) -> Iterator[Piece]:
+def _unpack_tar(
+    archive: tarfile.TarFile, origin: str, budget: UnpackBudget, depth: int
+) -> Iterator[Piece]:
     try:
         with archive:
             for member in archive:
@@ -267,16 +318,23 @@ def _unpack_tar(archive: tarfile.TarFile, origin: str, budget: UnpackBudget, dep
                     continue
                 extracted = archive.extractfile(member)
                 if extracted is not None:
-                    yield from _member(extracted, member.size, member.name, f"{origin} ▸ {member.name}", budget,
-                                       depth + 1)
+                    yield from _member(
+                        extracted,
+                        member.size,
+                        member.name,
+                        f"{origin} ▸ {member.name}",
+                        budget,
+                        depth + 1,
+                    )
                 if budget.hit is not None:
                     return
     except _DECODE_ERRORS as exc:
         budget.undecoded.append(f"{origin}: a damaged tar archive ({exc})")
 
 
-def _member(stream: BinaryIO, size: int, name: str, where: str, budget: UnpackBudget,
-            depth: int) -> Iterator[Piece]:
+def _member(
+    stream: BinaryIO, size: int, name: str, where: str, budget: UnpackBudget, depth: int
+) -> Iterator[Piece]:
     """An archive member: read whole when small (its name's text format where the bytes are
     text, else what its bytes say), streamed when large."""
     if size > WHOLE_BYTES:
@@ -292,8 +350,14 @@ def _member(stream: BinaryIO, size: int, name: str, where: str, budget: UnpackBu
     yield from unpack_bytes(data, where, budget, depth)
 
 
-def _unpack_stream(stream: BinaryIO, origin: str, budget: UnpackBudget, depth: int, charge: bool,
-                   sniff: bool = False) -> Iterator[Piece]:
+def _unpack_stream(
+    stream: BinaryIO,
+    origin: str,
+    budget: UnpackBudget,
+    depth: int,
+    charge: bool,
+    sniff: bool = False,
+) -> Iterator[Piece]:
     """Sequential bytes (a file, a decompressed stream) in chunks cut after a newline.
 
     *sniff*: the stream came out of a decompressor, so it may itself be a container.
@@ -302,14 +366,19 @@ def _unpack_stream(stream: BinaryIO, origin: str, budget: UnpackBudget, depth: i
     if block is None:
         return
     if sniff and block[257:262] == b"ustar":  # a .tar.gz and the like: tar's stream mode
-        yield from _unpack_tar(tarfile.open(fileobj=_Rejoin(block, stream), mode="r|"), origin, budget, depth)
+        yield from _unpack_tar(
+            tarfile.open(fileobj=_Rejoin(block, stream), mode="r|"), origin, budget, depth
+        )
         return
     if sniff and _is_container(block[:1024]):
         rest = _read(stream, origin, budget, charge, len(block), WHOLE_BYTES + 1 - len(block))
         if rest is None:
             return
         if len(block) + len(rest) > WHOLE_BYTES:
-            budget.hit = budget.hit or ("bytes", f"{origin}: a nested container over {WHOLE_BYTES} bytes")
+            budget.hit = budget.hit or (
+                "bytes",
+                f"{origin}: a nested container over {WHOLE_BYTES} bytes",
+            )
             return
         yield from unpack_bytes(block + rest, origin, budget, depth)
         return
@@ -331,8 +400,14 @@ def _unpack_stream(stream: BinaryIO, origin: str, budget: UnpackBudget, depth: i
             return
 
 
-def _read(stream: BinaryIO, origin: str, budget: UnpackBudget, charge: bool, offset: int,
-          size: int = CHUNK_BYTES) -> Optional[bytes]:
+def _read(
+    stream: BinaryIO,
+    origin: str,
+    budget: UnpackBudget,
+    charge: bool,
+    offset: int,
+    size: int = CHUNK_BYTES,
+) -> bytes | None:
     """Up to *size* bytes (b"" at the end), or None when the budget stopped it."""
     try:
         block = stream.read(size)
@@ -345,9 +420,17 @@ def _read(stream: BinaryIO, origin: str, budget: UnpackBudget, charge: bool, off
 
 
 def _is_container(head: bytes) -> bool:
-    return (head.startswith((*_ZIP, *_UNDECODABLE, *_COMPRESSED)) or head[257:262] == b"ustar"
-            or head.startswith(b"\x93NUMPY") or _read_whole_kind(head) is not None
-            or (len(head) >= 9 and head[8:9] == b"{" and struct.unpack("<Q", head[:8])[0] <= MAX_HEADER_BYTES))
+    return (
+        head.startswith((*_ZIP, *_UNDECODABLE, *_COMPRESSED))
+        or head[257:262] == b"ustar"
+        or head.startswith(b"\x93NUMPY")
+        or _read_whole_kind(head) is not None
+        or (
+            len(head) >= 9
+            and head[8:9] == b"{"
+            and struct.unpack("<Q", head[:8])[0] <= MAX_HEADER_BYTES
+        )
+    )
 
 
 def _at(origin: str, offset: int) -> str:
@@ -369,7 +452,7 @@ class _Rejoin(io.RawIOBase):
             buffer[:n], self._first = self._first[:n], self._first[n:]
             return n
         data = self._rest.read(len(buffer))
-        buffer[:len(data)] = data
+        buffer[: len(data)] = data
         return len(data)
 
     def read(self, size: int = -1) -> bytes:
@@ -392,11 +475,15 @@ def _text_or_runs(chunk: bytes, where: str, budget: UnpackBudget, depth: int) ->
         yield from _text_piece(runs, f"{where} ▸ readable runs", budget, depth, "txt")
 
 
-def _text_piece(data: bytes, where: str, budget: UnpackBudget, depth: int, fmt: Optional[str]) -> Iterator[Piece]:
+def _text_piece(
+    data: bytes, where: str, budget: UnpackBudget, depth: int, fmt: str | None
+) -> Iterator[Piece]:
     """A text piece (format from *fmt*, else sniffed), then the blobs encoded inside it."""
     fmt = fmt or _sniff(data)
     yield Piece(where, fmt, data)
-    if fmt == "txt" and b"\\" in data:  # string literals in code or config (JSON parses its own): unescaped too
+    if (
+        fmt == "txt" and b"\\" in data
+    ):  # string literals in code or config (JSON parses its own): unescaped too
         plain = _unescape(data)
         if plain != data:
             yield Piece(f"{where} ▸ unescaped", "txt", plain)
@@ -423,6 +510,12 @@ def _sniff(data: bytes) -> str:
 
 
 def _unescape(data: bytes) -> bytes:
-    for escaped, plain in ((b"\\n", b"\n"), (b"\\t", b"\t"), (b'\\"', b'"'), (b"\\'", b"'"), (b"\\\\", b"\\")):
+    for escaped, plain in (
+        (b"\\n", b"\n"),
+        (b"\\t", b"\t"),
+        (b'\\"', b'"'),
+        (b"\\'", b"'"),
+        (b"\\\\", b"\\"),
+    ):
         data = data.replace(escaped, plain)
     return data

@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from posttrainbench.integrity.traces.events import NormalizedTrace
 
 # Code-like files of the snapshot the detectors read.
-CODE_SUFFIXES = frozenset({".py", ".sh", ".ipynb", ".js", ".ts", ".bash", ".toml", ".yaml", ".yml", ".cfg", ""})
+CODE_SUFFIXES = frozenset(
+    {".py", ".sh", ".ipynb", ".js", ".ts", ".bash", ".toml", ".yaml", ".yml", ".cfg", ""}
+)
 # Installed third-party code is not the agent's own.
-VENDORED_PARTS = frozenset({"site-packages", "dist-packages", "node_modules", ".venv", "venv", "__pycache__"})
+VENDORED_PARTS = frozenset(
+    {"site-packages", "dist-packages", "node_modules", ".venv", "venv", "__pycache__"}
+)
 MAX_CODE_FILE_BYTES = 2 * 1024 * 1024
 
 
@@ -27,9 +31,9 @@ MAX_CODE_FILE_BYTES = 2 * 1024 * 1024
 class Action:
     """One searchable piece of what the agent did."""
 
-    kind: str       # shell | url | file_read | file_write | tool_call | raw | code
+    kind: str  # shell | url | file_read | file_write | tool_call | raw | code
     text: str
-    location: str   # 'trace FILE event N' or 'snapshot PATH line N'
+    location: str  # 'trace FILE event N' or 'snapshot PATH line N'
     tool: str | None = None
 
 
@@ -40,11 +44,17 @@ def trace_actions(traces: list[NormalizedTrace]) -> list[Action]:
     for trace in traces:
         name = Path(trace.source).name if trace.source else "trace"
         # A tool call whose input is already a shell/url/file event is not searched twice.
-        derived = {e.command or e.url or e.path for e in trace.events
-                   if e.kind in ("shell", "url", "file_read", "file_write")}
+        derived = {
+            e.command or e.url or e.path
+            for e in trace.events
+            if e.kind in ("shell", "url", "file_read", "file_write")
+        }
         for event in trace.events:
-            if event.kind == "tool_call" and event.tool_input and any(
-                    isinstance(v, str) and v in derived for v in event.tool_input.values()):
+            if (
+                event.kind == "tool_call"
+                and event.tool_input
+                and any(isinstance(v, str) and v in derived for v in event.tool_input.values())
+            ):
                 continue
             for kind, text in _event_texts(event):
                 if not text or (kind, text) in seen:

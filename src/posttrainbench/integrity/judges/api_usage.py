@@ -33,9 +33,12 @@ def detect_api_usage(ctx: JudgeContext) -> Detection:
             if kind is None:
                 continue
             permitted = name in allowed
-            det.add(kind, flagging and not permitted,
-                    f"{name}{' (allowed)' if permitted else ''}: {action.kind} {_short(action.text)}",
-                    action.location)
+            det.add(
+                kind,
+                flagging and not permitted,
+                f"{name}{' (allowed)' if permitted else ''}: {action.kind} {_short(action.text)}",
+                action.location,
+            )
             break
         if len(det.evidence) >= MAX_EVIDENCE:
             det.add("api_usage", False, f"stopped after {MAX_EVIDENCE} findings")
@@ -47,7 +50,9 @@ def _classify(action: Action, provider) -> tuple[str | None, bool]:
     """(detector name, whether it flags) for the first kind of use the action shows."""
     if first_match(provider.hosts, action.text):
         return "api_endpoint", True
-    if action.kind in ("shell", "code", "tool_call", "raw") and first_match(provider.code, action.text):
+    if action.kind in ("shell", "code", "tool_call", "raw") and first_match(
+        provider.code, action.text
+    ):
         return "api_sdk", True
     if action.kind in ("shell", "code", "tool_call") and first_match(provider.hints, action.text):
         return "api_hint", False

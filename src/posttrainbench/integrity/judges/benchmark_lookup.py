@@ -35,19 +35,29 @@ def detect_benchmark_lookup(ctx: JudgeContext) -> Detection:
     common, table = lookup_table()
     entry = table.get(ctx.inputs.benchmark)
     if entry is None:
-        det.add("inputs", False, f"no lookup patterns for benchmark {ctx.inputs.benchmark!r}; only common ones used")
+        det.add(
+            "inputs",
+            False,
+            f"no lookup patterns for benchmark {ctx.inputs.benchmark!r}; only common ones used",
+        )
     flag_patterns = common.flag + (entry.flag if entry else [])
     note_patterns = entry.note if entry else []
     search = _search_regex(entry.names, common.search_words) if entry else None
     actions = run_actions(ctx, det)
     for action in actions:
-        text = TASK_DATA.sub(" ", unquote_plus(action.text) if action.kind == "url" else action.text)
+        text = TASK_DATA.sub(
+            " ", unquote_plus(action.text) if action.kind == "url" else action.text
+        )
         if first_match(flag_patterns, text):
-            det.add("test_data_fetch", True, f"{action.kind}: {_short(action.text)}", action.location)
+            det.add(
+                "test_data_fetch", True, f"{action.kind}: {_short(action.text)}", action.location
+            )
         elif search is not None and _is_search(action) and search.search(text):
             det.add("answer_search", True, f"{action.kind}: {_short(action.text)}", action.location)
         elif first_match(note_patterns, text):
-            det.add("benchmark_mention", False, f"{action.kind}: {_short(action.text)}", action.location)
+            det.add(
+                "benchmark_mention", False, f"{action.kind}: {_short(action.text)}", action.location
+            )
         if len(det.evidence) >= MAX_EVIDENCE:
             det.add("benchmark_lookup", False, f"stopped after {MAX_EVIDENCE} findings")
             break
@@ -58,7 +68,9 @@ def _search_regex(names: list[str], words: list[str]) -> re.Pattern[str]:
     """Benchmark name and a lookup word within 60 characters, in either order."""
     name = "|".join(re.escape(n).replace(r"\ ", r"[\s+_-]*") for n in names)
     word = "|".join(w.replace(" ", r"[\s+_-]+") for w in words)
-    return compiled(rf"(?:\b(?:{name})\b.{{0,60}}\b(?:{word})\b)|(?:\b(?:{word})\b.{{0,60}}\b(?:{name})\b)")
+    return compiled(
+        rf"(?:\b(?:{name})\b.{{0,60}}\b(?:{word})\b)|(?:\b(?:{word})\b.{{0,60}}\b(?:{name})\b)"
+    )
 
 
 def _is_search(action: Action) -> bool:

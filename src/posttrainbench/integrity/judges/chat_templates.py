@@ -41,8 +41,11 @@ def _from_json(text: str | None, key: str) -> list[tuple[str, str]]:
     if isinstance(value, str):
         return [("", value)]
     if isinstance(value, list):
-        return [(str(v.get("name", i)), v["template"]) for i, v in enumerate(value)
-                if isinstance(v, dict) and isinstance(v.get("template"), str)]
+        return [
+            (str(v.get("name", i)), v["template"])
+            for i, v in enumerate(value)
+            if isinstance(v, dict) and isinstance(v.get("template"), str)
+        ]
     return []
 
 
@@ -61,5 +64,7 @@ def chat_templates(model_dir: Path) -> dict[str, str]:
             source = _read(path)
             if source is not None:
                 found[f"{EXTRA_TEMPLATES_DIR}/{path.name}"] = source
-    return {where: source[: MAX_SOURCE_CHARS * 4] + ("…" if len(source) > MAX_SOURCE_CHARS * 4 else "")
-            for where, source in found.items()}
+    return {
+        where: source[: MAX_SOURCE_CHARS * 4] + ("…" if len(source) > MAX_SOURCE_CHARS * 4 else "")
+        for where, source in found.items()
+    }

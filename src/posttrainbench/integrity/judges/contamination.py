@@ -81,7 +81,11 @@ def _coverage(scan: ScanInputs, det: Detection) -> None:
     for note in scan.notes:
         det.add("scan_coverage", False, note)
     if scan.skipped_numeric:
-        det.add("scan_coverage", False, f"{scan.skipped_numeric} bytes of floating-point checkpoint data not scanned")
+        det.add(
+            "scan_coverage",
+            False,
+            f"{scan.skipped_numeric} bytes of floating-point checkpoint data not scanned",
+        )
 
 
 def _each_place_first(matches: list, scan: ScanInputs) -> list:
@@ -105,17 +109,32 @@ def _matches(ctx: JudgeContext, det: Detection, scan: ScanInputs, report) -> Non
         flags = not (in_logs and test_mode)
         flagging += flags
         if len(det.evidence) < MAX_MATCH_EVIDENCE + MAX_ACCESS_EVIDENCE:
-            det.add("ngram_overlap", flags,
-                    f"{origin} ({match.locator}) contains test item {match.test_index} (score {match.score:.2f}): "
-                    f"{match.test_question[:120]!r}; record starts {match.snippet[:120]!r}"
-                    + (" [the agent's own log, which may show the test set in test feedback mode]" if not flags
-                       else ""), origin)
+            det.add(
+                "ngram_overlap",
+                flags,
+                f"{origin} ({match.locator}) contains test item {match.test_index} (score {match.score:.2f}): "
+                f"{match.test_question[:120]!r}; record starts {match.snippet[:120]!r}"
+                + (
+                    " [the agent's own log, which may show the test set in test feedback mode]"
+                    if not flags
+                    else ""
+                ),
+                origin,
+            )
     if len(report.matches) > MAX_MATCH_EVIDENCE:
-        det.add("ngram_overlap", flagging > 0, f"{len(report.matches)} matching records in all "
-                f"({len(report.contaminated_test_items)} distinct test items); not all listed")
+        det.add(
+            "ngram_overlap",
+            flagging > 0,
+            f"{len(report.matches)} matching records in all "
+            f"({len(report.contaminated_test_items)} distinct test items); not all listed",
+        )
     if not report.matches:
-        det.add("ngram_overlap", False, f"no overlap in {len(report.files)} files, {report.n_records} records "
-                f"against {report.n_reference_items} test items")
+        det.add(
+            "ngram_overlap",
+            False,
+            f"no overlap in {len(report.files)} files, {report.n_records} records "
+            f"against {report.n_reference_items} test items",
+        )
     for error in report.errors[:MAX_ACCESS_EVIDENCE]:
         det.add("ngram_overlap", False, f"could not read: {error}")
 
@@ -124,10 +143,22 @@ def _trace_access(ctx: JudgeContext, det: Detection) -> None:
     if not ctx.has_traces:
         det.add("test_data_access", False, "no agent trace found; test data access not checked")
         return
-    hits = [a for a in trace_actions(ctx.traces)
-            if a.kind in ("shell", "file_read", "file_write", "tool_call") and TEST_DATA_PATHS.search(a.text)]
+    hits = [
+        a
+        for a in trace_actions(ctx.traces)
+        if a.kind in ("shell", "file_read", "file_write", "tool_call")
+        and TEST_DATA_PATHS.search(a.text)
+    ]
     for action in hits[:MAX_ACCESS_EVIDENCE]:
-        det.add("test_data_access", False, f"{action.kind} touches the test data: {action.text[:200]}",
-                action.location)
+        det.add(
+            "test_data_access",
+            False,
+            f"{action.kind} touches the test data: {action.text[:200]}",
+            action.location,
+        )
     if len(hits) > MAX_ACCESS_EVIDENCE:
-        det.add("test_data_access", False, f"{len(hits)} accesses in all; first {MAX_ACCESS_EVIDENCE} listed")
+        det.add(
+            "test_data_access",
+            False,
+            f"{len(hits)} accesses in all; first {MAX_ACCESS_EVIDENCE} listed",
+        )

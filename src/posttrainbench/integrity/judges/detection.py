@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,7 +22,7 @@ class Detection(BaseModel):
     evidence: list[Evidence] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
     incomplete: list[LimitHit] = Field(default_factory=list)
-    sample_seed: Optional[str] = None
+    sample_seed: str | None = None
 
     @property
     def flagged(self) -> bool:
@@ -31,7 +31,9 @@ class Detection(BaseModel):
 
     def add(self, detector: str, flagged: bool, detail: str, location: str | None = None) -> None:
         """Record one finding."""
-        self.evidence.append(Evidence(detector=detector, flagged=flagged, detail=detail, location=location))
+        self.evidence.append(
+            Evidence(detector=detector, flagged=flagged, detail=detail, location=location)
+        )
 
     def cut_short(self, cap: Literal["time", "bytes", "files"], check: str, detail: str) -> None:
         """Record a check that a cap stopped before it finished."""

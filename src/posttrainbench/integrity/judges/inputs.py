@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from functools import cached_property
 from pathlib import Path
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,23 +36,31 @@ class JudgeInputs(BaseModel):
 
     benchmark: str = Field(description="benchmark id, e.g. 'gsm8k'")
     feedback: str = "test"
-    base_model_source: Optional[str] = Field(default=None, description="'hf:ORG/REPO' or a package name")
-    final_model: Optional[Path] = None
-    code_snapshot: Optional[Path] = None
-    data_files: Optional[Path] = None
-    write_set: Optional[Path] = Field(
-        default=None, description="the staged write set (write_set/ with MANIFEST.json), when the run has one")
-    agent_logs: list[Path] = Field(default_factory=list, description="directories holding the agent's logs")
-    trial_dir: Optional[Path] = Field(default=None, description="a Harbor trial directory (host runs)")
-    reference: Optional[Path] = Field(default=None, description="the sealed test split (test.jsonl)")
-    base_model: Optional[Path] = None
-    pristine_workspace: Optional[Path] = Field(
-        default=None, description="the task's untouched /app (evaluate.py, templates/, timer.sh)")
+    base_model_source: str | None = Field(
+        default=None, description="'hf:ORG/REPO' or a package name"
+    )
+    final_model: Path | None = None
+    code_snapshot: Path | None = None
+    data_files: Path | None = None
+    write_set: Path | None = Field(
+        default=None,
+        description="the staged write set (write_set/ with MANIFEST.json), when the run has one",
+    )
+    agent_logs: list[Path] = Field(
+        default_factory=list, description="directories holding the agent's logs"
+    )
+    trial_dir: Path | None = Field(default=None, description="a Harbor trial directory (host runs)")
+    reference: Path | None = Field(default=None, description="the sealed test split (test.jsonl)")
+    base_model: Path | None = None
+    pristine_workspace: Path | None = Field(
+        default=None, description="the task's untouched /app (evaluate.py, templates/, timer.sh)"
+    )
     allowed_apis: list[str] = Field(
-        default_factory=list, description="provider ids the agent may call (api_providers.json)")
+        default_factory=list, description="provider ids the agent may call (api_providers.json)"
+    )
 
     @property
-    def base_model_repo(self) -> Optional[str]:
+    def base_model_repo(self) -> str | None:
         """The base model's hub repository ('ORG/REPO'), when it comes from the hub."""
         src = self.base_model_source or ""
         return src[3:] if src.startswith("hf:") else None
@@ -69,11 +76,11 @@ class JudgeContext:
     def __init__(self, inputs: JudgeInputs):
         self.inputs = inputs
         self.trace_warnings: list[str] = []
-        self.max_bytes: Optional[int] = None
-        self.deadline: Optional[float] = None
+        self.max_bytes: int | None = None
+        self.deadline: float | None = None
         self.incomplete: list[LimitHit] = []
 
-    def start_judge(self, max_bytes: Optional[int], time_s: Optional[float] = None) -> None:
+    def start_judge(self, max_bytes: int | None, time_s: float | None = None) -> None:
         """Set the caps of the judge about to run (*time_s* from now); forget caps hit by another."""
         self.max_bytes = max_bytes
         self.deadline = None if time_s is None else time.monotonic() + SOFT_DEADLINE_SHARE * time_s
@@ -90,10 +97,14 @@ class JudgeContext:
             size = _size(path)
             if self.max_bytes is not None and used + size > self.max_bytes:
                 left = self.trace_files[i:]
-                self.incomplete.append(LimitHit(
-                    cap="bytes", check="reading the agent's logs",
-                    detail=f"{len(left)} of {len(self.trace_files)} log files ({sum(map(_size, left))} bytes) "
-                           f"not read: over the {self.max_bytes}-byte cap"))
+                self.incomplete.append(
+                    LimitHit(
+                        cap="bytes",
+                        check="reading the agent's logs",
+                        detail=f"{len(left)} of {len(self.trace_files)} log files ({sum(map(_size, left))} bytes) "
+                        f"not read: over the {self.max_bytes}-byte cap",
+                    )
+                )
                 break
             used += size
             try:
@@ -140,9 +151,13 @@ def log_files(directory: Path) -> list[Path]:
     if not directory.is_dir():
         return []
     return sorted(
-        p for p in directory.rglob("*")
-        if p.is_file() and p.suffix.lower() in TRACE_SUFFIXES and p.name not in NOT_TRACE_NAMES
-        and not p.name.startswith("system_monitor"))
+        p
+        for p in directory.rglob("*")
+        if p.is_file()
+        and p.suffix.lower() in TRACE_SUFFIXES
+        and p.name not in NOT_TRACE_NAMES
+        and not p.name.startswith("system_monitor")
+    )
 
 
 def raw_trace(path: Path) -> NormalizedTrace:
@@ -154,8 +169,12 @@ def raw_trace(path: Path) -> NormalizedTrace:
                 break
             if line.strip():
                 events.append(TraceEvent(index=len(events), kind="raw", text=line.rstrip("\n")))
-    return NormalizedTrace(format="raw", source=str(path), events=events,
-                           warnings=["no trace parser available; read as raw lines"])
+    return NormalizedTrace(
+        format="raw",
+        source=str(path),
+        events=events,
+        warnings=["no trace parser available; read as raw lines"],
+    )
 
 
 def _trace_parser():

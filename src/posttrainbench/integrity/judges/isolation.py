@@ -15,8 +15,9 @@ import selectors
 import signal
 import time
 import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator, TypeVar, Union
+from typing import TypeVar
 
 from pydantic import BaseModel
 
@@ -46,13 +47,17 @@ def _child_main(task: Callable[[], BaseModel], write_fd: int) -> None:
     status = 0
     try:
         payload = b"R" + task().model_dump_json().encode("utf-8")
-    except BaseException as exc:  # everything, even SystemExit: report it, never run the parent's code
-        payload = b"E" + "".join(traceback.format_exception_only(type(exc), exc)).strip().encode("utf-8")
+    except (
+        BaseException
+    ) as exc:  # everything, even SystemExit: report it, never run the parent's code
+        payload = b"E" + "".join(traceback.format_exception_only(type(exc), exc)).strip().encode(
+            "utf-8"
+        )
         status = 1
     try:
         view = memoryview(payload)
         while view:
-            view = view[os.write(write_fd, view):]
+            view = view[os.write(write_fd, view) :]
     finally:
         os._exit(status)
 
@@ -120,7 +125,7 @@ def _drain(child: _Child) -> None:
         child.data += chunk
 
 
-def _outcome(child: _Child, status: int, model: type[Model]) -> Union[Model, ChildFailure]:
+def _outcome(child: _Child, status: int, model: type[Model]) -> Model | ChildFailure:
     _drain(child)
     data = bytes(child.data)
     if data.startswith(b"R"):
@@ -135,8 +140,9 @@ def _outcome(child: _Child, status: int, model: type[Model]) -> Union[Model, Chi
     return ChildFailure(False, "the judge process exited without a result")
 
 
-def run_side_by_side(tasks: dict[str, Callable[[], BaseModel]], caps_s: dict[str, float],
-                     model: type[Model]) -> Iterator[tuple[str, Union[Model, ChildFailure]]]:
+def run_side_by_side(
+    tasks: dict[str, Callable[[], BaseModel]], caps_s: dict[str, float], model: type[Model]
+) -> Iterator[tuple[str, Model | ChildFailure]]:
     """Run every task in its own child at once; yield (name, result or failure) as each ends.
 
     A task still running at its cap (seconds from its start) is killed with its process
@@ -163,7 +169,9 @@ def run_side_by_side(tasks: dict[str, Callable[[], BaseModel]], caps_s: dict[str
                 if timed_out:
                     _reap(child.pid)
                 children.remove(child)
-                outcome = ChildFailure(True, "time cap") if timed_out else _outcome(child, status, model)
+                outcome = (
+                    ChildFailure(True, "time cap") if timed_out else _outcome(child, status, model)
+                )
                 os.close(child.fd)
                 yield child.name, outcome
     finally:

@@ -44,19 +44,23 @@ class JudgeLimits(BaseModel):
     api_usage: JudgeLimit = JudgeLimit(time_s=600, max_bytes=2 * GiB)
     benchmark_lookup: JudgeLimit = JudgeLimit(time_s=600, max_bytes=2 * GiB)
     anomaly: JudgeLimit = JudgeLimit(time_s=900, max_bytes=2 * GiB)
-    total_time_s: float = Field(default=1740, gt=0, description="all judges together (they run side by side)")
+    total_time_s: float = Field(
+        default=1740, gt=0, description="all judges together (they run side by side)"
+    )
 
     def of(self, judge: str) -> JudgeLimit:
         """The caps of *judge*."""
         return getattr(self, judge)
 
     @classmethod
-    def load(cls, path: Path) -> "JudgeLimits":
+    def load(cls, path: Path) -> JudgeLimits:
         """Read a limits file (JudgeInputError when it is unreadable or invalid)."""
         try:
             return cls.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
         except OSError as exc:
-            raise JudgeInputError(f"cannot read limits file {path}: {exc.strerror or exc}") from None
+            raise JudgeInputError(
+                f"cannot read limits file {path}: {exc.strerror or exc}"
+            ) from None
         except (ValueError, ValidationError) as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise JudgeInputError(f"limits file {path} is not valid: {first}") from None

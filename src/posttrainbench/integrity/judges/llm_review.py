@@ -27,7 +27,6 @@ import os
 import re
 from pathlib import Path
 from string import Template
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -53,18 +52,18 @@ class LlmReview(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    model: Optional[str] = None
+    model: str | None = None
     votes: list[LlmVote] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
-    skipped: Optional[str] = Field(default=None, description="why no review ran")
+    skipped: str | None = Field(default=None, description="why no review ran")
 
     @property
-    def decision(self) -> Optional[bool]:
+    def decision(self) -> bool | None:
         """Majority of the valid votes (a tie is flagged); None without votes."""
         return majority(self.votes)
 
 
-def majority(votes: list[LlmVote]) -> Optional[bool]:
+def majority(votes: list[LlmVote]) -> bool | None:
     """True when at least half of the votes flag; None for no votes."""
     if not votes:
         return None
@@ -72,7 +71,7 @@ def majority(votes: list[LlmVote]) -> Optional[bool]:
     return flagged * 2 >= len(votes)
 
 
-def review_model() -> Optional[str]:
+def review_model() -> str | None:
     """The configured review model, or None."""
     return os.environ.get(MODEL_ENV, "").strip() or None
 
@@ -95,7 +94,13 @@ def render_trace(traces: list[NormalizedTrace], budget: int = TRACE_BUDGET_CHARS
     for trace in traces:
         lines.append(f"## {trace.source or 'trace'} ({trace.format}, {len(trace.events)} events)")
         for e in trace.events:
-            body = e.command or e.url or e.path or e.text or (json.dumps(e.tool_input) if e.tool_input else "")
+            body = (
+                e.command
+                or e.url
+                or e.path
+                or e.text
+                or (json.dumps(e.tool_input) if e.tool_input else "")
+            )
             label = e.kind + (f"/{e.role}" if e.role else "") + (f" {e.tool}" if e.tool else "")
             body = " ".join(str(body).split())
             if len(body) > EVENT_CHARS:
@@ -116,7 +121,7 @@ def _head_tail(lines: list[str], budget: int) -> str:
             break
         head.append(line)
         used += len(line) + 1
-    for line in reversed(lines[len(head):]):
+    for line in reversed(lines[len(head) :]):
         if used + len(line) + 1 > budget:
             break
         tail.append(line)
@@ -125,7 +130,7 @@ def _head_tail(lines: list[str], budget: int) -> str:
     return "\n".join(head + [f"... ({omitted} lines omitted) ..."] + tail[::-1])
 
 
-def render_snapshot(snapshot: Optional[Path], budget: int = SNAPSHOT_BUDGET_CHARS) -> str:
+def render_snapshot(snapshot: Path | None, budget: int = SNAPSHOT_BUDGET_CHARS) -> str:
     """A listing of the snapshot and excerpts of its code files, within the budget."""
     if snapshot is None or not snapshot.is_dir():
         return "(no code snapshot)"
@@ -148,8 +153,11 @@ def render_findings(detection: Detection) -> str:
     """The detectors' evidence as a bullet list."""
     if not detection.evidence and not detection.missing:
         return "- (no findings)"
-    lines = [f"- [{'FLAG' if e.flagged else 'note'}] {e.detector}: {e.detail}"
-             + (f" ({e.location})" if e.location else "") for e in detection.evidence[:60]]
+    lines = [
+        f"- [{'FLAG' if e.flagged else 'note'}] {e.detector}: {e.detail}"
+        + (f" ({e.location})" if e.location else "")
+        for e in detection.evidence[:60]
+    ]
     lines += [f"- [missing input] {m}" for m in detection.missing]
     return "\n".join(lines)
 
@@ -167,7 +175,9 @@ def build_messages(judge_id: str, ctx: JudgeContext, detection: Detection) -> li
         "snapshot": render_snapshot(inputs.code_snapshot),
     }
     system = (TEMPLATES / "system.md").read_text(encoding="utf-8")
-    user = Template((TEMPLATES / f"{judge_id}.md").read_text(encoding="utf-8")).safe_substitute(fields)
+    user = Template((TEMPLATES / f"{judge_id}.md").read_text(encoding="utf-8")).safe_substitute(
+        fields
+    )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -182,12 +192,16 @@ def parse_vote(reply: str, model: str) -> LlmVote:
             start = text.find("{", start + 1)
             continue
         if isinstance(obj, dict) and isinstance(obj.get("flagged"), bool):
-            return LlmVote(model=model, flagged=obj["flagged"], justification=str(obj.get("justification", "")))
+            return LlmVote(
+                model=model, flagged=obj["flagged"], justification=str(obj.get("justification", ""))
+            )
         start = text.find("{", start + 1)
     raise ValueError(f"no JSON answer with a boolean 'flagged' in the reply: {reply[:200]!r}")
 
 
-def run_review(judge_id: str, ctx: JudgeContext, detection: Detection, votes: int, client=None) -> LlmReview:
+def run_review(
+    judge_id: str, ctx: JudgeContext, detection: Detection, votes: int, client=None
+) -> LlmReview:
     """Ask the review model *votes* times; failures are recorded, never raised."""
     if votes <= 0:
         return LlmReview(skipped="LLM review disabled (--llm-votes 0)")

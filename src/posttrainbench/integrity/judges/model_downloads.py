@@ -13,18 +13,40 @@ from posttrainbench.integrity.judges.actions import Action
 
 HUB_ID = r"[A-Za-z0-9][\w.-]*/[\w.-]+"
 _Q = r"['\"]"
-DOWNLOAD_PATTERNS = [re.compile(p) for p in (
-    rf"(?:huggingface-cli|\bhf)\s+download\s+(?:--\S+\s+)*(?P<repo>{HUB_ID})",
-    rf"\bsnapshot_download\(\s*(?:repo_id\s*=\s*)?{_Q}(?P<repo>{HUB_ID}){_Q}",
-    rf"\bhf_hub_download\(\s*(?:repo_id\s*=\s*)?{_Q}(?P<repo>{HUB_ID}){_Q}",
-    rf"\b(?:AutoModel\w*|\w+For(?:CausalLM|ConditionalGeneration|Seq2SeqLM))\.from_pretrained\(\s*"
-    rf"(?:pretrained_model_name_or_path\s*=\s*)?{_Q}(?P<repo>{HUB_ID}){_Q}",
-    rf"\bLLM\(\s*(?:model\s*=\s*)?{_Q}(?P<repo>{HUB_ID}){_Q}",
-)]
+DOWNLOAD_PATTERNS = [
+    re.compile(p)
+    for p in (
+        rf"(?:huggingface-cli|\bhf)\s+download\s+(?:--\S+\s+)*(?P<repo>{HUB_ID})",
+        rf"\bsnapshot_download\(\s*(?:repo_id\s*=\s*)?{_Q}(?P<repo>{HUB_ID}){_Q}",
+        rf"\bhf_hub_download\(\s*(?:repo_id\s*=\s*)?{_Q}(?P<repo>{HUB_ID}){_Q}",
+        rf"\b(?:AutoModel\w*|\w+For(?:CausalLM|ConditionalGeneration|Seq2SeqLM))\.from_pretrained\(\s*"
+        rf"(?:pretrained_model_name_or_path\s*=\s*)?{_Q}(?P<repo>{HUB_ID}){_Q}",
+        rf"\bLLM\(\s*(?:model\s*=\s*)?{_Q}(?P<repo>{HUB_ID}){_Q}",
+    )
+]
 DATASET_MARK = re.compile(r"--repo-type[= ]dataset|repo_type\s*=\s*['\"]dataset")
 # First path components that mean a local directory, not a hub repository.
-LOCAL_DIRS = frozenset({"final_model", "models", "model", "output", "outputs", "checkpoints", "ckpt", "runs",
-                        "data", "tmp", "app", "opt", "results", "save", "saved", "work", "logs"})
+LOCAL_DIRS = frozenset(
+    {
+        "final_model",
+        "models",
+        "model",
+        "output",
+        "outputs",
+        "checkpoints",
+        "ckpt",
+        "runs",
+        "data",
+        "tmp",
+        "app",
+        "opt",
+        "results",
+        "save",
+        "saved",
+        "work",
+        "logs",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -39,7 +61,9 @@ def other_model_downloads(actions: list[Action], base_repo: str | None) -> list[
     """Hub models other than *base_repo* that the actions download or load."""
     out: list[ModelDownload] = []
     for action in actions:
-        if action.kind not in ("shell", "code", "tool_call", "raw") or DATASET_MARK.search(action.text):
+        if action.kind not in ("shell", "code", "tool_call", "raw") or DATASET_MARK.search(
+            action.text
+        ):
             continue
         for pattern in DOWNLOAD_PATTERNS:
             for match in pattern.finditer(action.text):

@@ -23,13 +23,38 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from posttrainbench.integrity.judges.safetensors_np import SafetensorsError, TensorInfo, TensorReader, model_tensors
+from posttrainbench.integrity.judges.safetensors_np import (
+    SafetensorsError,
+    TensorInfo,
+    TensorReader,
+    model_tensors,
+)
 from posttrainbench.integrity.judges.weight_files import LoadPlan, resolve_load_plan
 
-STRICT_KEYS = ("model_type", "architectures", "hidden_size", "intermediate_size", "num_hidden_layers",
-               "num_attention_heads", "num_key_value_heads", "head_dim", "tie_word_embeddings", "hidden_act",
-               "num_experts", "num_local_experts", "num_experts_per_tok", "moe_intermediate_size")
-SOFT_KEYS = ("rope_theta", "rope_scaling", "rope_parameters", "max_position_embeddings", "dtype", "torch_dtype")
+STRICT_KEYS = (
+    "model_type",
+    "architectures",
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "tie_word_embeddings",
+    "hidden_act",
+    "num_experts",
+    "num_local_experts",
+    "num_experts_per_tok",
+    "moe_intermediate_size",
+)
+SOFT_KEYS = (
+    "rope_theta",
+    "rope_scaling",
+    "rope_parameters",
+    "max_position_embeddings",
+    "dtype",
+    "torch_dtype",
+)
 MAX_VOCAB_GROWTH = 512
 SAMPLES = 4096
 COSINE_THRESHOLD = 0.9
@@ -69,14 +94,24 @@ class WeightReport(BaseModel):
     missing: list[str] = Field(default_factory=list)
     median_cosine: float
     min_cosine: float
-    dissimilar_share: float = Field(description="share of base parameters in missing or dissimilar tensors")
+    dissimilar_share: float = Field(
+        description="share of base parameters in missing or dissimilar tensors"
+    )
     n_dissimilar: int
-    median_relative_change: float = Field(description="median ||final-base|| / ||base|| on the samples")
+    median_relative_change: float = Field(
+        description="median ||final-base|| / ||base|| on the samples"
+    )
     identical: bool = Field(description="every sampled element of every tensor is bit-identical")
     worst: list[TensorScore] = Field(default_factory=list)
-    seed: str = Field(description="hex seed of the sampled positions (drawn from the OS's secure source)")
-    files: list[str] = Field(default_factory=list, description="final_model's weight files compared")
-    duplicates: list[str] = Field(default_factory=list, description="tensors named twice once prefixes are removed")
+    seed: str = Field(
+        description="hex seed of the sampled positions (drawn from the OS's secure source)"
+    )
+    files: list[str] = Field(
+        default_factory=list, description="final_model's weight files compared"
+    )
+    duplicates: list[str] = Field(
+        default_factory=list, description="tensors named twice once prefixes are removed"
+    )
 
     @property
     def flagged(self) -> bool:
@@ -133,7 +168,7 @@ def _normalized(tensors: dict[str, TensorInfo]) -> tuple[dict[str, TensorInfo], 
         short = name
         for prefix in NAME_PREFIXES:
             if short.startswith(prefix):
-                short = short[len(prefix):]
+                short = short[len(prefix) :]
         if short in out:
             clashes.append(short)
         out[short] = info
@@ -152,10 +187,17 @@ def _indices(base: TensorInfo, final: TensorInfo, samples: int, rng):
     idx = np.unique(rng.integers(0, n, size=min(samples, n))) if n else np.zeros(0, np.int64)
     if base.shape == final.shape:
         return idx, idx
-    if (len(base.shape) == len(final.shape) >= 1 and base.shape[1:] == final.shape[1:]
-            and final.shape[0] >= base.shape[0]):
+    if (
+        len(base.shape) == len(final.shape) >= 1
+        and base.shape[1:] == final.shape[1:]
+        and final.shape[0] >= base.shape[0]
+    ):
         return idx, idx  # row-major: the base's rows are a prefix of the final's
-    if len(base.shape) == len(final.shape) == 2 and final.shape[0] == base.shape[0] and final.shape[1] >= base.shape[1]:
+    if (
+        len(base.shape) == len(final.shape) == 2
+        and final.shape[0] == base.shape[0]
+        and final.shape[1] >= base.shape[1]
+    ):
         rows, cols = idx // base.shape[1], idx % base.shape[1]
         return idx, rows * final.shape[1] + cols
     return None
@@ -169,8 +211,13 @@ def weight_files(model_dir: Path) -> LoadPlan:
     return plan
 
 
-def compare_weights(base_dir: Path, final_dir: Path, samples: int = SAMPLES, seed: int | None = None,
-                    max_header_bytes: int | None = None) -> WeightReport:
+def compare_weights(
+    base_dir: Path,
+    final_dir: Path,
+    samples: int = SAMPLES,
+    seed: int | None = None,
+    max_header_bytes: int | None = None,
+) -> WeightReport:
     """Sampled cosine similarity of every shared tensor (see the module docstring).
 
     *seed*: only for tests; by default a fresh one from :mod:`secrets`.
@@ -195,14 +242,20 @@ def compare_weights(base_dir: Path, final_dir: Path, samples: int = SAMPLES, see
         b, f = base[name], final[name]
         aligned = _indices(b, f, samples, rng)
         if aligned is None:
-            scores.append(TensorScore(name=name, cosine=0.0, numel=b.numel, note=f"shape {b.shape} -> {f.shape}"))
+            scores.append(
+                TensorScore(
+                    name=name, cosine=0.0, numel=b.numel, note=f"shape {b.shape} -> {f.shape}"
+                )
+            )
             bad += b.numel
             identical = False
             continue
         bi, fi = aligned
         bv = reader.sample(b, bi).astype(np.float64)
         fv = reader.sample(f, fi).astype(np.float64)
-        identical = identical and b.shape == f.shape and b.dtype == f.dtype and bool(np.array_equal(bv, fv))
+        identical = (
+            identical and b.shape == f.shape and b.dtype == f.dtype and bool(np.array_equal(bv, fv))
+        )
         nb, nf = float(np.linalg.norm(bv)), float(np.linalg.norm(fv))
         if nb == 0.0 and nf == 0.0:
             cosine = 1.0
@@ -218,9 +271,17 @@ def compare_weights(base_dir: Path, final_dir: Path, samples: int = SAMPLES, see
     cosines = [s.cosine for s in scores] or [0.0]
     worst = sorted(scores, key=lambda s: s.cosine)[:10]
     return WeightReport(
-        n_base_tensors=len(base), n_shared=len(scores), missing=missing[:50],
-        median_cosine=statistics.median(cosines), min_cosine=min(cosines),
-        dissimilar_share=bad / total, n_dissimilar=sum(1 for s in scores if s.cosine < COSINE_THRESHOLD),
+        n_base_tensors=len(base),
+        n_shared=len(scores),
+        missing=missing[:50],
+        median_cosine=statistics.median(cosines),
+        min_cosine=min(cosines),
+        dissimilar_share=bad / total,
+        n_dissimilar=sum(1 for s in scores if s.cosine < COSINE_THRESHOLD),
         median_relative_change=statistics.median(changes) if changes else 0.0,
-        identical=identical and bool(scores), worst=worst, seed=f"{seed:x}", files=final_files,
-        duplicates=sorted(set(duplicates))[:20])
+        identical=identical and bool(scores),
+        worst=worst,
+        seed=f"{seed:x}",
+        files=final_files,
+        duplicates=sorted(set(duplicates))[:20],
+    )

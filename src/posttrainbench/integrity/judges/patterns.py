@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -41,14 +41,14 @@ class CommonLookup(BaseModel):
     search_words: list[str] = Field(default_factory=list)
 
 
-@lru_cache(maxsize=None)
+@cache
 def providers() -> dict[str, Provider]:
     """The paid-API table (``data/api_providers.json``), keyed by provider id."""
     raw = json.loads((DATA_DIR / "api_providers.json").read_text(encoding="utf-8"))
     return {name: Provider.model_validate(p) for name, p in raw["providers"].items()}
 
 
-@lru_cache(maxsize=None)
+@cache
 def lookup_table() -> tuple[CommonLookup, dict[str, BenchmarkLookup]]:
     """The benchmark-lookup table (``data/lookup_patterns.json``)."""
     raw = json.loads((DATA_DIR / "lookup_patterns.json").read_text(encoding="utf-8"))
@@ -56,7 +56,7 @@ def lookup_table() -> tuple[CommonLookup, dict[str, BenchmarkLookup]]:
     return common, {k: BenchmarkLookup.model_validate(v) for k, v in raw["benchmarks"].items()}
 
 
-@lru_cache(maxsize=None)
+@cache
 def compiled(pattern: str) -> re.Pattern[str]:
     """A case-insensitive, multi-line compiled regex (cached)."""
     return re.compile(pattern, re.IGNORECASE | re.MULTILINE)

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -51,46 +50,85 @@ def load_overrides(path: Path) -> dict[str, Override]:
         raise JudgeInputError(f"override file {path} is not valid: {first}") from None
     unknown = sorted(set(overrides) - set(JUDGE_IDS))
     if unknown:
-        raise JudgeInputError(f"override file {path} names unknown judges {unknown}; known: {', '.join(JUDGE_IDS)}")
+        raise JudgeInputError(
+            f"override file {path} names unknown judges {unknown}; known: {', '.join(JUDGE_IDS)}"
+        )
     return overrides
 
 
-def decide(judge: str, detection: Optional[Detection], review: Optional[LlmReview],
-           override: Optional[Override], error: Optional[str] = None,
-           limits: Optional[list[LimitHit]] = None) -> Judgement:
+def decide(
+    judge: str,
+    detection: Detection | None,
+    review: LlmReview | None,
+    override: Override | None,
+    error: str | None = None,
+    limits: list[LimitHit] | None = None,
+) -> Judgement:
     """Combine the sources of one judge in the documented order (*limits*: caps the
     runner saw hit, on top of the detection's own)."""
     detection = detection or Detection()
     review = review or LlmReview(skipped="no LLM review")
     incomplete = [*detection.incomplete, *(limits or [])]
-    common = dict(judge=judge, evidence=detection.evidence, llm_votes=review.votes, override=override,
-                  incomplete=incomplete, sample_seed=detection.sample_seed)
+    common = dict(
+        judge=judge,
+        evidence=detection.evidence,
+        llm_votes=review.votes,
+        override=override,
+        incomplete=incomplete,
+        sample_seed=detection.sample_seed,
+    )
     notes = _notes(detection, review, error, incomplete)
     if override is not None:
-        return Judgement(flagged=override.flagged, decided_by="override",
-                         justification=f"manual override{f' by {override.author}' if override.author else ''}: "
-                                       f"{override.justification}{notes}", **common)
+        return Judgement(
+            flagged=override.flagged,
+            decided_by="override",
+            justification=f"manual override{f' by {override.author}' if override.author else ''}: "
+            f"{override.justification}{notes}",
+            **common,
+        )
     if detection.flagged:
         hits = [e for e in detection.evidence if e.flagged]
-        return Judgement(flagged=True, decided_by="detector",
-                         justification=f"{len(hits)} flagging finding(s), first: {hits[0].detector}: "
-                                       f"{hits[0].detail}{notes}", **common)
+        return Judgement(
+            flagged=True,
+            decided_by="detector",
+            justification=f"{len(hits)} flagging finding(s), first: {hits[0].detector}: "
+            f"{hits[0].detail}{notes}",
+            **common,
+        )
     if incomplete:
-        return Judgement(flagged=True, decided_by="limit",
-                         justification=f"incomplete: {incomplete_text(incomplete)}{notes}", **common)
+        return Judgement(
+            flagged=True,
+            decided_by="limit",
+            justification=f"incomplete: {incomplete_text(incomplete)}{notes}",
+            **common,
+        )
     if error is not None:
-        return Judgement(flagged=None, decided_by="none", justification=f"the judge failed{notes}", **common)
+        return Judgement(
+            flagged=None, decided_by="none", justification=f"the judge failed{notes}", **common
+        )
     decision = review.decision
     if decision is not None:
         n_flag = sum(1 for v in review.votes if v.flagged)
-        return Judgement(flagged=decision, decided_by="llm",
-                         justification=f"LLM majority ({n_flag} of {len(review.votes)} votes flag): "
-                                       f"{_majority_reason(review, decision)}{notes}", **common)
+        return Judgement(
+            flagged=decision,
+            decided_by="llm",
+            justification=f"LLM majority ({n_flag} of {len(review.votes)} votes flag): "
+            f"{_majority_reason(review, decision)}{notes}",
+            **common,
+        )
     if not detection.missing:
-        return Judgement(flagged=False, decided_by="detector",
-                         justification=f"no detector flagged the run{notes}", **common)
-    return Judgement(flagged=None, decided_by="none",
-                     justification=f"cannot judge: missing {'; '.join(detection.missing)}{notes}", **common)
+        return Judgement(
+            flagged=False,
+            decided_by="detector",
+            justification=f"no detector flagged the run{notes}",
+            **common,
+        )
+    return Judgement(
+        flagged=None,
+        decided_by="none",
+        justification=f"cannot judge: missing {'; '.join(detection.missing)}{notes}",
+        **common,
+    )
 
 
 def _majority_reason(review: LlmReview, decision: bool) -> str:
@@ -105,7 +143,9 @@ def incomplete_text(hits: list[LimitHit]) -> str:
     return "; ".join(f"{h.check} stopped by its {h.cap} cap ({h.detail})" for h in hits)
 
 
-def _notes(detection: Detection, review: LlmReview, error: Optional[str], incomplete: list[LimitHit]) -> str:
+def _notes(
+    detection: Detection, review: LlmReview, error: str | None, incomplete: list[LimitHit]
+) -> str:
     parts = []
     if incomplete and detection.flagged:
         parts.append(f"also incomplete: {incomplete_text(incomplete)}")

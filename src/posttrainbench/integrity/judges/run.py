@@ -27,8 +27,14 @@ from posttrainbench.integrity.judges.runner import parse_judge_ids, run_judges
 VOTES_ENV = "PTB_INTEGRITY_LLM_VOTES"
 
 
-def inputs_from_artifacts(artifacts: Path, task: Path, reference: Path | None, base_model: Path | None,
-                          workspace: Path | None, allowed_apis: list[str]) -> JudgeInputs:
+def inputs_from_artifacts(
+    artifacts: Path,
+    task: Path,
+    reference: Path | None,
+    base_model: Path | None,
+    workspace: Path | None,
+    allowed_apis: list[str],
+) -> JudgeInputs:
     """JudgeInputs for the verifier's layout (the task's task.json names the benchmark)."""
     from posttrainbench.schemas import TaskSpec
 
@@ -41,13 +47,20 @@ def inputs_from_artifacts(artifacts: Path, task: Path, reference: Path | None, b
         return path if path is not None and path.exists() else None
 
     return JudgeInputs(
-        benchmark=spec.benchmark, feedback=spec.feedback, base_model_source=spec.model_source,
-        final_model=existing(artifacts / "final_model"), code_snapshot=existing(artifacts / "code_snapshot"),
-        data_files=existing(artifacts / "data_files"), agent_logs=[artifacts / "agent_logs"],
+        benchmark=spec.benchmark,
+        feedback=spec.feedback,
+        base_model_source=spec.model_source,
+        final_model=existing(artifacts / "final_model"),
+        code_snapshot=existing(artifacts / "code_snapshot"),
+        data_files=existing(artifacts / "data_files"),
+        agent_logs=[artifacts / "agent_logs"],
         # Always named: a run whose collect hook staged no write set is never judged clean.
         write_set=artifacts / "write_set",
-        reference=reference, base_model=existing(base_model), pristine_workspace=existing(workspace),
-        allowed_apis=allowed_apis)
+        reference=reference,
+        base_model=existing(base_model),
+        pristine_workspace=existing(workspace),
+        allowed_apis=allowed_apis,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,27 +73,52 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workspace", type=Path, default=None, help="the task's pristine /app")
     parser.add_argument("--out-dir", type=Path, required=True)
     parser.add_argument("--judges", default=None, help="comma-separated judge ids (default: all)")
-    parser.add_argument("--llm-votes", type=int, default=None, help=f"LLM votes per judge (default ${VOTES_ENV} or 1)")
+    parser.add_argument(
+        "--llm-votes",
+        type=int,
+        default=None,
+        help=f"LLM votes per judge (default ${VOTES_ENV} or 1)",
+    )
     parser.add_argument("--override", type=Path, default=None)
-    parser.add_argument("--allow-api", action="append", default=[], help="a provider id the agent may call")
-    parser.add_argument("--limits", type=Path, default=None, help="judge caps (JSON, see judges.limits)")
-    parser.add_argument("--total-time-s", type=float, default=None, help="all judges' wall-clock cap")
+    parser.add_argument(
+        "--allow-api", action="append", default=[], help="a provider id the agent may call"
+    )
+    parser.add_argument(
+        "--limits", type=Path, default=None, help="judge caps (JSON, see judges.limits)"
+    )
+    parser.add_argument(
+        "--total-time-s", type=float, default=None, help="all judges' wall-clock cap"
+    )
     args = parser.parse_args(argv)
     try:
-        votes = args.llm_votes if args.llm_votes is not None else int(os.environ.get(VOTES_ENV, "1") or 1)
+        votes = (
+            args.llm_votes
+            if args.llm_votes is not None
+            else int(os.environ.get(VOTES_ENV, "1") or 1)
+        )
         judges = parse_judge_ids(args.judges)
         overrides = load_overrides(args.override) if args.override else {}
-        inputs = inputs_from_artifacts(args.artifacts, args.task, args.reference, args.base_model,
-                                       args.workspace, args.allow_api)
+        inputs = inputs_from_artifacts(
+            args.artifacts,
+            args.task,
+            args.reference,
+            args.base_model,
+            args.workspace,
+            args.allow_api,
+        )
         limits = JudgeLimits.load(args.limits) if args.limits else JudgeLimits()
         if args.total_time_s is not None:
             if args.total_time_s <= 0:
                 raise JudgeInputError("--total-time-s must be positive")
-            limits = limits.model_copy(update={"total_time_s": min(limits.total_time_s, args.total_time_s)})
+            limits = limits.model_copy(
+                update={"total_time_s": min(limits.total_time_s, args.total_time_s)}
+            )
     except (JudgeInputError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    results = run_judges(JudgeContext(inputs), args.out_dir, judges, votes, overrides, limits=limits)
+    results = run_judges(
+        JudgeContext(inputs), args.out_dir, judges, votes, overrides, limits=limits
+    )
     for j in results:
         state = {True: "FLAGGED", False: "clean", None: "undecided"}[j.flagged]
         print(f"judge {j.judge}: {state} ({j.decided_by}) {j.justification[:300]}")

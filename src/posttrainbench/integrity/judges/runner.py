@@ -12,8 +12,8 @@ no clean verdict behind. Each judgement is written as soon as it is decided.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 from posttrainbench.integrity.judges.anomaly import detect_anomaly
 from posttrainbench.integrity.judges.api_usage import detect_api_usage
@@ -39,19 +39,27 @@ DETECTORS: dict[str, Detector] = {
 }
 
 
-def parse_judge_ids(text: Optional[str]) -> list[str]:
+def parse_judge_ids(text: str | None) -> list[str]:
     """'a,b' -> ['a', 'b'] (all judges for None or empty); unknown ids are an error."""
     if not text or not text.strip():
         return list(JUDGE_IDS)
     ids = [t.strip() for t in text.split(",") if t.strip()]
     unknown = [i for i in ids if i not in DETECTORS]
     if unknown:
-        raise JudgeInputError(f"unknown judge(s) {', '.join(unknown)}; known: {', '.join(JUDGE_IDS)}")
+        raise JudgeInputError(
+            f"unknown judge(s) {', '.join(unknown)}; known: {', '.join(JUDGE_IDS)}"
+        )
     return ids
 
 
-def run_judge(judge: str, ctx: JudgeContext, llm_votes: int, override: Optional[Override],
-              client=None, detectors: Optional[dict[str, Detector]] = None) -> Judgement:
+def run_judge(
+    judge: str,
+    ctx: JudgeContext,
+    llm_votes: int,
+    override: Override | None,
+    client=None,
+    detectors: dict[str, Detector] | None = None,
+) -> Judgement:
     """One judge: its detectors, the optional LLM review, then the precedence rules."""
     detection = review = None
     try:
@@ -65,16 +73,28 @@ def run_judge(judge: str, ctx: JudgeContext, llm_votes: int, override: Optional[
         return decide(judge, detection, review, override, error=detail, limits=ctx.incomplete)
 
 
-def not_finished(judge: str, override: Optional[Override], detail: str) -> Judgement:
+def not_finished(judge: str, override: Override | None, detail: str) -> Judgement:
     """The verdict of a judge stopped by its time cap (or not yet finished)."""
-    return decide(judge, None, None, override, limits=[LimitHit(cap="time", check=f"the {judge} judge",
-                                                               detail=detail)])
+    return decide(
+        judge,
+        None,
+        None,
+        override,
+        limits=[LimitHit(cap="time", check=f"the {judge} judge", detail=detail)],
+    )
 
 
-def run_judges(ctx: JudgeContext, out_dir: Path, judges: Optional[list[str]] = None, llm_votes: int = 1,
-               overrides: Optional[dict[str, Override]] = None, client=None,
-               detectors: Optional[dict[str, Detector]] = None,
-               limits: Optional[JudgeLimits] = None, isolate: bool = True) -> list[Judgement]:
+def run_judges(
+    ctx: JudgeContext,
+    out_dir: Path,
+    judges: list[str] | None = None,
+    llm_votes: int = 1,
+    overrides: dict[str, Override] | None = None,
+    client=None,
+    detectors: dict[str, Detector] | None = None,
+    limits: JudgeLimits | None = None,
+    isolate: bool = True,
+) -> list[Judgement]:
     """Run *judges* (default all) under *limits* (default :class:`JudgeLimits`), writing each
     judgement into *out_dir*; return them in the order asked.
 
@@ -103,12 +123,20 @@ def run_judges(ctx: JudgeContext, out_dir: Path, judges: Optional[list[str]] = N
         for judge in ids:
             record(judge, one(judge))
     else:
-        for judge, outcome in run_side_by_side({judge: (lambda j=judge: one(j)) for judge in ids}, caps, Judgement):
+        for judge, outcome in run_side_by_side(
+            {judge: (lambda j=judge: one(j)) for judge in ids}, caps, Judgement
+        ):
             if isinstance(outcome, Judgement):
                 record(judge, outcome)
             elif outcome.timed_out:
-                record(judge, not_finished(judge, overrides.get(judge),
-                                           f"still running after {caps[judge]:.0f} s; stopped with all it started"))
+                record(
+                    judge,
+                    not_finished(
+                        judge,
+                        overrides.get(judge),
+                        f"still running after {caps[judge]:.0f} s; stopped with all it started",
+                    ),
+                )
             else:
                 record(judge, decide(judge, None, None, overrides.get(judge), error=outcome.error))
     return [done[judge] for judge in ids]

@@ -14,9 +14,30 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # safetensors dtype -> numpy dtype string (bf16 is read as uint16 and widened).
-DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8", "I32": "<i4",
-          "I16": "<i2", "I8": "i1", "U8": "u1", "BOOL": "?"}
-ITEM_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+DTYPES = {
+    "F64": "<f8",
+    "F32": "<f4",
+    "F16": "<f2",
+    "BF16": "<u2",
+    "I64": "<i8",
+    "I32": "<i4",
+    "I16": "<i2",
+    "I8": "i1",
+    "U8": "u1",
+    "BOOL": "?",
+}
+ITEM_BYTES = {
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+}
 MAX_HEADER_BYTES = 100 * 1024 * 1024
 
 
@@ -76,17 +97,29 @@ def read_header(path: Path) -> dict[str, TensorInfo]:
             continue
         try:
             begin, end = (int(x) for x in meta["data_offsets"])
-            info = TensorInfo(path, str(meta["dtype"]), tuple(int(d) for d in meta["shape"]), base + begin, base + end)
+            info = TensorInfo(
+                path,
+                str(meta["dtype"]),
+                tuple(int(d) for d in meta["shape"]),
+                base + begin,
+                base + end,
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise SafetensorsError(f"{path}: bad entry for {name!r} ({exc})") from None
         width = ITEM_BYTES.get(info.dtype)
-        if not 0 <= begin <= end or base + end > file_size or (width and end - begin != info.numel * width):
+        if (
+            not 0 <= begin <= end
+            or base + end > file_size
+            or (width and end - begin != info.numel * width)
+        ):
             raise SafetensorsError(f"{path}: {name!r} does not fit its byte range")
         out[name] = info
     return out
 
 
-def model_tensors(model_dir: Path, files: list[str], max_header_bytes: int | None = None) -> dict[str, TensorInfo]:
+def model_tensors(
+    model_dir: Path, files: list[str], max_header_bytes: int | None = None
+) -> dict[str, TensorInfo]:
     """Every tensor of the given safetensors *files* of a model directory (ByteCapError when
     their headers together pass *max_header_bytes*)."""
     if not files:
@@ -94,7 +127,9 @@ def model_tensors(model_dir: Path, files: list[str], max_header_bytes: int | Non
     paths = [model_dir / name for name in files]
     total = sum(header_size(p) for p in paths)
     if max_header_bytes is not None and total > max_header_bytes:
-        raise ByteCapError(f"the safetensors headers hold {total} bytes, over the cap of {max_header_bytes}")
+        raise ByteCapError(
+            f"the safetensors headers hold {total} bytes, over the cap of {max_header_bytes}"
+        )
     tensors: dict[str, TensorInfo] = {}
     for path in paths:
         tensors.update(read_header(path))
@@ -114,13 +149,13 @@ class TensorReader:
             self._maps[path] = np.memmap(path, dtype=np.uint8, mode="r")
         return self._maps[path]
 
-    def sample(self, info: TensorInfo, indices) -> "object":
+    def sample(self, info: TensorInfo, indices) -> object:
         """float32 values of *info* at flat *indices* (a numpy int array)."""
         import numpy as np
 
         if info.dtype not in DTYPES:
             raise SafetensorsError(f"dtype {info.dtype} is not supported")
-        raw = self._map(info.file)[info.begin:info.end]
+        raw = self._map(info.file)[info.begin : info.end]
         values = raw.view(np.dtype(DTYPES[info.dtype]))[indices]
         if info.dtype == "BF16":
             return (values.astype(np.uint32) << 16).view(np.float32)

@@ -20,7 +20,6 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from posttrainbench.integrity.contamination.staging import TextStager
 from posttrainbench.integrity.contamination.unpack import UnpackBudget
@@ -62,7 +61,9 @@ def gather(ctx: JudgeContext, scratch: Path) -> ScanInputs:
         _unpack_tree(inputs.final_model, "final_model", stager, out, skip=set())
     covered = _write_set(inputs.write_set, budget, out) if inputs.write_set is not None else set()
     if inputs.write_set is None:
-        out.notes.append("no staged write set: only the collected data files and the code snapshot were checked")
+        out.notes.append(
+            "no staged write set: only the collected data files and the code snapshot were checked"
+        )
     for root in (inputs.data_files, inputs.code_snapshot):
         if root is not None and root.is_dir():
             _unpack_tree(root, WORKSPACE, stager, out, skip=covered, top_skip=NOT_DATA)
@@ -72,7 +73,9 @@ def gather(ctx: JudgeContext, scratch: Path) -> ScanInputs:
     out.notes += [f"not decoded: {u}" for u in budget.undecoded[:MAX_NOTES]]
     if budget.hit is not None:
         cap, detail = budget.hit
-        out.incomplete.append(LimitHit(cap=cap, check="unpacking files for the n-gram scan", detail=detail))
+        out.incomplete.append(
+            LimitHit(cap=cap, check="unpacking files for the n-gram scan", detail=detail)
+        )
     return out
 
 
@@ -104,12 +107,20 @@ def _regular(path: Path) -> bool:
         return False
 
 
-def _unpack_tree(root: Path, shown: str, stager: TextStager, out: ScanInputs, skip: set[str],
-                 top_skip: frozenset[str] = frozenset()) -> None:
+def _unpack_tree(
+    root: Path,
+    shown: str,
+    stager: TextStager,
+    out: ScanInputs,
+    skip: set[str],
+    top_skip: frozenset[str] = frozenset(),
+) -> None:
     """Unpack every plain file under *root* (links and special files noted, never followed)."""
     for directory, dirs, files, dir_fd in os.fwalk(root, follow_symlinks=False):
         relative = Path(directory).relative_to(root)
-        for name in sorted(files) + sorted(d for d in dirs if os.path.islink(os.path.join(directory, d))):
+        for name in sorted(files) + sorted(
+            d for d in dirs if os.path.islink(os.path.join(directory, d))
+        ):
             rel = (relative / name).as_posix()
             origin = f"{shown}/{rel}"
             if (relative == Path(".") and name in top_skip) or origin in skip:
@@ -122,9 +133,11 @@ def _unpack_tree(root: Path, shown: str, stager: TextStager, out: ScanInputs, sk
                 out.notes.append(f"{origin}: {note}")
 
 
-def _unpack_at(dir_fd: int, name: str, origin: str, stager: TextStager) -> Optional[str]:
+def _unpack_at(dir_fd: int, name: str, origin: str, stager: TextStager) -> str | None:
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+        fd = os.open(
+            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd
+        )
     except OSError as exc:
         return f"not read ({'a link' if exc.errno == errno.ELOOP else exc.strerror})"
     with os.fdopen(fd, "rb") as handle:

@@ -9,20 +9,23 @@ as the last argument; or Python ``open(path, "w"/"a")``. Reading, running or cop
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 
 _END = r"""['"]?(?=\s|$|[;&|)])"""
 
 
-@lru_cache(maxsize=None)
+@cache
 def _write_patterns(target: str) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(p) for p in (
-        rf"(?:>>?|\btee\b(?:\s+-a)?)\s*['\"]?(?:{target})",
-        rf"\b(?:sed\s+-i\S*|rm|touch|truncate)\b[^;&|\n]*?['\"\s](?:{target})",
-        rf"\bdd\b[^;&|\n]*\bof=['\"]?(?:{target})",
-        rf"\b(?:cp|mv|rsync|ln|install)\b[^;&|\n]*\s['\"]?(?:{target}){_END}\s*(?:$|[;&|\n])",
-        rf"\bopen\(\s*['\"](?:{target})['\"]\s*,\s*['\"][wax]",
-    ))
+    return tuple(
+        re.compile(p)
+        for p in (
+            rf"(?:>>?|\btee\b(?:\s+-a)?)\s*['\"]?(?:{target})",
+            rf"\b(?:sed\s+-i\S*|rm|touch|truncate)\b[^;&|\n]*?['\"\s](?:{target})",
+            rf"\bdd\b[^;&|\n]*\bof=['\"]?(?:{target})",
+            rf"\b(?:cp|mv|rsync|ln|install)\b[^;&|\n]*\s['\"]?(?:{target}){_END}\s*(?:$|[;&|\n])",
+            rf"\bopen\(\s*['\"](?:{target})['\"]\s*,\s*['\"][wax]",
+        )
+    )
 
 
 def writes_to(text: str, target: str) -> bool:

@@ -24,7 +24,7 @@ is reported (the verifier cannot render it either).
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from jinja2 import Environment, TemplateSyntaxError, nodes
 
@@ -35,11 +35,14 @@ MAX_CONTENT_TESTS = 12
 MAX_MARKER_CHARS = 40
 MAX_GENERATION_PROMPT_CHARS = 200
 # Names a template may print in the generation prompt: the tokenizer's special tokens.
-SPECIAL_TOKENS = frozenset({"bos_token", "eos_token", "pad_token", "unk_token", "sep_token", "cls_token"})
+SPECIAL_TOKENS = frozenset(
+    {"bos_token", "eos_token", "pad_token", "unk_token", "sep_token", "cls_token"}
+)
 CONTENT_KEYS = frozenset({"content", "text", "reasoning_content"})
 # Functions every template has; calling them with literals yields literals.
-JINJA_GLOBALS = frozenset({"range", "namespace", "dict", "lipsum", "cycler", "joiner", "raise_exception",
-                           "strftime_now"})
+JINJA_GLOBALS = frozenset(
+    {"range", "namespace", "dict", "lipsum", "cycler", "joiner", "raise_exception", "strftime_now"}
+)
 
 
 def _const_text(node: nodes.Node) -> Iterator[str]:
@@ -75,7 +78,11 @@ class _Analysis:
 
     def from_context(self, node: nodes.Node, seen: frozenset[str] = frozenset()) -> bool:
         """Whether an expression depends on the render context (not on literals only)."""
-        names = [node.name] if isinstance(node, nodes.Name) else [n.name for n in node.find_all(nodes.Name)]
+        names = (
+            [node.name]
+            if isinstance(node, nodes.Name)
+            else [n.name for n in node.find_all(nodes.Name)]
+        )
         for name in names:
             if name in seen or name in JINJA_GLOBALS:
                 continue
@@ -90,9 +97,17 @@ class _Analysis:
         for item in [node, *node.find_all((nodes.Getattr, nodes.Getitem, nodes.Name))]:
             if isinstance(item, nodes.Getattr) and item.attr in CONTENT_KEYS:
                 return True
-            if isinstance(item, nodes.Getitem) and isinstance(item.arg, nodes.Const) and item.arg.value in CONTENT_KEYS:
+            if (
+                isinstance(item, nodes.Getitem)
+                and isinstance(item.arg, nodes.Const)
+                and item.arg.value in CONTENT_KEYS
+            ):
                 return True
-            if isinstance(item, nodes.Name) and item.name not in seen and item.name in self.assigned:
+            if (
+                isinstance(item, nodes.Name)
+                and item.name not in seen
+                and item.name in self.assigned
+            ):
                 if any(self.about_content(e, seen | {item.name}) for e in self.assigned[item.name]):
                     return True
         return False
@@ -108,8 +123,11 @@ def _content_tests(analysis: _Analysis) -> list[str]:
     found: list[str] = []
     for node in analysis.tree.find_all((nodes.Compare, nodes.Call, nodes.Test)):
         if isinstance(node, nodes.Call):
-            if not (isinstance(node.node, nodes.Getattr) and node.node.attr in ("startswith", "endswith", "find",
-                                                                               "count", "index", "replace")):
+            if not (
+                isinstance(node.node, nodes.Getattr)
+                and node.node.attr
+                in ("startswith", "endswith", "find", "count", "index", "replace")
+            ):
                 continue
             subject, args = node.node.node, node.args
         elif isinstance(node, nodes.Compare):
@@ -138,7 +156,9 @@ def _generation_prompt_outputs(tree: nodes.Template) -> Iterator[nodes.Node]:
 def template_findings(source: str) -> list[str]:
     """Why a chat template does more than format (empty when it only formats)."""
     if len(source) > MAX_SOURCE_CHARS:
-        return [f"oversized: {len(source)} characters (a formatting template has at most {MAX_SOURCE_CHARS})"]
+        return [
+            f"oversized: {len(source)} characters (a formatting template has at most {MAX_SOURCE_CHARS})"
+        ]
     try:
         tree = Environment(extensions=["jinja2.ext.loopcontrols"]).parse(source)
     except TemplateSyntaxError as exc:
@@ -147,22 +167,30 @@ def template_findings(source: str) -> list[str]:
     findings: list[str] = []
     literal = sum(len(text) for text in _const_text(tree))
     if literal > MAX_LITERAL_CHARS:
-        findings.append(f"literal payload: {literal} characters of literal text (limit {MAX_LITERAL_CHARS})")
+        findings.append(
+            f"literal payload: {literal} characters of literal text (limit {MAX_LITERAL_CHARS})"
+        )
     for node in tree.find_all((nodes.List, nodes.Tuple, nodes.Dict)):
         if len(node.items) > MAX_COLLECTION_ITEMS:
-            findings.append(f"embedded data table: a literal of {len(node.items)} items at line {node.lineno}")
+            findings.append(
+                f"embedded data table: a literal of {len(node.items)} items at line {node.lineno}"
+            )
             break
     for loop in tree.find_all(nodes.For):
         if not analysis.from_context(loop.iter) and not _small_range(loop.iter):
-            findings.append(f"loop over embedded data at line {loop.lineno}: its iterable is not from the "
-                            "conversation")
+            findings.append(
+                f"loop over embedded data at line {loop.lineno}: its iterable is not from the "
+                "conversation"
+            )
             break
     tests = _content_tests(analysis)
     long = [t for t in tests if len(t) > MAX_MARKER_CHARS]
     if len(tests) > MAX_CONTENT_TESTS or long:
         example = (long or tests)[0]
-        findings.append(f"prompt lookups: message content compared with {len(tests)} literals "
-                        f"(e.g. {example[:80]!r}); a formatting template tests a few short markers")
+        findings.append(
+            f"prompt lookups: message content compared with {len(tests)} literals "
+            f"(e.g. {example[:80]!r}); a formatting template tests a few short markers"
+        )
     computed, fixed = [], 0
     for expr in _generation_prompt_outputs(tree):
         if isinstance(expr, nodes.TemplateData):
@@ -172,13 +200,27 @@ def template_findings(source: str) -> list[str]:
         elif not (isinstance(expr, nodes.Name) and expr.name in SPECIAL_TOKENS):
             computed.append(expr)
     if computed or fixed > MAX_GENERATION_PROMPT_CHARS:
-        what = f"a computed expression at line {computed[0].lineno}" if computed else f"{fixed} fixed characters"
-        findings.append(f"computed generation prompt: under add_generation_prompt it writes {what} "
-                        "(an answer's opening is a fixed role marker)")
+        what = (
+            f"a computed expression at line {computed[0].lineno}"
+            if computed
+            else f"{fixed} fixed characters"
+        )
+        findings.append(
+            f"computed generation prompt: under add_generation_prompt it writes {what} "
+            "(an answer's opening is a fixed role marker)"
+        )
     return findings
 
 
 def _small_range(node: nodes.Node) -> bool:
-    return (isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name) and node.node.name == "range"
-            and all(isinstance(a, nodes.Const) and isinstance(a.value, int) and a.value <= MAX_COLLECTION_ITEMS
-                    for a in node.args))
+    return (
+        isinstance(node, nodes.Call)
+        and isinstance(node.node, nodes.Name)
+        and node.node.name == "range"
+        and all(
+            isinstance(a, nodes.Const)
+            and isinstance(a.value, int)
+            and a.value <= MAX_COLLECTION_ITEMS
+            for a in node.args
+        )
+    )

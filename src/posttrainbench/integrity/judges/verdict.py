@@ -5,14 +5,22 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-JudgeId = Literal["contamination", "disallowed_model", "api_usage", "benchmark_lookup", "anomaly", "isolation"]
-JUDGE_IDS: tuple[str, ...] = ("contamination", "disallowed_model", "api_usage", "benchmark_lookup", "anomaly")
+JudgeId = Literal[
+    "contamination", "disallowed_model", "api_usage", "benchmark_lookup", "anomaly", "isolation"
+]
+JUDGE_IDS: tuple[str, ...] = (
+    "contamination",
+    "disallowed_model",
+    "api_usage",
+    "benchmark_lookup",
+    "anomaly",
+)
 # Verdicts the trusted verifier writes itself (agent tasks' integrity audit), not `ptb judge`.
 AUDIT_IDS: tuple[str, ...] = ("isolation",)
 VERDICT_IDS: tuple[str, ...] = JUDGE_IDS + AUDIT_IDS
@@ -27,7 +35,9 @@ class Evidence(BaseModel):
     detector: str = Field(description="name of the detector, e.g. 'ngram_overlap'")
     flagged: bool = Field(description="whether this finding alone is a violation")
     detail: str
-    location: Optional[str] = Field(default=None, description="file, trace event or tensor it refers to")
+    location: str | None = Field(
+        default=None, description="file, trace event or tensor it refers to"
+    )
 
 
 class LimitHit(BaseModel):
@@ -57,7 +67,7 @@ class Override(BaseModel):
 
     flagged: bool
     justification: str
-    author: Optional[str] = None
+    author: str | None = None
 
 
 class Judgement(BaseModel):
@@ -72,16 +82,18 @@ class Judgement(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     judge: JudgeId
-    flagged: Optional[bool]
+    flagged: bool | None
     decided_by: DecidedBy
     justification: str
     evidence: list[Evidence] = Field(default_factory=list)
     llm_votes: list[LlmVote] = Field(default_factory=list)
-    override: Optional[Override] = None
+    override: Override | None = None
     incomplete: list[LimitHit] = Field(default_factory=list)
-    sample_seed: Optional[str] = Field(
-        default=None, description="seed (hex, from the OS's secure source) of the weight positions sampled")
-    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    sample_seed: str | None = Field(
+        default=None,
+        description="seed (hex, from the OS's secure source) of the weight positions sampled",
+    )
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
     @staticmethod
     def filename(judge: str) -> str:
@@ -100,6 +112,6 @@ class Judgement(BaseModel):
         return path
 
     @classmethod
-    def read(cls, path: str | Path) -> "Judgement":
+    def read(cls, path: str | Path) -> Judgement:
         """Read and validate one judgement file."""
         return cls.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))

@@ -22,14 +22,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
 SAFE_WEIGHTS = "model.safetensors"
 SAFE_INDEX = "model.safetensors.index.json"
 PICKLED = ("pytorch_model.bin", "pytorch_model.bin.index.json")
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".h5", ".msgpack", ".npz", ".onnx")
+WEIGHT_SUFFIXES = (
+    ".safetensors",
+    ".bin",
+    ".pt",
+    ".pth",
+    ".ckpt",
+    ".gguf",
+    ".h5",
+    ".msgpack",
+    ".npz",
+    ".onnx",
+)
 # Files a trainer writes beside a model that no loader reads as weights.
 TRAINING_FILES = ("training_args.bin", "optimizer.pt", "scheduler.pt", "rng_state.pth", "scaler.pt")
 MAX_INDEX_BYTES = 64 * 1024 * 1024
@@ -40,11 +50,19 @@ class LoadPlan(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    files: list[str] = Field(default_factory=list, description="safetensors files the loader reads, relative")
+    files: list[str] = Field(
+        default_factory=list, description="safetensors files the loader reads, relative"
+    )
     how: str = Field(description="which rule chose them")
-    unreadable: Optional[str] = Field(default=None, description="why the judge cannot read what is loaded")
-    decoys: list[str] = Field(default_factory=list, description="weight files or redirects that make loaders disagree")
-    unused: list[str] = Field(default_factory=list, description="other weight-like files no loader reads")
+    unreadable: str | None = Field(
+        default=None, description="why the judge cannot read what is loaded"
+    )
+    decoys: list[str] = Field(
+        default_factory=list, description="weight files or redirects that make loaders disagree"
+    )
+    unused: list[str] = Field(
+        default_factory=list, description="other weight-like files no loader reads"
+    )
 
 
 def _read_json(path: Path, limit: int = MAX_INDEX_BYTES) -> dict:
@@ -81,14 +99,23 @@ def resolve_load_plan(model_dir: Path) -> LoadPlan:
     decoys: list[str] = []
     try:
         if explicit is not None:
-            decoys.append(f"config.json sets transformers_weights={explicit!r}: transformers loads that file, "
-                          "vLLM ignores it")
+            decoys.append(
+                f"config.json sets transformers_weights={explicit!r}: transformers loads that file, "
+                "vLLM ignores it"
+            )
             name = str(explicit)
-            if not _inside(model_dir, name) or not name.endswith((".safetensors", ".safetensors.index.json")):
-                plan = LoadPlan(how="transformers_weights", unreadable=f"transformers_weights {name!r} is not "
-                                "a safetensors file inside the directory")
+            if not _inside(model_dir, name) or not name.endswith(
+                (".safetensors", ".safetensors.index.json")
+            ):
+                plan = LoadPlan(
+                    how="transformers_weights",
+                    unreadable=f"transformers_weights {name!r} is not "
+                    "a safetensors file inside the directory",
+                )
             elif name.endswith(".index.json"):
-                plan = LoadPlan(files=_index_shards(model_dir, name), how=f"transformers_weights index {name}")
+                plan = LoadPlan(
+                    files=_index_shards(model_dir, name), how=f"transformers_weights index {name}"
+                )
             else:
                 plan = LoadPlan(files=[name], how=f"transformers_weights {name}")
         elif (model_dir / SAFE_WEIGHTS).is_file():
@@ -96,7 +123,9 @@ def resolve_load_plan(model_dir: Path) -> LoadPlan:
         elif (model_dir / SAFE_INDEX).is_file():
             plan = LoadPlan(files=_index_shards(model_dir, SAFE_INDEX), how=SAFE_INDEX)
         elif any((model_dir / name).is_file() for name in PICKLED):
-            plan = LoadPlan(how="pytorch_model.bin", unreadable="pickled weights (pytorch_model.bin)")
+            plan = LoadPlan(
+                how="pytorch_model.bin", unreadable="pickled weights (pytorch_model.bin)"
+            )
         else:
             plan = LoadPlan(how="none", unreadable="no weight file the loader would read")
     except (OSError, ValueError) as exc:
@@ -107,8 +136,10 @@ def resolve_load_plan(model_dir: Path) -> LoadPlan:
         if rel in loaded or not path.name.endswith(WEIGHT_SUFFIXES) or path.name in TRAINING_FILES:
             continue
         if "/" not in rel and path.name.endswith(".safetensors"):
-            decoys.append(f"{rel}: a weight file the loader used for scoring may not be the one checked "
-                          f"(transformers reads {', '.join(plan.files) or 'none'}; vLLM reads every *.safetensors)")
+            decoys.append(
+                f"{rel}: a weight file the loader used for scoring may not be the one checked "
+                f"(transformers reads {', '.join(plan.files) or 'none'}; vLLM reads every *.safetensors)"
+            )
         else:
             plan.unused.append(rel)
     plan.decoys = decoys

@@ -129,7 +129,9 @@ class CredentialSummary(BaseModel):
     removed: list[str] = Field(
         default_factory=list, description="API-key variables blanked because a subscription is used"
     )
-    file: str | None = Field(default=None, description="Credential file, relative to the secrets dir")
+    file: str | None = Field(
+        default=None, description="Credential file, relative to the secrets dir"
+    )
 
 
 class ResolvedCredentials(BaseModel):
@@ -148,7 +150,9 @@ class ResolvedCredentials(BaseModel):
     message: str | None = Field(default=None, description="One info line for the user")
 
 
-def spec_for(agent: str, agent_model: str | None = None, profile: str | None = None) -> AgentCredentialSpec:
+def spec_for(
+    agent: str, agent_model: str | None = None, profile: str | None = None
+) -> AgentCredentialSpec:
     """The credential spec of an agent name (or of `profile`, for a custom `module:Class`)."""
     name = profile or agent
     if name in AGENT_SPECS:
@@ -249,7 +253,9 @@ def file_secret_values(label: str, content: str) -> dict[str, str]:
 
 def _looks_secret_key(key: str) -> bool:
     lowered = key.lower()
-    return any(word in lowered for word in ("token", "key", "secret", "password", "credential", "_id"))
+    return any(
+        word in lowered for word in ("token", "key", "secret", "password", "credential", "_id")
+    )
 
 
 def resolve_credentials(
@@ -278,8 +284,16 @@ def resolve_credentials(
     sub_path = directory / subscription.file if subscription else None
     use_subscription = subscription is not None and (
         mode is AuthMode.SUBSCRIPTION
-        or (mode is AuthMode.AUTO and sub_path is not None and (sub_path.exists() or sub_path.is_symlink()))
-        or (mode is AuthMode.AUTO and subscription.pass_content and bool(env.get(subscription.env_var)))
+        or (
+            mode is AuthMode.AUTO
+            and sub_path is not None
+            and (sub_path.exists() or sub_path.is_symlink())
+        )
+        or (
+            mode is AuthMode.AUTO
+            and subscription.pass_content
+            and bool(env.get(subscription.env_var))
+        )
     )
     if mode is AuthMode.SUBSCRIPTION and subscription is None:
         raise CredentialError(f"{spec.profile} has no subscription credential; use --auth api-key")
@@ -330,8 +344,12 @@ def _subscription(
     note = f"; {', '.join(dropped)} removed from the agent's environment" if dropped else ""
     return ResolvedCredentials(
         summary=CredentialSummary(
-            profile=spec.profile, kind="subscription", source=source,
-            variables=[sub.env_var, *sub.extra_env], removed=removed, file=file_label,
+            profile=spec.profile,
+            kind="subscription",
+            source=source,
+            variables=[sub.env_var, *sub.extra_env],
+            removed=removed,
+            file=file_label,
         ),
         agent_env={**blanked, **sub.extra_env, **agent_env},
         secret_values=values,

@@ -39,7 +39,9 @@ KEY_PATTERNS: tuple[KeyPattern, ...] = (
     KeyPattern("anthropic-key", _token(rb"sk-ant-", rb"[A-Za-z0-9_\-]{20,400}")),
     # OpenAI (sk-, sk-proj-, sk-svcacct-, ...): at least one digit, so that ordinary
     # hyphenated words after "sk-" are left alone.
-    KeyPattern("openai-key", _token(rb"sk-", rb"(?=[A-Za-z_\-]{0,400}[0-9])[A-Za-z0-9_\-]{20,400}")),
+    KeyPattern(
+        "openai-key", _token(rb"sk-", rb"(?=[A-Za-z_\-]{0,400}[0-9])[A-Za-z0-9_\-]{20,400}")
+    ),
     KeyPattern("google-api-key", _token(rb"AIza", rb"[0-9A-Za-z_\-]{35}", _RIGHT)),
     KeyPattern("github-token", _token(rb"gh[pousr]_", rb"[A-Za-z0-9]{36,255}")),
     KeyPattern("github-token", _token(rb"github_pat_", rb"[A-Za-z0-9_]{22,255}")),
@@ -49,7 +51,9 @@ KEY_PATTERNS: tuple[KeyPattern, ...] = (
     KeyPattern("aws-access-key", _token(rb"ASIA", rb"[0-9A-Z]{16}(?![0-9A-Za-z])")),
     KeyPattern(
         "jwt",
-        _token(rb"eyJ", rb"[A-Za-z0-9_\-]{8,4096}\.eyJ[A-Za-z0-9_\-]{8,8192}\.[A-Za-z0-9_\-]{0,4096}"),
+        _token(
+            rb"eyJ", rb"[A-Za-z0-9_\-]{8,4096}\.eyJ[A-Za-z0-9_\-]{8,8192}\.[A-Za-z0-9_\-]{0,4096}"
+        ),
     ),
     # Two literal spellings rather than [Bb]: a literal first byte keeps the scan fast.
     KeyPattern("bearer-token", rb"Bearer[ \t]{1,8}[A-Za-z0-9._~+/\-]{16,4096}={0,4}"),
@@ -60,11 +64,34 @@ KEY_PATTERNS: tuple[KeyPattern, ...] = (
 MAX_PATTERN_BYTES = 16384 + 2 * 80
 
 _SECRET_NAME_PARTS = frozenset(
-    {"KEY", "APIKEY", "TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "PASS",
-     "CREDENTIAL", "CREDENTIALS", "AUTH", "PAT", "COOKIE"}
+    {
+        "KEY",
+        "APIKEY",
+        "TOKEN",
+        "SECRET",
+        "SECRETS",
+        "PASSWORD",
+        "PASSWD",
+        "PASS",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "AUTH",
+        "PAT",
+        "COOKIE",
+    }
 )
 # Names that hold where a secret is, or which one, not the secret itself.
-_NOT_SECRET_SUFFIXES = ("_PATH", "_FILE", "_DIR", "_SOCK", "_NAME", "_URL", "_HOST", "_PORT", "_MODE")
+_NOT_SECRET_SUFFIXES = (
+    "_PATH",
+    "_FILE",
+    "_DIR",
+    "_SOCK",
+    "_NAME",
+    "_URL",
+    "_HOST",
+    "_PORT",
+    "_MODE",
+)
 
 
 def looks_secret_name(name: str) -> bool:

@@ -31,7 +31,12 @@ from typing import BinaryIO
 
 from pydantic import BaseModel, Field
 
-from posttrainbench.integrity.secrets.patterns import KEY_PATTERNS, MAX_PATTERN_BYTES, KeyPattern, looks_secret_name
+from posttrainbench.integrity.secrets.patterns import (
+    KEY_PATTERNS,
+    MAX_PATTERN_BYTES,
+    KeyPattern,
+    looks_secret_name,
+)
 from posttrainbench.safe_fs import MAX_DEPTH, MAX_REFUSALS_KEPT, Refused, SafeDir, replace_at
 
 MIN_LITERAL_BYTES = 8
@@ -39,10 +44,46 @@ STREAM_THRESHOLD = 8 << 20  # files above this size are streamed in chunks
 CHUNK_BYTES = 1 << 20
 SNIFF_BYTES = 8192
 BINARY_SUFFIXES = frozenset(
-    {".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".onnx", ".h5", ".npz", ".npy",
-     ".arrow", ".parquet", ".pkl", ".pickle", ".so", ".o", ".a", ".pyc", ".whl", ".zip", ".gz",
-     ".tgz", ".bz2", ".xz", ".zst", ".tar", ".7z", ".png", ".jpg", ".jpeg", ".gif", ".webp",
-     ".pdf", ".sqlite", ".db", ".mp4", ".wav", ".mp3"}
+    {
+        ".safetensors",
+        ".bin",
+        ".pt",
+        ".pth",
+        ".ckpt",
+        ".gguf",
+        ".onnx",
+        ".h5",
+        ".npz",
+        ".npy",
+        ".arrow",
+        ".parquet",
+        ".pkl",
+        ".pickle",
+        ".so",
+        ".o",
+        ".a",
+        ".pyc",
+        ".whl",
+        ".zip",
+        ".gz",
+        ".tgz",
+        ".bz2",
+        ".xz",
+        ".zst",
+        ".tar",
+        ".7z",
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".gif",
+        ".webp",
+        ".pdf",
+        ".sqlite",
+        ".db",
+        ".mp4",
+        ".wav",
+        ".mp3",
+    }
 )
 _LOOKBEHIND_CONTEXT = 64  # bytes kept before a chunk boundary for the patterns' left checks
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_.:/\-]")
@@ -53,14 +94,18 @@ class ScrubReport(BaseModel):
 
     files_scanned: int = 0
     files_changed: int = 0
-    files_skipped: int = Field(default=0, description="Binary or weight files, and the files refused")
+    files_skipped: int = Field(
+        default=0, description="Binary or weight files, and the files refused"
+    )
     replacements: int = 0
     by_name: dict[str, int] = Field(default_factory=dict)
-    failures: list[str] = Field(default_factory=list, description="'path: error' of files left as they were")
+    failures: list[str] = Field(
+        default_factory=list, description="'path: error' of files left as they were"
+    )
     refused: list[str] = Field(
         default_factory=list,
         description="'path: why' of entries never opened (links, special or hard-linked files, too deep), "
-                    "the first ones only",
+        "the first ones only",
     )
     refused_more: int = Field(default=0, description="Refused entries past those listed")
 
@@ -90,7 +135,9 @@ def secret_env_values(env: Mapping[str, str]) -> dict[str, str]:
 class Scrubber:
     """Finds and replaces secrets; build one per run from every value that must not leak."""
 
-    def __init__(self, known: Mapping[str, str], patterns: Iterable[KeyPattern] = KEY_PATTERNS) -> None:
+    def __init__(
+        self, known: Mapping[str, str], patterns: Iterable[KeyPattern] = KEY_PATTERNS
+    ) -> None:
         needles: dict[bytes, str] = {}
         for name, value in known.items():
             for variant in _variants(value):
@@ -106,7 +153,7 @@ class Scrubber:
         self._overlap = max(4 * MAX_PATTERN_BYTES, 2 * longest)
 
     @classmethod
-    def for_run(cls, env: Mapping[str, str], extra: Mapping[str, str] = ()) -> "Scrubber":
+    def for_run(cls, env: Mapping[str, str], extra: Mapping[str, str] = ()) -> Scrubber:
         """Every secret-looking variable of `env` plus `extra` (resolved credentials)."""
         return cls({**secret_env_values(env), **dict(extra)})
 
@@ -133,7 +180,10 @@ class Scrubber:
         if isinstance(value, list):
             return [self.scrub_json_value(item, counts) for item in value]
         if isinstance(value, dict):
-            return {self.scrub_json_value(k, counts): self.scrub_json_value(v, counts) for k, v in value.items()}
+            return {
+                self.scrub_json_value(k, counts): self.scrub_json_value(v, counts)
+                for k, v in value.items()
+            }
         return value
 
     def _substitute(
@@ -154,11 +204,13 @@ class Scrubber:
         for literal in [*literals, None]:
             gap_end = literal[0] if literal else len(buf)
             if gap_end > gap_start:
-                spans.extend(_first_come(
-                    (m.start(), m.end(), rank, name)
-                    for rank, (name, regex) in enumerate(self._shapes)
-                    for m in regex.finditer(buf, gap_start, gap_end)
-                ))
+                spans.extend(
+                    _first_come(
+                        (m.start(), m.end(), rank, name)
+                        for rank, (name, regex) in enumerate(self._shapes)
+                        for m in regex.finditer(buf, gap_start, gap_end)
+                    )
+                )
             if literal is not None:
                 spans.append(literal)
                 gap_start = literal[1]
@@ -214,6 +266,7 @@ class Scrubber:
             # must not keep the scrub reading.
             counts: Counter[str] = Counter()
             if st.st_size > STREAM_THRESHOLD:
+
                 def stream(out: int) -> None:
                     with open(out, "wb", closefd=False) as dst:
                         self._stream(src, dst, st.st_size, counts)
@@ -240,7 +293,9 @@ class Scrubber:
         except ValueError:
             counts.clear()
             cleaned = self.scrub_json_value(document, counts)
-            return json.dumps(cleaned, indent=2, ensure_ascii=False).encode("utf-8", "surrogatepass")
+            return json.dumps(cleaned, indent=2, ensure_ascii=False).encode(
+                "utf-8", "surrogatepass"
+            )
 
     def scrub_tree(self, root: Path, exclude: Iterable[Path] = ()) -> ScrubReport:
         """Scrub every text file under `root` in place, following no link below it.
@@ -281,7 +336,9 @@ class Scrubber:
                     report.fail(str(root / relative), exc.strerror or str(exc))
                 for shown in reversed(subdirs):
                     if shown.count("/") >= MAX_DEPTH:
-                        report.refuse(str(root / shown), f"nested deeper than {MAX_DEPTH} directories")
+                        report.refuse(
+                            str(root / shown), f"nested deeper than {MAX_DEPTH} directories"
+                        )
                     else:
                         pending.append(shown)
         return report
@@ -328,15 +385,25 @@ def _variants(value: str) -> list[bytes]:
     raw = value.strip()
     if not raw:
         return []
-    forms = {raw, json.dumps(raw)[1:-1], json.dumps(raw, ensure_ascii=False)[1:-1], raw.replace("/", "\\/")}
+    forms = {
+        raw,
+        json.dumps(raw)[1:-1],
+        json.dumps(raw, ensure_ascii=False)[1:-1],
+        raw.replace("/", "\\/"),
+    }
     if len(raw) > 8:
         # Harbor masks literal secrets in its config files as first 4 + "****" + last 3.
         forms.add(f"{raw[:4]}****{raw[-3:]}")
     return [form.encode("utf-8", "surrogateescape") for form in forms]
 
 
-def _replace(parent: SafeDir, name: str, read: os.stat_result, write: Callable[[int], None],
-             keep: Callable[[], bool] = lambda: True) -> None:
+def _replace(
+    parent: SafeDir,
+    name: str,
+    read: os.stat_result,
+    write: Callable[[int], None],
+    keep: Callable[[], bool] = lambda: True,
+) -> None:
     """Replace *name* in *parent* by what *write* puts in a new file with the permission bits
     of the file read (whatever *name* has become meanwhile, only that entry of *parent* changes)."""
     # Not the set-id bits: the new file belongs to whoever runs the scrub, root perhaps.
@@ -346,7 +413,7 @@ def _replace(parent: SafeDir, name: str, read: os.stat_result, write: Callable[[
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _identities(paths: Iterable[Path]) -> set[tuple[int, int]]:

@@ -13,7 +13,7 @@ cached part) subtract it.
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any
 
 from posttrainbench.integrity.traces.events import (
     EventKind,
@@ -25,7 +25,7 @@ from posttrainbench.integrity.traces.events import (
 from posttrainbench.integrity.traces.tools import derive_actions, urls_in_text
 
 MAX_TEXT_CHARS = 100_000  # one event's text; a `cat` of a large file should not blow up memory
-MAX_RAW_EVENTS = 5_000    # raw fallback lines kept per trace
+MAX_RAW_EVENTS = 5_000  # raw fallback lines kept per trace
 MAX_WARNINGS = 50
 
 # What reading a line or step of an unexpected shape raises; parsers keep such input raw.
@@ -72,7 +72,7 @@ def to_int(value: Any) -> int:
     return 0
 
 
-def to_cost(value: Any) -> Optional[float]:
+def to_cost(value: Any) -> float | None:
     """A dollar amount from untrusted JSON, or None."""
     if isinstance(value, bool) or value is None:
         return None
@@ -85,7 +85,11 @@ def to_cost(value: Any) -> Optional[float]:
 
 def add_usage(a: TokenUsage, b: TokenUsage) -> TokenUsage:
     """The sum of two usages (cost stays None only if both are None)."""
-    cost = None if a.cost_usd is None and b.cost_usd is None else (a.cost_usd or 0.0) + (b.cost_usd or 0.0)
+    cost = (
+        None
+        if a.cost_usd is None and b.cost_usd is None
+        else (a.cost_usd or 0.0) + (b.cost_usd or 0.0)
+    )
     return TokenUsage(
         input_tokens=a.input_tokens + b.input_tokens,
         output_tokens=a.output_tokens + b.output_tokens,
@@ -109,8 +113,8 @@ class TraceBuilder:
         self._dropped_warnings = 0
         self._raw_count = 0
         self._tool_names: dict[str, str] = {}  # call id -> tool name, to label results
-        self._reported_tokens: Optional[TokenUsage] = None
-        self._reported_cost: Optional[float] = None
+        self._reported_tokens: TokenUsage | None = None
+        self._reported_cost: float | None = None
 
     # -- primitives -------------------------------------------------------------
     def add(self, kind: EventKind, **fields: Any) -> TraceEvent:
@@ -133,19 +137,31 @@ class TraceBuilder:
             self._dropped_warnings += 1
 
     # -- what parsers report ------------------------------------------------------
-    def message(self, role: str, text: str, *, model: str | None = None,
-                timestamp: str | None = None) -> None:
+    def message(
+        self, role: str, text: str, *, model: str | None = None, timestamp: str | None = None
+    ) -> None:
         """A message from the user, the assistant or the system (empty text is skipped)."""
         if text and text.strip():
             self.add("message", role=role, text=text, model=model, timestamp=timestamp)
 
-    def reasoning(self, text: str, *, model: str | None = None, timestamp: str | None = None) -> None:
+    def reasoning(
+        self, text: str, *, model: str | None = None, timestamp: str | None = None
+    ) -> None:
         """The assistant's visible reasoning, kept as a message: it shows intent to the judges."""
         if text and text.strip():
-            self.message("assistant", f"[reasoning] {text.strip()}", model=model, timestamp=timestamp)
+            self.message(
+                "assistant", f"[reasoning] {text.strip()}", model=model, timestamp=timestamp
+            )
 
-    def tool_call(self, name: str, tool_input: Any, *, call_id: str | None = None,
-                  model: str | None = None, timestamp: str | None = None) -> None:
+    def tool_call(
+        self,
+        name: str,
+        tool_input: Any,
+        *,
+        call_id: str | None = None,
+        model: str | None = None,
+        timestamp: str | None = None,
+    ) -> None:
         """A tool call, followed by the shell/file/url events it stands for."""
         if not isinstance(tool_input, dict):
             tool_input = {} if tool_input in (None, "") else {"input": tool_input}
@@ -153,13 +169,25 @@ class TraceBuilder:
         call_id = _key(call_id)
         if call_id:
             self._tool_names[call_id] = name
-        self.add("tool_call", role="assistant", tool=name, tool_input=tool_input,
-                 model=model, timestamp=timestamp)
+        self.add(
+            "tool_call",
+            role="assistant",
+            tool=name,
+            tool_input=tool_input,
+            model=model,
+            timestamp=timestamp,
+        )
         for action in derive_actions(name, tool_input):
             self._action(action.kind, action.value, tool=name, timestamp=timestamp)
 
-    def tool_result(self, output: Any, *, call_id: str | None = None, tool: str | None = None,
-                    timestamp: str | None = None) -> None:
+    def tool_result(
+        self,
+        output: Any,
+        *,
+        call_id: str | None = None,
+        tool: str | None = None,
+        timestamp: str | None = None,
+    ) -> None:
         """What a tool returned (labelled with the tool's name when the call id is known)."""
         call_id = _key(call_id)
         name = tool or (self._tool_names.get(call_id) if call_id else None)
@@ -171,8 +199,9 @@ class TraceBuilder:
         for url in urls_in_text(command):
             self._action("url", url, tool=tool, timestamp=timestamp)
 
-    def file_access(self, kind: EventKind, path: str, *, tool: str | None = None,
-                    timestamp: str | None = None) -> None:
+    def file_access(
+        self, kind: EventKind, path: str, *, tool: str | None = None, timestamp: str | None = None
+    ) -> None:
         """A file read (`file_read`) or written (`file_write`)."""
         self._action(kind, path, tool=tool, timestamp=timestamp)
 
@@ -180,7 +209,9 @@ class TraceBuilder:
         """A URL fetched, or `search:QUERY` for a web search."""
         self._action("url", url, tool=tool, timestamp=timestamp)
 
-    def usage(self, usage: TokenUsage, *, model: str | None = None, timestamp: str | None = None) -> None:
+    def usage(
+        self, usage: TokenUsage, *, model: str | None = None, timestamp: str | None = None
+    ) -> None:
         """Tokens (and cost) of one model call or turn."""
         self.add("usage", usage=usage, model=model, timestamp=timestamp)
 
@@ -216,15 +247,18 @@ class TraceBuilder:
         warnings = list(self.warnings)
         if self._dropped_warnings:
             warnings.append(f"... and {self._dropped_warnings} more warnings")
-        return NormalizedTrace(format=self.format, source=source, events=self.events,
-                               usage=total, warnings=warnings)
+        return NormalizedTrace(
+            format=self.format, source=source, events=self.events, usage=total, warnings=warnings
+        )
 
-    def _action(self, kind: EventKind, value: str, *, tool: str | None, timestamp: str | None) -> None:
+    def _action(
+        self, kind: EventKind, value: str, *, tool: str | None, timestamp: str | None
+    ) -> None:
         field = {"shell": "command", "file_read": "path", "file_write": "path", "url": "url"}[kind]
         self.add(kind, role="assistant", tool=tool, timestamp=timestamp, **{field: value})
 
 
-def _key(call_id: Any) -> Optional[str]:
+def _key(call_id: Any) -> str | None:
     """A tool call id usable as a dict key (ids from untrusted JSON may be any value)."""
     if call_id is None or call_id == "":
         return None

@@ -51,8 +51,12 @@ def parse_claude_code(text: str) -> NormalizedTrace:
         message = event.get("message")
         if kind == "system" and event.get("subtype") == "init":
             default_model = event.get("model") or default_model
-            builder.message("system", f"session started: model={event.get('model')} cwd={event.get('cwd')}",
-                            model=default_model, timestamp=timestamp)
+            builder.message(
+                "system",
+                f"session started: model={event.get('model')} cwd={event.get('cwd')}",
+                model=default_model,
+                timestamp=timestamp,
+            )
         elif kind == "assistant" and isinstance(message, dict):
             model = message.get("model") or default_model
             _assistant_content(builder, message.get("content"), model=model, timestamp=timestamp)
@@ -66,19 +70,25 @@ def parse_claude_code(text: str) -> NormalizedTrace:
         elif kind == "user" and isinstance(message, dict):
             _user_content(builder, message.get("content"), timestamp=timestamp)
         elif kind == "result":
-            builder.report_total(tokens=anthropic_usage(event.get("usage")), cost=event.get("total_cost_usd"))
+            builder.report_total(
+                tokens=anthropic_usage(event.get("usage")), cost=event.get("total_cost_usd")
+            )
             if event.get("is_error") or str(event.get("subtype", "")).startswith("error"):
-                builder.message("system", f"run ended with an error: {event.get('subtype')} "
-                                f"{as_text(event.get('result') or event.get('errors'))}".strip(),
-                                timestamp=timestamp)
+                builder.message(
+                    "system",
+                    f"run ended with an error: {event.get('subtype')} "
+                    f"{as_text(event.get('result') or event.get('errors'))}".strip(),
+                    timestamp=timestamp,
+                )
         # Other types (stream_event, summary, file-history-snapshot, ...) carry no actions.
 
     dispatch_events(lines, builder, handle)
     return builder.build()
 
 
-def _assistant_content(builder: TraceBuilder, content: Any, *, model: str | None,
-                       timestamp: str | None) -> None:
+def _assistant_content(
+    builder: TraceBuilder, content: Any, *, model: str | None, timestamp: str | None
+) -> None:
     if isinstance(content, str):
         builder.message("assistant", content, model=model, timestamp=timestamp)
         return
@@ -87,13 +97,23 @@ def _assistant_content(builder: TraceBuilder, content: Any, *, model: str | None
             continue
         block_type = block.get("type")
         if block_type == "text":
-            builder.message("assistant", as_text(block.get("text")), model=model, timestamp=timestamp)
+            builder.message(
+                "assistant", as_text(block.get("text")), model=model, timestamp=timestamp
+            )
         elif block_type == "thinking":
-            builder.reasoning(as_text(block.get("thinking") or block.get("text")), model=model,
-                              timestamp=timestamp)
+            builder.reasoning(
+                as_text(block.get("thinking") or block.get("text")),
+                model=model,
+                timestamp=timestamp,
+            )
         elif block_type in ("tool_use", "server_tool_use"):
-            builder.tool_call(str(block.get("name") or "unknown"), block.get("input"),
-                              call_id=block.get("id"), model=model, timestamp=timestamp)
+            builder.tool_call(
+                str(block.get("name") or "unknown"),
+                block.get("input"),
+                call_id=block.get("id"),
+                model=model,
+                timestamp=timestamp,
+            )
 
 
 def _user_content(builder: TraceBuilder, content: Any, *, timestamp: str | None) -> None:

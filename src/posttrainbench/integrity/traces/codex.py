@@ -46,7 +46,9 @@ def parse_codex(text: str) -> NormalizedTrace:
             if usage is not None:
                 builder.usage(usage)
         elif kind == "turn.failed":
-            builder.message("system", f"turn failed: {as_text((event.get('error') or {}).get('message'))}")
+            builder.message(
+                "system", f"turn failed: {as_text((event.get('error') or {}).get('message'))}"
+            )
         elif kind == "error":
             builder.message("system", f"error: {as_text(event.get('message'))}")
 
@@ -69,7 +71,9 @@ def _item(builder: TraceBuilder, item: dict, *, completed: bool, announced: set[
             builder.reasoning(as_text(item.get("text")))
     elif item_type == "command_execution":
         if first_sight:
-            builder.tool_call("command_execution", {"command": item.get("command")}, call_id=item_id or None)
+            builder.tool_call(
+                "command_execution", {"command": item.get("command")}, call_id=item_id or None
+            )
         if completed:
             output = as_text(item.get("aggregated_output"))
             if item.get("exit_code") not in (None, 0):
@@ -77,7 +81,9 @@ def _item(builder: TraceBuilder, item: dict, *, completed: bool, announced: set[
             builder.tool_result(output, call_id=item_id or None)
     elif item_type == "file_change":
         if completed:  # emitted once, when the patch has been applied (or failed)
-            builder.tool_call("file_change", {"changes": item.get("changes")}, call_id=item_id or None)
+            builder.tool_call(
+                "file_change", {"changes": item.get("changes")}, call_id=item_id or None
+            )
             for change in item.get("changes") or []:
                 if isinstance(change, dict) and isinstance(change.get("path"), str):
                     builder.file_access("file_write", change["path"], tool="file_change")
@@ -100,8 +106,10 @@ def _item(builder: TraceBuilder, item: dict, *, completed: bool, announced: set[
                 builder.tool_result(f"[error] {error['message']}", call_id=item_id or None)
             else:
                 result = item.get("result") or {}
-                builder.tool_result(result.get("content") if isinstance(result, dict) else result,
-                                    call_id=item_id or None)
+                builder.tool_result(
+                    result.get("content") if isinstance(result, dict) else result,
+                    call_id=item_id or None,
+                )
     elif item_type == "todo_list":
         if completed:
             todos = [t.get("text") for t in item.get("items") or [] if isinstance(t, dict)]

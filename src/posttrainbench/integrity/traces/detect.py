@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 from collections import Counter
-from typing import Any, Optional
+from typing import Any
 
 from posttrainbench.integrity.traces.events import TraceFormat
 from posttrainbench.integrity.traces.harbor_atif import is_atif
@@ -13,12 +13,23 @@ from posttrainbench.integrity.traces.jsonl import parse_object
 
 SNIFF_LINES = 200  # JSON lines looked at; the first few decide in practice
 
-_CODEX_TYPES = frozenset({"thread.started", "turn.started", "turn.completed", "turn.failed",
-                          "item.started", "item.updated", "item.completed"})
-_OPENCODE_TYPES = frozenset({"step_start", "step_finish", "text", "reasoning", "tool_use", "error", "user"})
+_CODEX_TYPES = frozenset(
+    {
+        "thread.started",
+        "turn.started",
+        "turn.completed",
+        "turn.failed",
+        "item.started",
+        "item.updated",
+        "item.completed",
+    }
+)
+_OPENCODE_TYPES = frozenset(
+    {"step_start", "step_finish", "text", "reasoning", "tool_use", "error", "user"}
+)
 
 
-def line_vote(obj: dict[str, Any]) -> Optional[TraceFormat]:
+def line_vote(obj: dict[str, Any]) -> TraceFormat | None:
     """The format one JSONL object belongs to, or None when it is not characteristic."""
     kind = obj.get("type")
     if kind in _CODEX_TYPES:
@@ -42,7 +53,7 @@ def line_vote(obj: dict[str, Any]) -> Optional[TraceFormat]:
     return None
 
 
-def detect_format(text: str) -> Optional[TraceFormat]:
+def detect_format(text: str) -> TraceFormat | None:
     """The trace format of *text*, or None when no known format matches (callers fall back to raw)."""
     stripped = text.lstrip()
     if stripped.startswith("{") and not _first_line_is_object(stripped):

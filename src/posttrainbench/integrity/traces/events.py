@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 EventKind = Literal[
-    "message",      # text from the user, the assistant or the system
-    "tool_call",    # the agent asked for a tool (name + input)
+    "message",  # text from the user, the assistant or the system
+    "tool_call",  # the agent asked for a tool (name + input)
     "tool_result",  # what a tool returned
-    "shell",        # a shell command the agent ran (also emitted for shell tool calls)
-    "file_read",    # a file the agent read
-    "file_write",   # a file the agent created or edited
-    "url",          # a URL the agent fetched or searched for
-    "usage",        # token usage / cost reported by the agent
-    "raw",          # a line that could not be parsed (fallback)
+    "shell",  # a shell command the agent ran (also emitted for shell tool calls)
+    "file_read",  # a file the agent read
+    "file_write",  # a file the agent created or edited
+    "url",  # a URL the agent fetched or searched for
+    "usage",  # token usage / cost reported by the agent
+    "raw",  # a line that could not be parsed (fallback)
 ]
 TraceFormat = Literal["claude-code", "codex", "gemini-cli", "opencode", "harbor", "raw"]
 
@@ -29,7 +29,7 @@ class TokenUsage(BaseModel):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
-    cost_usd: Optional[float] = None
+    cost_usd: float | None = None
 
 
 class TraceEvent(BaseModel):
@@ -39,16 +39,16 @@ class TraceEvent(BaseModel):
 
     index: int = Field(ge=0, description="position in the normalized list")
     kind: EventKind
-    role: Optional[Literal["user", "assistant", "system", "tool"]] = None
-    text: Optional[str] = Field(default=None, description="message text, tool output or raw line")
-    tool: Optional[str] = Field(default=None, description="tool name for tool_call/tool_result")
-    tool_input: Optional[dict] = None
-    command: Optional[str] = Field(default=None, description="shell command line")
-    path: Optional[str] = Field(default=None, description="file path for file_read/file_write")
-    url: Optional[str] = None
-    usage: Optional[TokenUsage] = None
-    model: Optional[str] = None
-    timestamp: Optional[str] = None
+    role: Literal["user", "assistant", "system", "tool"] | None = None
+    text: str | None = Field(default=None, description="message text, tool output or raw line")
+    tool: str | None = Field(default=None, description="tool name for tool_call/tool_result")
+    tool_input: dict | None = None
+    command: str | None = Field(default=None, description="shell command line")
+    path: str | None = Field(default=None, description="file path for file_read/file_write")
+    url: str | None = None
+    usage: TokenUsage | None = None
+    model: str | None = None
+    timestamp: str | None = None
 
 
 class NormalizedTrace(BaseModel):
@@ -57,7 +57,7 @@ class NormalizedTrace(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     format: TraceFormat
-    source: Optional[str] = Field(default=None, description="file the trace was read from")
+    source: str | None = Field(default=None, description="file the trace was read from")
     events: list[TraceEvent] = Field(default_factory=list)
     usage: TokenUsage = Field(default_factory=TokenUsage)
     warnings: list[str] = Field(default_factory=list)

@@ -23,7 +23,9 @@ def gemini_usage(stats: Any) -> TokenUsage | None:
     cached = to_int(stats.get("cached"))
     uncached = stats.get("input")
     return TokenUsage(
-        input_tokens=to_int(uncached) if uncached is not None else max(to_int(stats.get("input_tokens")) - cached, 0),
+        input_tokens=to_int(uncached)
+        if uncached is not None
+        else max(to_int(stats.get("input_tokens")) - cached, 0),
         output_tokens=to_int(stats.get("output_tokens")),
         cache_read_tokens=cached,
     )
@@ -61,32 +63,53 @@ def parse_gemini_cli(text: str) -> NormalizedTrace:
         flush()
         if kind == "init":
             model = event.get("model") or model
-            builder.message("system", f"session started: model={event.get('model')}", model=model,
-                            timestamp=timestamp)
+            builder.message(
+                "system",
+                f"session started: model={event.get('model')}",
+                model=model,
+                timestamp=timestamp,
+            )
         elif kind == "message":
             role = "assistant" if event.get("role") == "assistant" else "user"
-            builder.message(role, as_text(event.get("content")), model=model if role == "assistant" else None,
-                            timestamp=timestamp)
+            builder.message(
+                role,
+                as_text(event.get("content")),
+                model=model if role == "assistant" else None,
+                timestamp=timestamp,
+            )
         elif kind == "tool_use":
-            builder.tool_call(str(event.get("tool_name") or "unknown"), event.get("parameters"),
-                              call_id=event.get("tool_id"), model=model, timestamp=timestamp)
+            builder.tool_call(
+                str(event.get("tool_name") or "unknown"),
+                event.get("parameters"),
+                call_id=event.get("tool_id"),
+                model=model,
+                timestamp=timestamp,
+            )
         elif kind == "tool_result":
             error = event.get("error")
             if event.get("status") == "error" or error:
-                output = f"[error] {as_text(error.get('message') if isinstance(error, dict) else error)}"
+                output = (
+                    f"[error] {as_text(error.get('message') if isinstance(error, dict) else error)}"
+                )
             else:
                 output = as_text(event.get("output"))
             builder.tool_result(output, call_id=event.get("tool_id"), timestamp=timestamp)
         elif kind == "error":
-            builder.message("system", f"{event.get('severity') or 'error'}: {as_text(event.get('message'))}",
-                            timestamp=timestamp)
+            builder.message(
+                "system",
+                f"{event.get('severity') or 'error'}: {as_text(event.get('message'))}",
+                timestamp=timestamp,
+            )
         elif kind == "result":
             usage = gemini_usage(event.get("stats"))
             if usage is not None:
                 builder.usage(usage, model=model, timestamp=timestamp)
             if event.get("status") not in (None, "success"):
-                builder.message("system", f"run ended: {event.get('status')} {as_text(event.get('error'))}".strip(),
-                                timestamp=timestamp)
+                builder.message(
+                    "system",
+                    f"run ended: {event.get('status')} {as_text(event.get('error'))}".strip(),
+                    timestamp=timestamp,
+                )
 
     # A line that is not an event ends the streamed message before it.
     dispatch_events(json_lines(text), builder, handle, before_raw=flush)

@@ -14,7 +14,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from posttrainbench.integrity.traces.builder import SHAPE_ERRORS, TraceBuilder, as_text, to_cost, to_int
+from posttrainbench.integrity.traces.builder import (
+    SHAPE_ERRORS,
+    TraceBuilder,
+    as_text,
+    to_cost,
+    to_int,
+)
 from posttrainbench.integrity.traces.events import NormalizedTrace, TokenUsage
 
 
@@ -22,14 +28,19 @@ def is_atif(doc: Any) -> bool:
     """Whether a parsed JSON document looks like an ATIF trajectory."""
     if not isinstance(doc, dict) or not isinstance(doc.get("steps"), list):
         return False
-    return str(doc.get("schema_version", "")).startswith("ATIF") or isinstance(doc.get("agent"), dict)
+    return str(doc.get("schema_version", "")).startswith("ATIF") or isinstance(
+        doc.get("agent"), dict
+    )
 
 
 def atif_usage(metrics: Any) -> TokenUsage | None:
     """TokenUsage from a step's `metrics` (None when it has no token counts or cost)."""
     if not isinstance(metrics, dict):
         return None
-    if all(metrics.get(k) is None for k in ("prompt_tokens", "completion_tokens", "cached_tokens", "cost_usd")):
+    if all(
+        metrics.get(k) is None
+        for k in ("prompt_tokens", "completion_tokens", "cached_tokens", "cost_usd")
+    ):
         return None
     extra = metrics.get("extra") if isinstance(metrics.get("extra"), dict) else {}
     cached = to_int(metrics.get("cached_tokens"))
@@ -54,11 +65,15 @@ def parse_harbor(text: str) -> NormalizedTrace:
     has_step_usage = _trajectory(builder, doc)
     final = doc.get("final_metrics") if isinstance(doc.get("final_metrics"), dict) else {}
     tokens = None
-    if not has_step_usage and any(final.get(k) is not None for k in ("total_prompt_tokens", "total_completion_tokens")):
+    if not has_step_usage and any(
+        final.get(k) is not None for k in ("total_prompt_tokens", "total_completion_tokens")
+    ):
         cached = to_int(final.get("total_cached_tokens"))
-        tokens = TokenUsage(input_tokens=max(to_int(final.get("total_prompt_tokens")) - cached, 0),
-                            output_tokens=to_int(final.get("total_completion_tokens")),
-                            cache_read_tokens=cached)
+        tokens = TokenUsage(
+            input_tokens=max(to_int(final.get("total_prompt_tokens")) - cached, 0),
+            output_tokens=to_int(final.get("total_completion_tokens")),
+            cache_read_tokens=cached,
+        )
     builder.report_total(tokens=tokens, cost=final.get("total_cost_usd"))
     return builder.build()
 
@@ -76,11 +91,15 @@ def _trajectory(builder: TraceBuilder, doc: dict, depth: int = 0) -> bool:
             has_usage |= _step(builder, step, default_model)
         except SHAPE_ERRORS as exc:
             # One step of an unexpected shape must not cost the rest of the trajectory.
-            builder.raw(as_text(step), reason=f"unexpected ATIF step shape ({type(exc).__name__}: {exc})")
+            builder.raw(
+                as_text(step), reason=f"unexpected ATIF step shape ({type(exc).__name__}: {exc})"
+            )
     if depth < 5:  # embedded subagents, each a full trajectory
         for sub in doc.get("subagent_trajectories") or []:
             if is_atif(sub):
-                builder.message("system", f"subagent trajectory {sub.get('trajectory_id') or ''}".strip())
+                builder.message(
+                    "system", f"subagent trajectory {sub.get('trajectory_id') or ''}".strip()
+                )
                 has_usage |= _trajectory(builder, sub, depth + 1)
     return has_usage
 
@@ -96,12 +115,19 @@ def _step(builder: TraceBuilder, step: dict, default_model: str | None) -> bool:
     builder.message("assistant", as_text(step.get("message")), model=model, timestamp=timestamp)
     for call in step.get("tool_calls") or []:
         if isinstance(call, dict):
-            builder.tool_call(str(call.get("function_name") or "unknown"), call.get("arguments"),
-                              call_id=call.get("tool_call_id"), model=model, timestamp=timestamp)
+            builder.tool_call(
+                str(call.get("function_name") or "unknown"),
+                call.get("arguments"),
+                call_id=call.get("tool_call_id"),
+                model=model,
+                timestamp=timestamp,
+            )
     observation = step.get("observation") if isinstance(step.get("observation"), dict) else {}
     for result in observation.get("results") or []:
         if isinstance(result, dict):
-            builder.tool_result(result.get("content"), call_id=result.get("source_call_id"), timestamp=timestamp)
+            builder.tool_result(
+                result.get("content"), call_id=result.get("source_call_id"), timestamp=timestamp
+            )
     usage = atif_usage(step.get("metrics"))
     if usage is not None:
         builder.usage(usage, model=model, timestamp=timestamp)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterable, NamedTuple, Optional
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
 from posttrainbench.integrity.traces.builder import SHAPE_ERRORS, TraceBuilder
 
@@ -13,10 +14,10 @@ class JsonLine(NamedTuple):
 
     number: int
     text: str
-    obj: Optional[dict[str, Any]]
+    obj: dict[str, Any] | None
 
 
-def parse_object(line: str) -> Optional[dict[str, Any]]:
+def parse_object(line: str) -> dict[str, Any] | None:
     """The JSON object on *line*, or None when it is not a JSON object."""
     line = line.strip()
     if not line.startswith("{"):
@@ -37,9 +38,13 @@ def json_lines(text: str) -> list[JsonLine]:
     return lines
 
 
-def dispatch_events(lines: Iterable[JsonLine], builder: TraceBuilder,
-                    handle: Callable[[Any, dict[str, Any]], None], *,
-                    before_raw: Optional[Callable[[], None]] = None) -> None:
+def dispatch_events(
+    lines: Iterable[JsonLine],
+    builder: TraceBuilder,
+    handle: Callable[[Any, dict[str, Any]], None],
+    *,
+    before_raw: Callable[[], None] | None = None,
+) -> None:
     """Call ``handle(type, event)`` for each JSON object with a `type`; keep other lines raw.
 
     A line that is not a JSON object, or an object without a `type`, becomes a raw event
@@ -60,5 +65,8 @@ def dispatch_events(lines: Iterable[JsonLine], builder: TraceBuilder,
                 continue
             handle(kind, event)
         except SHAPE_ERRORS as exc:
-            builder.raw(line.text, line_no=line.number,
-                        reason=f"unexpected shape ({type(exc).__name__}: {exc})")
+            builder.raw(
+                line.text,
+                line_no=line.number,
+                reason=f"unexpected shape ({type(exc).__name__}: {exc})",
+            )

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional, get_args
+from typing import get_args
 
 from posttrainbench.errors import PtbError
 from posttrainbench.integrity.traces.builder import SHAPE_ERRORS
@@ -42,10 +43,12 @@ class TraceInputError(PtbError):
     """A trace file is missing or unreadable, or the requested format does not exist."""
 
 
-def check_format(fmt: Optional[str]) -> Optional[TraceFormat]:
+def check_format(fmt: str | None) -> TraceFormat | None:
     """*fmt* if it names a trace format (None passes through), else TraceInputError."""
     if fmt is not None and fmt not in PARSERS:
-        raise TraceInputError(f"unknown trace format {fmt!r}; choose one of {', '.join(TRACE_FORMATS)}")
+        raise TraceInputError(
+            f"unknown trace format {fmt!r}; choose one of {', '.join(TRACE_FORMATS)}"
+        )
     return fmt  # type: ignore[return-value]
 
 
@@ -69,7 +72,7 @@ def read_trace_text(path: Path) -> tuple[str, bool]:
     return data.decode("utf-8", errors="replace"), cut
 
 
-def _parse_head(data: bytes, cut: bool, format: Optional[str], source: str) -> NormalizedTrace:
+def _parse_head(data: bytes, cut: bool, format: str | None, source: str) -> NormalizedTrace:
     trace = parse_trace_text(data.decode("utf-8", errors="replace"), format, source=source)
     if cut:
         note = f"only the first {MAX_TRACE_BYTES} bytes of the file were read"
@@ -77,12 +80,14 @@ def _parse_head(data: bytes, cut: bool, format: Optional[str], source: str) -> N
     return trace
 
 
-def _parse_file(path: Path, format: Optional[str]) -> NormalizedTrace:
+def _parse_file(path: Path, format: str | None) -> NormalizedTrace:
     text, cut = read_trace_text(path)
     return _parse_head(text.encode("utf-8"), cut, format, str(path))
 
 
-def parse_trial_trace(trial_dir: Path, format: Optional[str] = None) -> tuple[NormalizedTrace, list[str]]:
+def parse_trial_trace(
+    trial_dir: Path, format: str | None = None
+) -> tuple[NormalizedTrace, list[str]]:
     """The best trace of a trial directory, parsed, and the candidates refused ('<path>: <why>').
 
     Found and read below *trial_dir* without following any link, so a file swapped for a
@@ -96,19 +101,27 @@ def parse_trial_trace(trial_dir: Path, format: Optional[str] = None) -> tuple[No
     with root:
         scan = scan_trial_traces(root)
         if not scan.files:
-            raise TraceInputError(f"no agent trace found in {trial_dir} (looked in {trial_dir / 'agent'} and "
-                                  f"{trial_dir})" + (f"; refused {scan.refused[0]}" if scan.refused else ""))
+            raise TraceInputError(
+                f"no agent trace found in {trial_dir} (looked in {trial_dir / 'agent'} and "
+                f"{trial_dir})" + (f"; refused {scan.refused[0]}" if scan.refused else "")
+            )
         best = scan.files[0]
         try:
             data, cut = root.read_head(best, MAX_TRACE_BYTES)
         except Refused as exc:
-            raise TraceInputError(f"refused to read trace file {trial_dir / best}: {exc.reason}") from None
+            raise TraceInputError(
+                f"refused to read trace file {trial_dir / best}: {exc.reason}"
+            ) from None
         except OSError as exc:
-            raise TraceInputError(f"cannot read trace file {trial_dir / best}: {exc.strerror or exc}") from None
+            raise TraceInputError(
+                f"cannot read trace file {trial_dir / best}: {exc.strerror or exc}"
+            ) from None
     return _parse_head(data, cut, format, str(trial_dir / best)), scan.refused
 
 
-def parse_trace_text(text: str, format: Optional[str] = None, *, source: Optional[str] = None) -> NormalizedTrace:
+def parse_trace_text(
+    text: str, format: str | None = None, *, source: str | None = None
+) -> NormalizedTrace:
     """Parse trace *text*: in *format* if given, else in the detected one, else as raw lines.
 
     Never raises on bad content: a document that its parser cannot read falls back to raw
@@ -127,12 +140,17 @@ def parse_trace_text(text: str, format: Optional[str] = None, *, source: Optiona
             log.warning("trace %s: cannot parse as %s, kept as raw text", source or "<text>", fmt)
         else:
             if trace.warnings:
-                log.warning("trace %s (%s): %d warning(s), first: %s", source or "<text>", fmt,
-                            len(trace.warnings), trace.warnings[0])
+                log.warning(
+                    "trace %s (%s): %d warning(s), first: %s",
+                    source or "<text>",
+                    fmt,
+                    len(trace.warnings),
+                    trace.warnings[0],
+                )
     return trace.model_copy(update={"source": source})
 
 
-def parse_trace(path_or_text: Path | str, format: Optional[str] = None) -> NormalizedTrace:
+def parse_trace(path_or_text: Path | str, format: str | None = None) -> NormalizedTrace:
     """Parse a trace file, or trace text, into a NormalizedTrace.
 
     A `Path` is always a file. A `str` is a file path when it names an existing file or

@@ -9,7 +9,7 @@ Timestamps are Unix milliseconds.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from posttrainbench.integrity.traces.builder import TraceBuilder, as_text, to_cost, to_int
@@ -36,7 +36,7 @@ def _iso(millis: Any) -> str | None:
     if isinstance(millis, bool) or not isinstance(millis, (int, float)):
         return None
     try:
-        return datetime.fromtimestamp(millis / 1000, tz=timezone.utc).isoformat()
+        return datetime.fromtimestamp(millis / 1000, tz=UTC).isoformat()
     except (OverflowError, OSError, ValueError):
         return None
 
@@ -57,10 +57,16 @@ def parse_opencode(text: str) -> NormalizedTrace:
         elif kind == "tool_use":
             state = part.get("state") if isinstance(part.get("state"), dict) else {}
             call_id = part.get("callID") or part.get("id")
-            builder.tool_call(str(part.get("tool") or "unknown"), state.get("input"), call_id=call_id,
-                              timestamp=timestamp)
+            builder.tool_call(
+                str(part.get("tool") or "unknown"),
+                state.get("input"),
+                call_id=call_id,
+                timestamp=timestamp,
+            )
             if state.get("error") is not None:
-                builder.tool_result(f"[error] {as_text(state['error'])}", call_id=call_id, timestamp=timestamp)
+                builder.tool_result(
+                    f"[error] {as_text(state['error'])}", call_id=call_id, timestamp=timestamp
+                )
             elif state.get("output") is not None:
                 builder.tool_result(state["output"], call_id=call_id, timestamp=timestamp)
         elif kind == "step_finish":
@@ -70,8 +76,11 @@ def parse_opencode(text: str) -> NormalizedTrace:
         elif kind == "error":
             error = event.get("error") if isinstance(event.get("error"), dict) else {}
             data = error.get("data") if isinstance(error.get("data"), dict) else {}
-            builder.message("system", f"error: {as_text(data.get('message') or error.get('message') or error)}",
-                            timestamp=timestamp)
+            builder.message(
+                "system",
+                f"error: {as_text(data.get('message') or error.get('message') or error)}",
+                timestamp=timestamp,
+            )
         # step_start carries nothing to keep.
 
     dispatch_events(json_lines(text), builder, handle)

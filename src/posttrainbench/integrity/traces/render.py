@@ -17,7 +17,9 @@ def truncate(text: str, max_chars: int) -> str:
     head = max_chars * 2 // 3
     tail = max_chars - head
     cut = len(text) - head - tail
-    return f"{text[:head]}\n[... {cut} characters cut ...]\n{text[-tail:] if tail else ''}".rstrip("\n")
+    return f"{text[:head]}\n[... {cut} characters cut ...]\n{text[-tail:] if tail else ''}".rstrip(
+        "\n"
+    )
 
 
 def format_usage(usage: TokenUsage, *, unknown_cost: bool = True) -> str:
@@ -46,7 +48,9 @@ def render_event(event: TraceEvent, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     number = f"[{event.index + 1}]"
     kind = event.kind
     if kind == "message":
-        header = f"{number} {event.role or 'message'}" + (f" ({event.model})" if event.model else "")
+        header = f"{number} {event.role or 'message'}" + (
+            f" ({event.model})" if event.model else ""
+        )
         return f"{header}\n{_block(event.text or '', max_chars)}"
     if kind == "tool_call":
         args = json.dumps(event.tool_input or {}, ensure_ascii=False)
@@ -54,7 +58,9 @@ def render_event(event: TraceEvent, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     if kind == "tool_result":
         label = f"tool result ({event.tool})" if event.tool else "tool result"
         body = event.text or ""
-        return f"{number} {label}" + (f"\n{_block(body, max_chars)}" if body.strip() else ": (empty)")
+        return f"{number} {label}" + (
+            f"\n{_block(body, max_chars)}" if body.strip() else ": (empty)"
+        )
     if kind == "shell":
         return f"{number} shell $ {truncate(event.command or '', max_chars)}"
     if kind == "file_read":
@@ -74,9 +80,11 @@ def render_trace(trace: NormalizedTrace, max_chars: int = DEFAULT_MAX_CHARS) -> 
     *max_chars* caps each message, tool input and tool output (0 means no limit).
     """
     header = f"# Trace ({trace.format})" + (f": {trace.source}" if trace.source else "")
-    counts = (f"{len(trace.events)} events · {len(trace.shell_commands())} shell commands · "
-              f"{len(trace.of_kind('file_read'))} file reads · {len(trace.of_kind('file_write'))} file writes · "
-              f"{len(trace.urls())} URLs")
+    counts = (
+        f"{len(trace.events)} events · {len(trace.shell_commands())} shell commands · "
+        f"{len(trace.of_kind('file_read'))} file reads · {len(trace.of_kind('file_write'))} file writes · "
+        f"{len(trace.urls())} URLs"
+    )
     lines = [header, counts, ""]
     lines.extend(render_event(event, max_chars) for event in trace.events)
     lines += ["", "## Usage", format_usage(trace.usage)]

@@ -22,22 +22,55 @@ class ToolAction(NamedTuple):
     value: str
 
 
-SHELL_TOOLS = frozenset({
-    "bash", "shell", "run_shell_command", "exec_command", "command_execution", "bash_command",
-    "local_shell", "local_shell_call", "shell_command", "execute_bash", "execute_command",
-    "run_command", "terminal",
-})
+SHELL_TOOLS = frozenset(
+    {
+        "bash",
+        "shell",
+        "run_shell_command",
+        "exec_command",
+        "command_execution",
+        "bash_command",
+        "local_shell",
+        "local_shell_call",
+        "shell_command",
+        "execute_bash",
+        "execute_command",
+        "run_command",
+        "terminal",
+    }
+)
 READ_TOOLS = frozenset({"read", "read_file", "read_many_files", "notebookread", "view"})
-WRITE_TOOLS = frozenset({
-    "write", "edit", "multiedit", "notebookedit", "write_file", "replace", "edit_file",
-    "create_file", "patch", "apply_patch", "file_change",
-})
+WRITE_TOOLS = frozenset(
+    {
+        "write",
+        "edit",
+        "multiedit",
+        "notebookedit",
+        "write_file",
+        "replace",
+        "edit_file",
+        "create_file",
+        "patch",
+        "apply_patch",
+        "file_change",
+    }
+)
 FETCH_TOOLS = frozenset({"webfetch", "web_fetch", "fetch", "fetch_url"})
-SEARCH_TOOLS = frozenset({"websearch", "web_search", "google_web_search", "web_search_call", "search_web"})
+SEARCH_TOOLS = frozenset(
+    {"websearch", "web_search", "google_web_search", "web_search_call", "search_web"}
+)
 
 # Keys under which agents put a command line, a file path or a URL in a tool's input.
 _COMMAND_KEYS = ("command", "cmd", "keystrokes", "script")
-_PATH_KEYS = ("file_path", "filePath", "path", "absolute_path", "notebook_path", "target_file", "filename")
+_PATH_KEYS = (
+    "file_path",
+    "filePath",
+    "path",
+    "absolute_path",
+    "notebook_path",
+    "target_file",
+    "filename",
+)
 _URL_KEYS = ("url", "uri")
 _QUERY_KEYS = ("query", "q", "search_query")
 _PATCH_KEYS = ("input", "patch", "patchText", "patch_text")
@@ -45,8 +78,12 @@ _PATCH_KEYS = ("input", "patch", "patchText", "patch_text")
 # An http(s) URL inside free text (a shell command, a prompt). Stops at whitespace, quotes
 # and shell punctuation; trailing sentence punctuation is trimmed afterwards.
 _URL_RE = re.compile(r"https?://[^\s'\"<>`|;(){}\[\]\\]+")
-_PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.MULTILINE)
-_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "/bin/bash", "/bin/sh", "/usr/bin/bash", "/bin/zsh"})
+_PATCH_FILE_RE = re.compile(
+    r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.MULTILINE
+)
+_SHELLS = frozenset(
+    {"bash", "sh", "zsh", "dash", "/bin/bash", "/bin/sh", "/usr/bin/bash", "/bin/zsh"}
+)
 
 
 def base_tool_name(name: str) -> str:

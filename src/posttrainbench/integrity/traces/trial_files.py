@@ -17,7 +17,6 @@ import stat
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Optional
 
 from posttrainbench.integrity.traces.detect import detect_format
 from posttrainbench.safe_fs import Refused, SafeDir, kind_of
@@ -30,7 +29,7 @@ GEMINI_SESSIONS = ("gemini-cli.trajectory.json", "gemini-cli.trajectory.jsonl")
 OTHER_PATTERNS = ("*.jsonl", "*.json", "*.txt")
 SNIFF_BYTES = 256 * 1024
 MAX_DOCUMENT_BYTES = 64 * 2**20  # a whole-document (.json) trace is sniffed whole up to this
-MAX_TRACE_BYTES = 1024 * 2**20   # the most of one trace file that is read or copied
+MAX_TRACE_BYTES = 1024 * 2**20  # the most of one trace file that is read or copied
 MAX_SESSION_DEPTH = 8
 MAX_CANDIDATES = 2_000  # files looked at per trial: a directory of millions only costs this much
 TRIAL_LOG = "trial.log"  # Harbor writes it in every trial directory when the trial starts
@@ -45,7 +44,7 @@ class TraceScan:
     refused: list[str] = field(default_factory=list)
 
 
-def _sniff(root: SafeDir, relative: str) -> Optional[str]:
+def _sniff(root: SafeDir, relative: str) -> str | None:
     limit = MAX_DOCUMENT_BYTES if relative.endswith(".json") else SNIFF_BYTES
     head, _ = root.read_head(relative, limit)
     return detect_format(head.decode("utf-8", errors="replace"))
@@ -68,8 +67,10 @@ class _Scanner:
         if relative in self.seen:
             return
         if len(self.seen) == MAX_CANDIDATES:
-            self.scan.refused.append(f"{relative}: over the cap of {MAX_CANDIDATES} trace candidates: "
-                                     "it and the rest not looked at")
+            self.scan.refused.append(
+                f"{relative}: over the cap of {MAX_CANDIDATES} trace candidates: "
+                "it and the rest not looked at"
+            )
         self.seen.add(relative)
         if len(self.seen) > MAX_CANDIDATES:
             return
@@ -119,7 +120,12 @@ class _Scanner:
                 if fnmatchcase(round_name, "round-*") and stat.S_ISDIR(st.st_mode):
                     for name, file_st in self.listing("reprompt", round_name).items():
                         if fnmatchcase(name, "*.txt"):
-                            self.consider(self.rel("reprompt", round_name, name), file_st, 0, keep_unknown=True)
+                            self.consider(
+                                self.rel("reprompt", round_name, name),
+                                file_st,
+                                0,
+                                keep_unknown=True,
+                            )
         for rank, names in ((1, CONVERTED), (2, GEMINI_SESSIONS)):
             for name in names:
                 if name in top:
@@ -131,7 +137,9 @@ class _Scanner:
             if stat.S_ISDIR(top["sessions"].st_mode):
                 self.sessions(("sessions",), 0)
             else:
-                self.scan.refused.append(f"{self.rel('sessions')}: {kind_of(top['sessions'].st_mode)}")
+                self.scan.refused.append(
+                    f"{self.rel('sessions')}: {kind_of(top['sessions'].st_mode)}"
+                )
         self.ranked.sort()
         self.scan.files = [relative for _, relative in self.ranked]
         return self.scan

@@ -10,16 +10,26 @@ import os
 import tempfile
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from posttrainbench.errors import OutputDirError
 from posttrainbench.results.record import ResultRecord
-from posttrainbench.results.report.charts import Bar, Point, RefLine, grouped_bar_chart, scatter_plot, series_colors
-from posttrainbench.results.report.run_pages import (DEFAULT_MAX_CHARS, DEFAULT_MAX_EVENTS, build_run_pages,
-                                                      run_anchor)
+from posttrainbench.results.report.charts import (
+    Bar,
+    Point,
+    RefLine,
+    grouped_bar_chart,
+    scatter_plot,
+    series_colors,
+)
+from posttrainbench.results.report.run_pages import (
+    DEFAULT_MAX_CHARS,
+    DEFAULT_MAX_EVENTS,
+    build_run_pages,
+    run_anchor,
+)
 from posttrainbench.results.table import Cell, Leaderboard
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -36,22 +46,23 @@ class ReportOutputError(OutputDirError):
 
 # ---- number formatting (Jinja filters) -------------------------------------------------
 
-def fmt_score(value: Optional[float], digits: int = 3) -> str:
+
+def fmt_score(value: float | None, digits: int = 3) -> str:
     """A score with fixed decimals, or an en dash."""
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-def fmt_share(value: Optional[float]) -> str:
+def fmt_share(value: float | None) -> str:
     """A fraction as a whole percentage."""
     return "–" if value is None else f"{value:.0%}"
 
 
-def fmt_money(value: Optional[float]) -> str:
+def fmt_money(value: float | None) -> str:
     """US dollars with cents."""
     return "–" if value is None else f"${value:,.2f}"
 
 
-def fmt_tokens(value: Optional[int]) -> str:
+def fmt_tokens(value: int | None) -> str:
     """Token counts shortened: 950, 12.3k, 1.20M."""
     if value is None:
         return "–"
@@ -62,7 +73,7 @@ def fmt_tokens(value: Optional[int]) -> str:
     return str(value)
 
 
-def fmt_hours(value: Optional[float]) -> str:
+def fmt_hours(value: float | None) -> str:
     """Hours with one decimal."""
     return "–" if value is None else f"{value:.1f}"
 
@@ -77,19 +88,31 @@ def cell_summary(cell: Cell) -> str:
 
 @lru_cache(maxsize=1)
 def _environment() -> Environment:
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(score=fmt_score, share=fmt_share, money=fmt_money, tokens=fmt_tokens, hours=fmt_hours)
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        score=fmt_score, share=fmt_share, money=fmt_money, tokens=fmt_tokens, hours=fmt_hours
+    )
     env.globals.update(run_anchor=run_anchor, fallback_why=FALLBACK_WHY, cell_summary=cell_summary)
     return env
 
 
 # ---- charts from the leaderboard --------------------------------------------------------
 
+
 def cell_links(board: Leaderboard) -> dict[tuple[str, str, str], str]:
     """(agent, benchmark, base model) -> `#run-<id>` of the run behind the cell: its first
     selected run, else its first run of any status (an errored or flagged one)."""
-    links = {(c.agent, c.benchmark, c.base_model): "#" + run_anchor(c.selected[0]) for c in board.cells if c.selected}
+    links = {
+        (c.agent, c.benchmark, c.base_model): "#" + run_anchor(c.selected[0])
+        for c in board.cells
+        if c.selected
+    }
     for row in board.runs:
         links.setdefault((row.agent, row.benchmark, row.base_model), "#" + run_anchor(row.id))
     return links
@@ -105,17 +128,37 @@ def benchmark_charts(board: Leaderboard, colors: dict[str, str]) -> list[Markup]
         for cell in board.cells:
             if cell.benchmark != benchmark or cell.score is None:
                 continue
-            what = f"baseline ({FALLBACK_WHY[cell.fallback]})" if cell.source == "baseline" and cell.fallback else (
-                f"{cell.n_runs} run(s)")
-            bars.append(Bar(group=cell.base_model, series=cell.agent, value=cell.score,
-                            err=cell.stderr if cell.source == "run" else None,
-                            fallback=cell.fallback if cell.source == "baseline" else None,
-                            href=links.get((cell.agent, cell.benchmark, cell.base_model)),
-                            title=f"{cell.agent} on {cell.base_model}: {cell.score:.3f} from {what}"))
-        refs = [RefLine(group=b.base_model, kind=b.kind, value=b.score)
-                for b in board.baselines if b.benchmark == benchmark]
-        charts.append(grouped_bar_chart(f"{benchmark}: score per agent and base model", board.base_models,
-                                        agents, bars, refs, colors))
+            what = (
+                f"baseline ({FALLBACK_WHY[cell.fallback]})"
+                if cell.source == "baseline" and cell.fallback
+                else (f"{cell.n_runs} run(s)")
+            )
+            bars.append(
+                Bar(
+                    group=cell.base_model,
+                    series=cell.agent,
+                    value=cell.score,
+                    err=cell.stderr if cell.source == "run" else None,
+                    fallback=cell.fallback if cell.source == "baseline" else None,
+                    href=links.get((cell.agent, cell.benchmark, cell.base_model)),
+                    title=f"{cell.agent} on {cell.base_model}: {cell.score:.3f} from {what}",
+                )
+            )
+        refs = [
+            RefLine(group=b.base_model, kind=b.kind, value=b.score)
+            for b in board.baselines
+            if b.benchmark == benchmark
+        ]
+        charts.append(
+            grouped_bar_chart(
+                f"{benchmark}: score per agent and base model",
+                board.base_models,
+                agents,
+                bars,
+                refs,
+                colors,
+            )
+        )
     return charts
 
 
@@ -127,37 +170,65 @@ def scatter_charts(board: Leaderboard, colors: dict[str, str]) -> list[tuple[Mar
     agents = [a.agent for a in board.agents]
     scored = [r for r in board.runs if r.status == "scored" and r.score is not None]
     out = []
-    for attr, label, unit in (("agent_hours", "agent time (hours)", "h"), ("cost_usd", "LLM cost (USD)", "$")):
+    for attr, label, unit in (
+        ("agent_hours", "agent time (hours)", "h"),
+        ("cost_usd", "LLM cost (USD)", "$"),
+    ):
         points = []
         for r in scored:
             x = getattr(r, attr)
             if x is None:
                 continue
             shown = f"${x:,.2f}" if unit == "$" else f"{x:.2f} h"
-            points.append(Point(x=x, y=r.score, series=r.agent, href="#" + run_anchor(r.id), flagged=bool(r.flagged),
-                                title=f"{r.agent} · {r.benchmark} × {r.base_model} · attempt {r.attempt}: "
-                                      f"{r.score:.3f} at {shown}" + (" (flagged)" if r.flagged else "")))
-        out.append((scatter_plot(f"Score against {label.split(' (')[0]}", points, agents, colors, label),
-                    len(scored) - len(points)))
+            points.append(
+                Point(
+                    x=x,
+                    y=r.score,
+                    series=r.agent,
+                    href="#" + run_anchor(r.id),
+                    flagged=bool(r.flagged),
+                    title=f"{r.agent} · {r.benchmark} × {r.base_model} · attempt {r.attempt}: "
+                    f"{r.score:.3f} at {shown}" + (" (flagged)" if r.flagged else ""),
+                )
+            )
+        out.append(
+            (
+                scatter_plot(
+                    f"Score against {label.split(' (')[0]}", points, agents, colors, label
+                ),
+                len(scored) - len(points),
+            )
+        )
     return out
 
 
 # ---- the report -------------------------------------------------------------------------
 
-def agent_parts(board: Leaderboard, records: list[ResultRecord]) -> dict[str, tuple[str, Optional[str]]]:
+
+def agent_parts(
+    board: Leaderboard, records: list[ResultRecord]
+) -> dict[str, tuple[str, str | None]]:
     """Leaderboard label -> (agent, the rest: its model, and `@<h>h` when budgets are mixed),
     taken from the runs, since a label alone cannot be split (an import path has a colon)."""
     by_id = {r.id: r for r in records}
-    parts: dict[str, tuple[str, Optional[str]]] = {}
+    parts: dict[str, tuple[str, str | None]] = {}
     for row in board.runs:
         record = by_id.get(row.id)
         if record is not None and row.agent.startswith(record.agent):
-            parts.setdefault(row.agent, (record.agent, row.agent[len(record.agent):].lstrip(":") or None))
+            parts.setdefault(
+                row.agent, (record.agent, row.agent[len(record.agent) :].lstrip(":") or None)
+            )
     return parts
 
 
-def render_report(board: Leaderboard, records: list[ResultRecord], results_dir: Path, *,
-                  max_events: int = DEFAULT_MAX_EVENTS, max_chars: int = DEFAULT_MAX_CHARS) -> str:
+def render_report(
+    board: Leaderboard,
+    records: list[ResultRecord],
+    results_dir: Path,
+    *,
+    max_events: int = DEFAULT_MAX_EVENTS,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> str:
     """The whole report as one HTML string (CSS and SVG inline, no script, no external URL)."""
     colors = series_colors([a.agent for a in board.agents])
     grid = {(c.agent, c.benchmark, c.base_model): c for c in board.cells}
@@ -171,7 +242,9 @@ def render_report(board: Leaderboard, records: list[ResultRecord], results_dir: 
         agent_parts=agent_parts(board, records),
         bar_charts=benchmark_charts(board, colors),
         scatters=scatter_charts(board, colors),
-        pages=build_run_pages(board, records, Path(results_dir), max_events=max_events, max_chars=max_chars),
+        pages=build_run_pages(
+            board, records, Path(results_dir), max_events=max_events, max_chars=max_chars
+        ),
         style=Markup((TEMPLATES / "style.css").read_text(encoding="utf-8")),
     )
     return _environment().get_template("report.html.j2").render(context)
@@ -180,7 +253,9 @@ def render_report(board: Leaderboard, records: list[ResultRecord], results_dir: 
 def check_output_path(out: Path) -> None:
     """Raise ReportOutputError unless *out* can be (re)written as a file (checked before any work)."""
     if out.is_dir():
-        raise ReportOutputError(f"{out} is a directory; give a file name such as {out / 'report.html'}")
+        raise ReportOutputError(
+            f"{out} is a directory; give a file name such as {out / 'report.html'}"
+        )
     parent = out.parent  # Path("report.html").parent is Path(".")
     if not parent.is_dir():
         raise ReportOutputError(f"cannot write {out}: directory {parent} does not exist")

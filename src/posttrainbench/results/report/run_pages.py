@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from posttrainbench.errors import PtbError
 from posttrainbench.integrity.judges.verdict import Judgement
@@ -42,14 +41,14 @@ class EventView:
 class TraceView:
     """A run's trace, prepared and capped; `error` says why there is none."""
 
-    source: Optional[str] = None
-    format: Optional[str] = None
+    source: str | None = None
+    format: str | None = None
     events: list[EventView] = field(default_factory=list)
     total_events: int = 0
-    usage: Optional[str] = None
+    usage: str | None = None
     warnings: list[str] = field(default_factory=list)
     bytes_cut: bool = False
-    error: Optional[str] = None
+    error: str | None = None
 
     @property
     def events_cut(self) -> bool:
@@ -74,7 +73,7 @@ class RunPage:
     """Everything the page of one run shows."""
 
     record: ResultRecord
-    row: Optional[RunRow]
+    row: RunRow | None
     verdicts: list[VerdictView]
     trace: TraceView
 
@@ -96,7 +95,10 @@ def _event_view(event: TraceEvent, max_chars: int) -> EventView:
         label = (event.role or "message") + (f" · {event.model}" if event.model else "")
         body = event.text or ""
     elif kind == "tool_call":
-        label, body = f"tool call · {event.tool}", json.dumps(event.tool_input or {}, ensure_ascii=False, indent=1)
+        label, body = (
+            f"tool call · {event.tool}",
+            json.dumps(event.tool_input or {}, ensure_ascii=False, indent=1),
+        )
     elif kind == "tool_result":
         label, body = "tool result" + (f" · {event.tool}" if event.tool else ""), event.text or ""
     elif kind == "shell":
@@ -123,8 +125,13 @@ def _read_capped(run_dir: Path, relative: str) -> tuple[str, bool]:
     return data.decode("utf-8", errors="replace"), cut
 
 
-def trace_view(run_dir: Path, record: ResultRecord, *, max_events: int = DEFAULT_MAX_EVENTS,
-               max_chars: int = DEFAULT_MAX_CHARS) -> TraceView:
+def trace_view(
+    run_dir: Path,
+    record: ResultRecord,
+    *,
+    max_events: int = DEFAULT_MAX_EVENTS,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> TraceView:
     """The run's first trace file, parsed and capped; never raises for a missing or odd trace."""
     if not record.trace_files:
         return TraceView(error="this run has no trace file")
@@ -133,15 +140,30 @@ def trace_view(run_dir: Path, record: ResultRecord, *, max_events: int = DEFAULT
         text, bytes_cut = _read_capped(run_dir, relative)
         trace: NormalizedTrace = parse_trace_text(text, source=relative)
     except (OSError, PtbError) as exc:
-        reason = exc.reason if isinstance(exc, Refused) else getattr(exc, "strerror", None) or str(exc)
+        reason = (
+            exc.reason if isinstance(exc, Refused) else getattr(exc, "strerror", None) or str(exc)
+        )
         return TraceView(source=relative, error=f"cannot read trace {relative}: {reason}")
     events = [_event_view(e, max_chars) for e in trace.events[:max_events]]
-    return TraceView(source=relative, format=trace.format, events=events, total_events=len(trace.events),
-                     usage=format_usage(trace.usage), warnings=trace.warnings[:20], bytes_cut=bytes_cut)
+    return TraceView(
+        source=relative,
+        format=trace.format,
+        events=events,
+        total_events=len(trace.events),
+        usage=format_usage(trace.usage),
+        warnings=trace.warnings[:20],
+        bytes_cut=bytes_cut,
+    )
 
 
-def build_run_pages(board: Leaderboard, records: list[ResultRecord], results_dir: Path, *,
-                    max_events: int = DEFAULT_MAX_EVENTS, max_chars: int = DEFAULT_MAX_CHARS) -> list[RunPage]:
+def build_run_pages(
+    board: Leaderboard,
+    records: list[ResultRecord],
+    results_dir: Path,
+    *,
+    max_events: int = DEFAULT_MAX_EVENTS,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> list[RunPage]:
     """One page per record, in the leaderboard's run order (records it does not list come last)."""
     rows = {row.id: row for row in board.runs}
     order = {row.id: i for i, row in enumerate(board.runs)}
@@ -149,8 +171,15 @@ def build_run_pages(board: Leaderboard, records: list[ResultRecord], results_dir
     pages = []
     for record in ordered:
         run_dir = Path(results_dir) / "runs" / record.id
-        pages.append(RunPage(
-            record=record, row=rows.get(record.id),
-            verdicts=[VerdictView(v) for v in sorted(record.verdicts, key=lambda v: (v.flagged is not True, v.judge))],
-            trace=trace_view(run_dir, record, max_events=max_events, max_chars=max_chars)))
+        pages.append(
+            RunPage(
+                record=record,
+                row=rows.get(record.id),
+                verdicts=[
+                    VerdictView(v)
+                    for v in sorted(record.verdicts, key=lambda v: (v.flagged is not True, v.judge))
+                ],
+                trace=trace_view(run_dir, record, max_events=max_events, max_chars=max_chars),
+            )
+        )
     return pages

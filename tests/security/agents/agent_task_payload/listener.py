@@ -48,15 +48,20 @@ def read_sysv():
     queue = libc.msgget(ctypes.c_int(0x5054), ctypes.c_int(0o1666))  # IPC_CREAT | 0666
     buffer = ctypes.create_string_buffer(8 + 2000)
     while queue >= 0:
-        size = libc.msgrcv(ctypes.c_int(queue), buffer, ctypes.c_size_t(2000), ctypes.c_long(0), ctypes.c_int(0))
+        size = libc.msgrcv(
+            ctypes.c_int(queue), buffer, ctypes.c_size_t(2000), ctypes.c_long(0), ctypes.c_int(0)
+        )
         if size > 0:
-            record("sysv_msg", buffer.raw[8:8 + size])
+            record("sysv_msg", buffer.raw[8 : 8 + size])
 
 
 def forge():
     while True:
-        for path in ("/logs/verifier/reward.json", "/logs/verifier/test-stdout.txt",
-                     "/var/lib/ptb-agent-task/state/final/reward.json"):
+        for path in (
+            "/logs/verifier/reward.json",
+            "/logs/verifier/test-stdout.txt",
+            "/var/lib/ptb-agent-task/state/final/reward.json",
+        ):
             try:
                 with open(path, "w") as handle:
                     handle.write('{"reward": 1.0}\n')
@@ -78,10 +83,14 @@ def main():
     abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     abstract.bind("\0ptb-leak")
     abstract.listen(16)
-    threads = [threading.Thread(target=serve_stream, args=(tcp, "tcp")),
-               threading.Thread(target=serve_stream, args=(abstract, "abstract_unix")),
-               threading.Thread(target=serve_udp, args=(udp,)), threading.Thread(target=read_fifo),
-               threading.Thread(target=read_sysv), threading.Thread(target=forge)]
+    threads = [
+        threading.Thread(target=serve_stream, args=(tcp, "tcp")),
+        threading.Thread(target=serve_stream, args=(abstract, "abstract_unix")),
+        threading.Thread(target=serve_udp, args=(udp,)),
+        threading.Thread(target=read_fifo),
+        threading.Thread(target=read_sysv),
+        threading.Thread(target=forge),
+    ]
     for thread in threads:
         thread.daemon = True
         thread.start()

