@@ -170,7 +170,7 @@ def test_a_flood_of_entries_is_refused_at_the_cap(monkeypatch, tmp_path: Path) -
 
 
 def test_without_a_budget_the_exports_final_model_caps_apply(monkeypatch, tmp_path: Path) -> None:
-    from posttrainbench.results.run_files import CopyCaps
+    from posttrainbench.copy_caps import CopyCaps
 
     cap = CopyCaps().final_model_bytes
     volume = FakeVolume(

@@ -15,7 +15,7 @@ from posttrainbench.integrity.judges.limits import JudgeLimit, JudgeLimits
 from posttrainbench.integrity.judges.run import main as run_main
 from posttrainbench.integrity.judges.runner import run_judges
 from posttrainbench.integrity.judges.verdict import JUDGE_IDS, Judgement
-from posttrainbench.sandbox.write_set_manifest import TEXT_DIR, StagedText, WriteSetManifest
+from posttrainbench.integrity.write_set_manifest import TEXT_DIR, StagedText, WriteSetManifest
 from posttrainbench.schemas import TaskSpec
 from tests.unit.test_judges_contamination import checker, rows
 

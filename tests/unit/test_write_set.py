@@ -1,4 +1,4 @@
-"""Staging the agent's whole write set (sandbox/write_set.py) on real files, mounts and clocks."""
+"""Staging the agent's whole write set (integrity/write_set.py) on real files, mounts and clocks."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from posttrainbench.integrity.write_set import Caps, stage_write_set
+from posttrainbench.integrity.write_set_manifest import TEXT_DIR, WriteSetManifest
 from posttrainbench.sandbox.writable_roots import CLOCK_SLACK_S, agent_clock_start, parse_mountinfo
-from posttrainbench.sandbox.write_set import Caps, stage_write_set
-from posttrainbench.sandbox.write_set_manifest import TEXT_DIR, WriteSetManifest
 
 QUESTION = (
     "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May."
@@ -25,6 +25,7 @@ MOUNTINFO = """\
 24 21 0:7 / {root}/shm rw,nosuid - tmpfs tmpfs rw,size=64k
 25 21 0:8 / {root}/with\\040space rw - tmpfs tmpfs rw
 """
+DEFAULT_CAPS = Caps()
 
 
 def sandbox(tmp_path: Path) -> tuple[Path, Path]:
@@ -39,7 +40,7 @@ def sandbox(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def stage(
-    tmp_path: Path, root: Path, proc: Path, stamp: Path | None = None, caps: Caps = Caps()
+    tmp_path: Path, root: Path, proc: Path, stamp: Path | None = None, caps: Caps = DEFAULT_CAPS
 ) -> WriteSetManifest:
     return stage_write_set(tmp_path / "out", stamp, [], caps, proc=proc)
 

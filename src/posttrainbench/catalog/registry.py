@@ -9,7 +9,9 @@ import json
 from functools import cache
 from importlib import resources
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from posttrainbench.benchmarks import available_benchmarks
 
 from posttrainbench.errors import UnknownBenchmarkError, UnknownModelError
 
@@ -23,9 +25,14 @@ class BenchmarkSpec(BaseModel):
     display_name: str
     description: str
     data_source: str
-    implemented: bool = False
     offline: bool = False
     llm_judge: bool = False
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def implemented(self) -> bool:
+        """Whether the benchmarks registry has its evaluator (the one home of that fact)."""
+        return self.id in available_benchmarks()
 
 
 class BaseModelSpec(BaseModel):

@@ -29,7 +29,7 @@ def _evaluate(
 ) -> None:
     from posttrainbench.catalog import get_benchmark
     from posttrainbench.data.prepare import data_root, prepare_benchmark
-    from posttrainbench.runner.eval_env import evaluation_python, run_module
+    from posttrainbench.envs.eval_env import evaluation_python, run_module
 
     get_benchmark(benchmark)
     if split not in ("test", "dev"):
@@ -76,7 +76,7 @@ def baseline(
     """Measure a base model's zero-shot score on a benchmark (model fetched into the cache)."""
     from posttrainbench.catalog import get_model
     from posttrainbench.data.prepare import default_cache_dir
-    from posttrainbench.runner.eval_env import evaluation_python, run_module
+    from posttrainbench.envs.eval_env import evaluation_python, run_module
 
     spec = get_model(model)
     console = Console()

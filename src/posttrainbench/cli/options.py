@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -69,7 +69,7 @@ def check_cache_flags(env: str, model_from: str, cache_volume: str | None) -> No
         )
 
 
-def compile_options(**values: object) -> CompileOptions:
+def compile_options(**values: Any) -> CompileOptions:
     """Build CompileOptions, turning a validation failure into one clear line."""
     from pydantic import ValidationError
 

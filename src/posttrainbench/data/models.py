@@ -13,7 +13,7 @@ def prepare_models(
     specs: list[BaseModelSpec], cache: Path, *, force: bool, say: Callable[[str], None]
 ) -> dict[str, Path]:
     """Download (or reuse) each base model into `cache/models/<id>`; returns id -> dir."""
-    from posttrainbench.runner.eval_env import evaluation_python, run_module
+    from posttrainbench.envs.eval_env import evaluation_python, run_module
 
     prepared: dict[str, Path] = {}
     python = None

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 from typing import BinaryIO
 
+from posttrainbench.copy_caps import CopyCaps
 from posttrainbench.envs.cloud_trial import CloudTrialRecord
 from posttrainbench.safe_fs import NEW_FILE_FLAGS, CopyBudget, Refused, split_relative
 
@@ -93,10 +94,6 @@ def fetch_final_model(
 
 
 def _export_budget() -> CopyBudget:
-    # The export's caps are the one home of how much final_model a copy may hold (imported
-    # here: the results package imports this module).
-    from posttrainbench.results.run_files import CopyCaps
-
     caps = CopyCaps()
     return CopyBudget(max_bytes=caps.final_model_bytes, max_files=caps.final_model_files)
 

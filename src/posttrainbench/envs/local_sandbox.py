@@ -59,7 +59,7 @@ from posttrainbench.envs.instance_fs import InstanceFs
 from posttrainbench.envs.limits import CgroupLimits, detect_cgroup_mode, join_cgroups_prefix
 from posttrainbench.envs.service_secrets import deliver_secrets
 from posttrainbench.envs.user_net import SANDBOX_NAMESERVER, UserNetwork, check_available
-from posttrainbench.optimize.secrets_file import SECRETS_PATH
+from posttrainbench.secrets_file import SECRETS_PATH
 
 TIMEOUT_RETURN_CODE = 124  # what coreutils `timeout` (and Harbor's singularity) return
 _OUTPUT_GRACE_SEC = 1.0

@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from posttrainbench.errors import RunError
-from posttrainbench.optimize.config import check_env_names
-from posttrainbench.optimize.secrets_file import SECRETS_DIR, SECRETS_PATH, SecretValues
+from posttrainbench.secrets_file import SECRETS_DIR, SECRETS_PATH, SecretValues, check_env_names
 
 if TYPE_CHECKING:
     from harbor.environments.base import BaseEnvironment

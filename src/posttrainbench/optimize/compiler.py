@@ -55,8 +55,8 @@ from posttrainbench.envs.service_secrets import DELIVERING_PLUGINS, write_manife
 from posttrainbench.errors import PtbError
 from posttrainbench.optimize.config import AgentTaskConfig, Tier, load_config
 from posttrainbench.optimize.dataset import load_split, named_splits, split_path
-from posttrainbench.optimize.secrets_file import SECRETS_PATH
 from posttrainbench.optimize.task_layout import LAYOUT
+from posttrainbench.secrets_file import SECRETS_PATH
 from posttrainbench.staged_output import staged_output
 from posttrainbench.template_tree import render_tree
 
@@ -69,6 +69,7 @@ PAYLOAD_MODULES = (
     "errors.py",
     "atomic_write.py",
     "landlock.py",
+    "secrets_file.py",
     "integrity/__init__.py",
     "integrity/judges/__init__.py",
     "integrity/judges/verdict.py",

@@ -16,20 +16,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from posttrainbench.optimize.errors import AgentTaskConfigError
+from posttrainbench.secrets_file import check_env_names
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SPLIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 DEFAULT_CANDIDATE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 LOCAL_SANDBOX_ENV = "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
 _IMPORT_PATH = r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$"
-
-
-def check_env_names(names: list[str], what: str = "name") -> list[str]:
-    """*names* unchanged when each is an environment variable name; else ValueError."""
-    for name in names:
-        if not _ENV_NAME.match(name):
-            raise ValueError(f"{what} {name!r} is not an environment variable name")
-    return names
 
 
 class _Strict(BaseModel):

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from posttrainbench.errors import PtbError
 from posttrainbench.optimize.config import load_config
-from posttrainbench.optimize.secrets_file import export_secrets, load_secrets
 from posttrainbench.optimize.service import create_app
+from posttrainbench.secrets_file import export_secrets, load_secrets
 
 
 def main(argv: list[str] | None = None) -> int:

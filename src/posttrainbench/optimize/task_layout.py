@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from posttrainbench.optimize.secrets_file import SECRETS_DIR
+from posttrainbench.secrets_file import SECRETS_DIR
 
 
 class TaskLayout(BaseModel):

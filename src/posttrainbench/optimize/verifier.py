@@ -39,10 +39,10 @@ from posttrainbench.optimize.audit import Audit
 from posttrainbench.optimize.config import load_config
 from posttrainbench.optimize.identity import IdentityPool, is_running, user_identity
 from posttrainbench.optimize.reward_seal import publish
-from posttrainbench.optimize.secrets_file import load_secrets
 from posttrainbench.optimize.service import DRAIN_GRACE_S
 from posttrainbench.optimize.summary import StatePaths
 from posttrainbench.optimize.task_layout import LAYOUT, TaskLayout
+from posttrainbench.secrets_file import load_secrets
 
 HARBOR_LOG = "test-stdout.txt"  # Harbor writes the verifier's output here, as root
 _STOP_WAIT_S = 10.0

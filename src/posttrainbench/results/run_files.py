@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
+from posttrainbench.copy_caps import CopyCaps
 from posttrainbench.integrity.traces.trial_files import MAX_TRACE_BYTES
 from posttrainbench.results.harbor_trial import TrialSource
 from posttrainbench.results.trial_volumes import fetch_into
@@ -19,21 +18,6 @@ from posttrainbench.safe_fs import CopyBudget, Refused, SafeDir
 TRACE_DIR = "trace"
 SNAPSHOT_DIR = "snapshot"
 FINAL_MODEL_DIR = "final_model"
-
-
-class CopyCaps(BaseModel):
-    """How much of each kind an export copies per run."""
-
-    model_config = ConfigDict(frozen=True)
-
-    trace_bytes: int = 4 * 2**30
-    trace_files: int = 1_000
-    snapshot_bytes: int = 1 * 2**30
-    snapshot_files: int = 100_000
-    # A generous multiple of the largest catalog model in fp32; the verifier caps final_model
-    # itself, this only bounds what one export writes.
-    final_model_bytes: int = 64 * 2**30
-    final_model_files: int = 10_000
 
 
 def stage_run_files(

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -69,7 +70,8 @@ def decide(
     detection = detection or Detection()
     review = review or LlmReview(skipped="no LLM review")
     incomplete = [*detection.incomplete, *(limits or [])]
-    common = dict(
+    # Any: the fields differ in type, and Judgement validates them.
+    common: dict[str, Any] = dict(
         judge=judge,
         evidence=detection.evidence,
         llm_votes=review.votes,

@@ -25,7 +25,7 @@ from posttrainbench.integrity.contamination.staging import TextStager
 from posttrainbench.integrity.contamination.unpack import UnpackBudget
 from posttrainbench.integrity.judges.inputs import JudgeContext
 from posttrainbench.integrity.judges.verdict import LimitHit
-from posttrainbench.sandbox.write_set_manifest import TEXT_DIR, WriteSetManifest
+from posttrainbench.integrity.write_set_manifest import TEXT_DIR, WriteSetManifest
 
 # Where the collected copies came from in the agent's environment.
 WORKSPACE = "/app"

@@ -4,7 +4,7 @@ PostTrainBench's environment plugins (see :mod:`posttrainbench.envs.service_secr
 write ``/run/ptb-secrets/secrets.json`` (directory 0700, file 0600, both root) right
 after the environment starts and before the healthcheck starts the service. Only the
 trusted side reads it: the evaluation service (``serve --secrets-file``) and the
-verifier's final scoring (``python -m posttrainbench.optimize.secrets_file ... -- CMD``).
+verifier, for its final-scoring child (``optimize.verifier``).
 They put the values into their own process environment; candidate code never gets them
 (its environment is built from an allow-list, see ``runas``).
 
@@ -13,9 +13,8 @@ Runs inside the task on Python 3.11 too.
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
+import re
 from collections.abc import Iterable, MutableMapping
 from pathlib import Path
 
@@ -23,8 +22,17 @@ from pydantic import RootModel, ValidationError
 
 from posttrainbench.errors import PtbError
 
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SECRETS_DIR = "/run/ptb-secrets"
 SECRETS_PATH = f"{SECRETS_DIR}/secrets.json"
+
+
+def check_env_names(names: list[str], what: str = "name") -> list[str]:
+    """*names* unchanged when each is an environment variable name; else ValueError."""
+    for name in names:
+        if not _ENV_NAME.match(name):
+            raise ValueError(f"{what} {name!r} is not an environment variable name")
+    return names
 
 
 class SecretsFileError(PtbError):
@@ -61,34 +69,3 @@ def export_secrets(values: dict[str, str], environ: MutableMapping[str, str] | N
     """Put *values* into this (trusted, root) process's environment, so its own children inherit them."""
     target = os.environ if environ is None else environ
     target.update(values)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m posttrainbench.optimize.secrets_file --secrets-file F --config C -- CMD ...``:
-    load the declared secrets into the environment, then exec CMD (the verifier's final scoring)."""
-    parser = argparse.ArgumentParser(
-        prog="python -m posttrainbench.optimize.secrets_file", description=__doc__
-    )
-    parser.add_argument("--secrets-file", type=Path, default=Path(SECRETS_PATH))
-    parser.add_argument(
-        "--config", type=Path, required=True, help="agent-task YAML (declares the secrets)"
-    )
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run")
-    args = parser.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        parser.error("give the command to run after --")
-    from posttrainbench.optimize.config import load_config  # heavy imports only when run
-
-    try:
-        export_secrets(load_secrets(args.secrets_file, load_config(args.config).secrets))
-    except PtbError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    sys.stdout.flush()
-    os.execvp(command[0], command)
-    return 127  # not reached: execvp raises on failure
-
-
-if __name__ == "__main__":
-    sys.exit(main())

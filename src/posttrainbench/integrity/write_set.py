@@ -12,7 +12,7 @@ that cut the staging short (:mod:`write_set_manifest`).
 Runs in the agent's environment as root after the agent has ended (the collect hook).
 No link is followed: files are opened one path component at a time with O_NOFOLLOW.
 
-Usage: python -P -m posttrainbench.sandbox.write_set --dest /logs/artifacts/write_set
+Usage: python -P -m posttrainbench.integrity.write_set --dest /logs/artifacts/write_set
            [--stamp /logs/agent/ptb_start_time] [--exclude PATH ...]
            [--max-read-bytes N] [--max-staged-bytes N] [--time-s S]
 """
@@ -35,15 +35,15 @@ from typing import BinaryIO
 from posttrainbench.integrity.contamination.staging import TextStager
 from posttrainbench.integrity.contamination.unpack import UnpackBudget
 from posttrainbench.integrity.judges.verdict import LimitHit
-from posttrainbench.safe_fs import DIR_FLAGS, FILE_FLAGS, is_sparse
-from posttrainbench.sandbox.writable_roots import agent_clock_start, writable_mounts
-from posttrainbench.sandbox.write_set_manifest import (
+from posttrainbench.integrity.write_set_manifest import (
     MAX_LISTED,
     TEXT_DIR,
     StagedText,
     WriteSetEntry,
     WriteSetManifest,
 )
+from posttrainbench.safe_fs import DIR_FLAGS, FILE_FLAGS, is_sparse
+from posttrainbench.sandbox.writable_roots import agent_clock_start, writable_mounts
 
 GiB = 1024**3
 DEFAULT_MAX_READ_BYTES = 8 * GiB
