@@ -11,6 +11,8 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from posttrainbench.atomic_write import write_text_atomic
+
 _M = TypeVar("_M", bound="_FileModel")
 
 
@@ -26,10 +28,7 @@ class _FileModel(BaseModel):
     def dump(self, path: str | Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        tmp.replace(path)
-        return path
+        return write_text_atomic(path, self.model_dump_json(indent=2) + "\n")
 
 
 class TaskSpec(_FileModel):

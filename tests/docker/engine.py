@@ -1,4 +1,5 @@
-"""The Docker engine the docker tier needs, and the small task its tests run.
+"""The Docker engine the docker tier needs, and the small task its tests run (the fixtures
+that skip without them are in tests/docker/conftest.py).
 
 Needs a running Docker engine with the Compose v2 plugin and the offline CPU base image:
 
@@ -12,8 +13,6 @@ import os
 import shutil
 import subprocess
 
-import pytest
-
 CPU_BASE_IMAGE = os.environ.get("PTB_BASE_IMAGE", "posttrainbench/cpu-base:bookworm")
 BENCHMARK, MODEL = "bfcl", "smollm2-135m"
 TRIAL_CPUS = 2
@@ -24,7 +23,7 @@ def _docker(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
 
 
-def _skip_reason() -> str | None:
+def engine_skip_reason() -> str | None:
     """Why this machine cannot run the trial, or None when it can."""
     if shutil.which("docker") is None:
         return "docker CLI not installed (run scripts/docker/setup_engine.sh)"
@@ -40,14 +39,7 @@ def _skip_reason() -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def docker_ready() -> None:
-    reason = _skip_reason()
-    if reason:
-        pytest.skip(reason)
-
-
-def _agent_task_skip_reason() -> str | None:
+def agent_task_skip_reason() -> str | None:
     """Why the base image cannot build an agent task offline, or None when it can."""
     probe = "command -v git && command -v setpriv && command -v pkill && python3 -c 'import fastapi, uvicorn, yaml'"
     try:
@@ -64,11 +56,3 @@ def _agent_task_skip_reason() -> str | None:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"docker unusable: {exc}"
     return None
-
-
-@pytest.fixture(scope="module")
-def agent_task_ready(docker_ready: None) -> None:
-    """The engine plus a base image that builds agent tasks (git, service requirements)."""
-    reason = _agent_task_skip_reason()
-    if reason:
-        pytest.skip(reason)

@@ -29,11 +29,7 @@ from harbor.models.trial.config import EnvironmentConfig
 
 from posttrainbench.optimize.compiler import BuildOptions, build_agent_task
 from tests.agent_task_e2e_checks import EXAMPLE, check_oracle_and_nop, run_job
-from tests.docker.engine import (  # noqa: F401 (the fixtures are used by name)
-    CPU_BASE_IMAGE,
-    agent_task_ready,
-    docker_ready,
-)
+from tests.docker.engine import CPU_BASE_IMAGE
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

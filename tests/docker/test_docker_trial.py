@@ -24,13 +24,12 @@ from pathlib import Path
 import pytest
 
 from posttrainbench.schemas import Metrics
-from tests.docker.engine import (  # noqa: F401 (docker_ready is a fixture)
+from tests.docker.engine import (
     BENCHMARK,
     CPU_BASE_IMAGE,
     MODEL,
     TRIAL_CPUS,
     TRIAL_MEMORY_GB,
-    docker_ready,
 )
 from tests.helpers import run_ptb
 

@@ -22,7 +22,7 @@ from harbor.models.agent.context import AgentContext
 from harbor.models.trial.config import EnvironmentConfig
 
 from posttrainbench.optimize.compiler import BuildOptions, build_agent_task
-from posttrainbench.optimize.secrets_file import SECRETS_PATH
+from posttrainbench.secrets_file import SECRETS_PATH
 from tests.agent_task_e2e_checks import check_clean_audit
 from tests.unit.test_agent_task_compiler import make_config
 

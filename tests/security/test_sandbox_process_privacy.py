@@ -14,13 +14,7 @@ import subprocess
 
 import pytest
 
-from tests.unit.conftest_sandbox import (  # noqa: F401  (fixtures)
-    MakeEnv,
-    make_env,
-    run,
-    sandbox_cache,
-    task_env_dir,
-)
+from tests.sandbox_support import MakeEnv, run
 
 pytestmark = pytest.mark.skipif(
     subprocess.run(["which", "bwrap"], capture_output=True).returncode != 0,

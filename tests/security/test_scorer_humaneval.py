@@ -29,7 +29,6 @@ from posttrainbench import landlock
 from posttrainbench.benchmarks import get_benchmark
 from posttrainbench.benchmarks.base import Sample
 from posttrainbench.benchmarks.humaneval.execution import Problem, run_check, run_checks
-from tests.unit.conftest_sandbox import make_env, sandbox_cache, task_env_dir  # noqa: F401  (fixtures)
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 PROMPT = 'from typing import List\n\n\ndef add_all(xs: List[int], k: int) -> List[int]:\n    """Add k to each item."""\n'
@@ -463,7 +462,7 @@ def test_containment_holds_with_the_local_sandboxs_capabilities(sealed_file):
 def test_containment_inside_a_local_sandbox_verifier(make_env, tmp_path):
     """Where the verifier really runs: a local sandbox instance (pid namespace, minimal
     /etc, dropped capabilities), root, with the sealed data uploaded to /tests as Harbor does."""
-    from tests.unit.conftest_sandbox import run, write_task_env
+    from tests.sandbox_support import run, write_task_env
 
     env_dir = write_task_env(tmp_path / "task")
     lib = env_dir / "ptb" / "lib" / "posttrainbench"

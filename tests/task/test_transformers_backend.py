@@ -86,14 +86,19 @@ def _reference(backend, prompts, max_new_tokens, stop_fn, stop):
     from posttrainbench.evaluation.backends import cut_at_stop
 
     tok, out = backend.tokenizer, []
+
+    class _Stop(StoppingCriteria):
+        """Stops once the text after the prompt's ``prompt_len`` tokens meets ``stop_fn``."""
+
+        def __init__(self, prompt_len: int) -> None:
+            self.prompt_len = prompt_len
+
+        def __call__(self, input_ids, scores, **kwargs):
+            text = tok.decode(input_ids[0, self.prompt_len :], skip_special_tokens=True)
+            return torch.tensor([bool(stop_fn and stop_fn(text))])
+
     for p in prompts:
         ids = tok(p, return_tensors="pt", add_special_tokens=False)["input_ids"]
-
-        class _Stop(StoppingCriteria):
-            def __call__(self, input_ids, scores, **kwargs):
-                text = tok.decode(input_ids[0, ids.shape[1] :], skip_special_tokens=True)
-                return torch.tensor([bool(stop_fn and stop_fn(text))])
-
         with torch.inference_mode():
             gen = backend.model.generate(
                 ids,
@@ -101,7 +106,7 @@ def _reference(backend, prompts, max_new_tokens, stop_fn, stop):
                 max_new_tokens=max_new_tokens,
                 do_sample=False,
                 pad_token_id=PAD,
-                stopping_criteria=StoppingCriteriaList([_Stop()]),
+                stopping_criteria=StoppingCriteriaList([_Stop(ids.shape[1])]),
             )
         out.append(cut_at_stop(tok.decode(gen[0, ids.shape[1] :], skip_special_tokens=True), stop))
     return out

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.task.test_disallowed_model import MISSING, base  # noqa: F401 - the real model fixture
+from tests.task.test_disallowed_model import MISSING
 
 pytestmark = [
     pytest.mark.slow,
@@ -37,7 +37,7 @@ def _hog(stop) -> None:
         sum(i * i for i in range(10_000))
 
 
-def test_verifier_scores_the_model_beside_a_cpu_hog(tmp_path, base):  # noqa: F811
+def test_verifier_scores_the_model_beside_a_cpu_hog(tmp_path, base):
     from posttrainbench.schemas import Metrics, TaskSpec, VerifierProgress
     from tests.data_fixtures import prepared
 

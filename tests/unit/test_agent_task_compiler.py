@@ -106,7 +106,7 @@ def test_secret_is_referenced_by_name_and_its_value_never_written(
     assert '--secrets-file "$SECRETS"' in start and "plain Harbor environments do not" in start
     test_sh = (task / "tests/test.sh").read_text()
     assert "--secrets-file" in test_sh and "/run/ptb-secrets/secrets.json" in test_sh
-    assert (task / "tests/lib/posttrainbench/optimize/secrets_file.py").is_file()
+    assert (task / "tests/lib/posttrainbench/secrets_file.py").is_file()
 
 
 def test_a_task_without_secrets_has_no_secrets_channel(tmp_path: Path) -> None:

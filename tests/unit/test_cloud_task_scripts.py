@@ -15,7 +15,7 @@ from posttrainbench.envs.cloud_trial import CACHE_ENV, HANDOFF_ENV
 from posttrainbench.envs.local_sandbox import LocalSandboxEnvironment
 from posttrainbench.tasks.compiler import compile_task
 from posttrainbench.tasks.options import CompileOptions
-from tests.unit.conftest_sandbox import run, sandbox_cache, write_light_task_env  # noqa: F401
+from tests.sandbox_support import run, write_light_task_env
 
 VOLUME = "/tmp/volume"  # stands in for /ptb-handoff: the sandbox's root is not writable
 
@@ -45,7 +45,7 @@ def _env(root: Path, compiled: Path, trial: TrialPaths, session: str) -> LocalSa
 
 def test_collect_moves_final_model_onto_the_volume_and_the_verifier_reads_it_there(
     tmp_path: Path, sandbox_cache: Path
-) -> None:  # noqa: F811
+) -> None:
     compiled = compile_task("bfcl", "smollm2-135m", tmp_path / "tasks", CompileOptions(hours=0.5))
     trial = TrialPaths(tmp_path / "trial")
     trial.mkdir()
@@ -88,7 +88,7 @@ def test_collect_moves_final_model_onto_the_volume_and_the_verifier_reads_it_the
 
 def test_verifier_links_the_volume_only_when_the_collect_hook_said_so(
     tmp_path: Path, sandbox_cache: Path
-) -> None:  # noqa: F811
+) -> None:
     compiled = compile_task("bfcl", "smollm2-135m", tmp_path / "tasks", CompileOptions(hours=0.5))
     trial = TrialPaths(tmp_path / "trial")
     trial.mkdir()
@@ -115,7 +115,7 @@ def test_verifier_links_the_volume_only_when_the_collect_hook_said_so(
 
 def test_a_task_reading_its_model_from_the_cache_links_it_before_the_clock_starts(
     tmp_path: Path, sandbox_cache: Path
-) -> None:  # noqa: F811
+) -> None:
     compiled = compile_task(
         "bfcl", "qwen3-1.7b", tmp_path / "tasks", CompileOptions(hours=0.5, model_from="cache")
     )

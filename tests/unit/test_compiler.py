@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -169,7 +170,11 @@ def test_llm_judged_benchmark_gets_judge_requirements_and_env(tmp_path: Path) ->
         cache_dir=cache,
         offline=True,
     )
-    assert "litellm==" in (task / "environment/requirements.txt").read_text()
+    # The judge's client is its own layer's (ptb/requirements-judge.txt, build_judge.sh),
+    # not the venv's: the venv's requirements are every task's on this stack.
+    judge = task / "environment/ptb/requirements-judge.txt"
+    assert "litellm==" in judge.read_text()
+    assert os.access(task / "environment/ptb/build_judge.sh", os.X_OK)
     config = TaskConfig.model_validate_toml((task / "task.toml").read_text())
     assert config.verifier.env["OPENAI_API_KEY"] == "${OPENAI_API_KEY:-}"
     assert (
@@ -178,6 +183,10 @@ def test_llm_judged_benchmark_gets_judge_requirements_and_env(tmp_path: Path) ->
     )
     plain = compile_task("bfcl", "qwen3-1.7b", tmp_path / "tasks", CompileOptions())
     assert "litellm" not in (plain / "environment/requirements.txt").read_text()
+    assert (plain / "environment/requirements.txt").read_text() == (
+        task / "environment/requirements.txt"
+    ).read_text()
+    assert not list((plain / "environment/ptb").glob("*judge*"))
     assert not TaskConfig.model_validate_toml((plain / "task.toml").read_text()).verifier.env
 
 

@@ -13,14 +13,8 @@ import pytest
 from posttrainbench.envs.cache_admin import LayerHolds, list_entries, prune, use_file
 from posttrainbench.envs.env_cache import ensure_layers, plan_layers, resolve_sandbox_python
 from tests.helpers import run_ptb
-from tests.unit.conftest_sandbox import (  # noqa: F401  (fixtures)
-    MakeEnv,
-    make_env,
-    run,
-    sandbox_cache,
-    task_env_dir,
-)
-from tests.unit.test_env_layer_sandbox import counter, write_layered_env  # noqa: F401  (fixture)
+from tests.sandbox_support import MakeEnv, run
+from tests.unit.test_env_layer_sandbox import write_layered_env
 
 pytestmark = pytest.mark.skipif(
     subprocess.run(["which", "bwrap"], capture_output=True).returncode != 0,
@@ -30,7 +24,7 @@ pytestmark = pytest.mark.skipif(
 
 def test_prune_never_removes_what_a_running_trial_holds(
     make_env: MakeEnv, tmp_path: Path, counter: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:  # noqa: F811
+) -> None:
     cache = tmp_path / "cache"
     monkeypatch.setenv("PTB_CACHE_DIR", str(cache))
     running, idle = (
@@ -82,7 +76,7 @@ def test_prune_never_removes_what_a_running_trial_holds(
 
 def test_a_size_cap_prunes_after_a_build_and_a_pruned_layer_is_built_again(
     tmp_path: Path, counter: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:  # noqa: F811
+) -> None:
     from posttrainbench.envs.env_cache import acquire_layers
 
     cache = tmp_path / "cache"

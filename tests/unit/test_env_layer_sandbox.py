@@ -23,14 +23,7 @@ from posttrainbench.envs.env_cache import (
     resolve_sandbox_python,
 )
 from posttrainbench.envs.layer_manifest import MANIFEST_PATH
-from tests.unit.conftest_sandbox import (  # noqa: F401  (fixtures)
-    MakeEnv,
-    make_env,
-    run,
-    sandbox_cache,
-    task_env_dir,
-    write_task_env,
-)
+from tests.sandbox_support import MakeEnv, run, write_task_env
 
 pytestmark = pytest.mark.skipif(
     subprocess.run(["which", "bwrap"], capture_output=True).returncode != 0,
@@ -78,14 +71,6 @@ def write_layered_env(root: Path, hours: str = "1", model_step: str = MODEL_STEP
     }
     (env_dir / MANIFEST_PATH).write_text(json.dumps(manifest))
     return env_dir
-
-
-@pytest.fixture
-def counter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "builds.txt"
-    path.touch()
-    monkeypatch.setenv("PTB_TEST_COUNTER", str(path))
-    return path
 
 
 def test_layers_stack_in_a_sandbox_and_a_second_task_builds_only_its_top(

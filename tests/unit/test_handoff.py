@@ -126,7 +126,7 @@ def test_a_volume_gets_a_copy_within_the_cap(tmp_path: Path) -> None:
 def test_a_model_nested_too_deep_is_rejected_not_a_crash(tmp_path: Path) -> None:
     app, logs, out, base = _layout(tmp_path)
     deep = app / "final_model"
-    for i in range(70):
+    for _ in range(70):
         deep = deep / "d"
     deep.mkdir(parents=True)
     (deep / "config.json").write_text("{}")

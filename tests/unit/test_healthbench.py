@@ -34,7 +34,8 @@ BACK = "c54a0cbd-cadc-4078-ad45-a7f3657fb2ae"  # 5 turns (French); rubric +8, +6
 
 
 def _j(met: bool, why: str = "see response") -> str:
-    return '{"explanation": "%s", "criteria_met": %s}' % (why, "true" if met else "false")
+    criteria_met = "true" if met else "false"
+    return f'{{"explanation": "{why}", "criteria_met": {criteria_met}}}'
 
 
 # (conversation id, variant) -> (model reply, grader replies per criterion; a list = successive

@@ -18,14 +18,7 @@ from posttrainbench.envs.env_cache import (
     plan_layers,
     resolve_sandbox_python,
 )
-from tests.unit.conftest_sandbox import (  # noqa: F401  (fixtures)
-    MakeEnv,
-    make_env,
-    run,
-    sandbox_cache,
-    task_env_dir,
-    write_task_env,
-)
+from tests.sandbox_support import MakeEnv, run, write_task_env
 
 pytestmark = pytest.mark.skipif(
     subprocess.run(["which", "bwrap"], capture_output=True).returncode != 0,

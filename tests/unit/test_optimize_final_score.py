@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from posttrainbench.errors import PtbError
 from posttrainbench.optimize.final_score import final_score, main, rank_candidates
 from posttrainbench.optimize.service import create_app
 from posttrainbench.optimize.summary import read_state
@@ -154,7 +155,7 @@ def test_a_submission_that_cannot_be_scored_gives_the_baseline_reward_and_says_w
 def test_reward_json_is_written_even_when_scoring_fails(world):
     config, _, _, state, out = world
     shutil.rmtree(config.baseline)  # the baseline cannot be exported any more
-    with pytest.raises(Exception):
+    with pytest.raises(PtbError, match="baseline could not be scored on 'test'"):
         final_score(config, read_state(config, state), state, out)
     assert json.loads((out / "reward.json").read_text()) == {"reward": 0.0, "dev_mean": 0.0}
     assert json.loads((out / "final.json").read_text())["error"]

@@ -20,6 +20,7 @@ from tests.optimize_fixtures import IS_ROOT, PARTIAL, PERFECT, WRONG, needs_root
 
 SCORING = ScoringModeA(entry_command="python3 solve.py")
 TIMEOUTS = Timeouts(per_sample_s=5, per_eval_s=20)
+LIMITS = CandidateLimits()
 SAMPLES = [Sample(**r) for r in rows("s", 6)]
 
 
@@ -29,7 +30,7 @@ def _score(
     extra_files: dict[str, str] | None = None,
     scoring=SCORING,
     timeouts=TIMEOUTS,
-    limits=CandidateLimits(),
+    limits=LIMITS,
 ):
     code_dir = tmp_path / f"code-{len(list(tmp_path.iterdir()))}"
     code_dir.mkdir()

@@ -3,13 +3,15 @@
 The loop tests run the wrapper against `ShellEnvironment`, a stand-in for a Harbor
 environment that runs each command in a real bash with the sandbox paths (/logs,
 /opt/ptb) moved under a temporary directory, so the clock probe and the test agent's
-shell lines behave as in a sandbox.
+shell lines behave as in a sandbox. Its clock is the machine's, or a frozen one (`now`)
+where a test checks the time left to the second.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import time
 from datetime import UTC
@@ -39,13 +41,31 @@ RESUMING = "tests.reprompt_agents:ResumingStoppingAgent"
 
 
 class ShellEnvironment:
-    """Runs commands in bash, with /logs and /opt/ptb under `root`."""
+    """Runs commands in bash, with /logs and /opt/ptb under `root`.
 
-    def __init__(self, root: Path) -> None:
+    With `now` (epoch seconds) the sandbox's clock is frozen there: `date +%s` prints it.
+    """
+
+    def __init__(self, root: Path, now: int | None = None) -> None:
         self.root = root
+        self.now = now
         self.commands: list[str] = []
+        self._env: dict[str, str] | None = None
         (root / "logs" / "agent").mkdir(parents=True, exist_ok=True)
         (root / "opt" / "ptb").mkdir(parents=True, exist_ok=True)
+        if now is not None:
+            fake_bin = root / "fake-bin"
+            fake_bin.mkdir()
+            date = fake_bin / "date"
+            date.write_text(
+                f'#!/bin/sh\nif [ "$*" = "+%s" ]; then echo {now}; else exec /bin/date "$@"; fi\n'
+            )
+            date.chmod(0o755)
+            self._env = {**os.environ, "PATH": f"{fake_bin}{os.pathsep}{os.environ['PATH']}"}
+
+    def time(self) -> float:
+        """The sandbox's clock (epoch seconds)."""
+        return time.time() if self.now is None else self.now
 
     def path(self, sandbox_path: str) -> Path:
         return self.root / sandbox_path.lstrip("/")
@@ -57,15 +77,15 @@ class ShellEnvironment:
         local = command.replace("/logs/", f"{self.root}/logs/").replace(
             "/opt/ptb", f"{self.root}/opt/ptb"
         )
-        done = subprocess.run(["bash", "-c", local], capture_output=True, text=True, timeout=30)
+        done = subprocess.run(
+            ["bash", "-c", local], capture_output=True, text=True, timeout=30, env=self._env
+        )
         return ExecResult(stdout=done.stdout, stderr=done.stderr, return_code=done.returncode)
 
 
 def ptb_task(env: ShellEnvironment, hours: float, elapsed_minutes: float = 0.0) -> None:
     """The two trusted files of a PostTrainBench task: clock stamp and task.json."""
-    env.path("/logs/agent/ptb_start_time").write_text(
-        f"{int(time.time() - elapsed_minutes * 60)}\n"
-    )
+    env.path("/logs/agent/ptb_start_time").write_text(f"{int(env.time() - elapsed_minutes * 60)}\n")
     env.path("/opt/ptb/task.json").write_text(json.dumps({"benchmark": "x", "hours": hours}))
 
 
@@ -201,7 +221,8 @@ def test_preflight_refuses_double_wrapping() -> None:
 
 
 def test_reprompts_while_time_remains_then_stops_below_the_minimum(tmp_path: Path) -> None:
-    env = ShellEnvironment(tmp_path / "sandbox")
+    # A frozen sandbox clock: only the agent's advance_minutes moves the time left.
+    env = ShellEnvironment(tmp_path / "sandbox", now=1_700_000_000)
     ptb_task(env, hours=1)
     agent = make_agent(
         tmp_path,
@@ -219,7 +240,7 @@ def test_reprompts_while_time_remains_then_stops_below_the_minimum(tmp_path: Pat
     # 50, 40, 30 minutes left after rounds 1-3 (>= 25: continue), 20 after round 4: stop.
     assert [r.action for r in records] == ["reprompt", "reprompt", "reprompt", "stop"]
     assert records[-1].stop_reason is StopReason.TIME_BELOW_MINIMUM
-    assert [round(r.time_left_minutes) for r in records] == [50, 40, 30, 20]
+    assert [r.time_left_minutes for r in records] == [50, 40, 30, 20]
     assert all(r.time_source is TimeSource.PTB_TASK for r in records)
     assert [r.prompt for r in records] == ["instruction"] + ["continuation"] * 3
     assert agent.inner.setups == 1 and len(agent.inner.calls) == 4
@@ -227,7 +248,8 @@ def test_reprompts_while_time_remains_then_stops_below_the_minimum(tmp_path: Pat
     seen = rounds(env)
     assert seen[0]["head"] == "Write 'done' to /app/out.txt."
     assert all(r["has_instruction"] and r["method"] == "run" for r in seen)
-    assert seen[1]["head"].startswith("You stopped working") and "40 min" in agent.inner.calls[2][1]
+    assert seen[1]["head"].startswith("You stopped working")
+    assert "about 40 min remain" in agent.inner.calls[2][1]
     # Every round's usage is summed into Harbor's context, with the summary.
     assert (context.n_input_tokens, context.n_output_tokens, context.cost_usd) == (400, 40, 1.0)
     assert context.metadata["reprompt"] == {

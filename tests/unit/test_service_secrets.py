@@ -2,7 +2,7 @@
 
 Host side (``envs.service_secrets``): the manifest, the values taken from the host, the
 root-only upload (a fake environment records every call), the plugins' wiring (Modal,
-Docker, the real local sandbox). Inside the task (``optimize.secrets_file``, ``serve``):
+Docker, the real local sandbox). Inside the task (``secrets_file``, ``serve``):
 loading the file, refusing a missing secret, exporting into the trusted process only.
 """
 
@@ -13,8 +13,6 @@ import json
 import os
 import shutil
 import stat
-import subprocess
-import sys
 from pathlib import Path
 from unittest import mock
 
@@ -36,7 +34,7 @@ from posttrainbench.envs.service_secrets import (
     write_manifest,
 )
 from posttrainbench.optimize import serve
-from posttrainbench.optimize.secrets_file import (
+from posttrainbench.secrets_file import (
     SECRETS_PATH,
     SecretsFileError,
     export_secrets,
@@ -297,31 +295,6 @@ def test_serve_refuses_a_secrets_file_without_a_declared_secret(
     assert not (tmp_path / "state").exists()  # refused before the service made anything
 
 
-def test_the_final_scoring_wrapper_runs_its_command_with_the_secrets(tmp_path: Path) -> None:
-    config = _config_with_secrets(tmp_path, ["PTB_TEST_SECRET"])
-    secrets = _secrets_file(tmp_path, {"PTB_TEST_SECRET": CANARY})
-    env = {k: v for k, v in os.environ.items() if k != "PTB_TEST_SECRET"}
-    wrapper = [
-        sys.executable,
-        "-m",
-        "posttrainbench.optimize.secrets_file",
-        "--secrets-file",
-        str(secrets),
-        "--config",
-        str(config),
-        "--",
-    ]
-    child = [sys.executable, "-c", "import os; print(os.environ['PTB_TEST_SECRET'])"]
-    ran = subprocess.run([*wrapper, *child], capture_output=True, text=True, env=env, timeout=60)
-    assert ran.returncode == 0 and ran.stdout.strip() == CANARY, ran.stderr
-    secrets.write_text("{}")
-    refused = subprocess.run(
-        [*wrapper, *child], capture_output=True, text=True, env=env, timeout=60
-    )
-    assert refused.returncode == 2 and refused.stdout == ""  # the command never ran
-    assert "PTB_TEST_SECRET" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
-
-
 # ---------------------------------------------------------------- the real local sandbox
 
 
@@ -334,7 +307,7 @@ def test_local_sandbox_installs_the_file_root_only_and_removes_it_at_stop(
     from harbor.models.task.config import NetworkPolicy
 
     from posttrainbench.envs.local_sandbox import LocalSandboxEnvironment
-    from tests.unit.conftest_sandbox import write_task_env
+    from tests.sandbox_support import write_task_env
 
     monkeypatch.setenv("PTB_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("PTB_TEST_SECRET", CANARY)

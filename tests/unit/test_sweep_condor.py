@@ -15,12 +15,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-# The bindings are a Linux-only dev dependency (HTCondor ships no other wheels); CI and
-# `make test` run on Linux, where they are always installed.
-htcondor = pytest.importorskip(
-    "htcondor2", reason="HTCondor's Python bindings exist for Linux only"
-)
 from harbor.models.job.config import JobConfig
 
 from posttrainbench.errors import PtbError
@@ -36,6 +30,13 @@ from posttrainbench.sweep.spec import SweepSpec, parse_agents
 from posttrainbench.tasks.options import CompileOptions
 from tests.data_fixtures import seed_prepared
 from tests.helpers import run_ptb
+
+# The bindings are a Linux-only dev dependency (HTCondor ships no other wheels); CI and
+# `make test` run on Linux, where they are always installed. Only these tests use them
+# (posttrainbench.sweep.condor does not import them), so the skip can follow the imports.
+htcondor = pytest.importorskip(
+    "htcondor2", reason="HTCondor's Python bindings exist for Linux only"
+)
 
 # The brief's pair is bfcl + humaneval; humaneval is `implemented: false` in the catalog
 # (compiling it stops with "has no evaluator yet"), so gsm8k stands in until it lands.

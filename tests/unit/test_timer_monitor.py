@@ -13,7 +13,7 @@ from harbor.models.trial.paths import TrialPaths
 from posttrainbench.envs.local_sandbox import LocalSandboxEnvironment
 from posttrainbench.tasks.compiler import compile_task
 from posttrainbench.tasks.options import CompileOptions
-from tests.unit.conftest_sandbox import run, sandbox_cache, write_task_env  # noqa: F401
+from tests.sandbox_support import run, write_task_env
 
 
 def _light_task_env(root: Path, compiled: Path) -> Path:
@@ -24,7 +24,7 @@ def _light_task_env(root: Path, compiled: Path) -> Path:
     return env_dir
 
 
-def test_timer_starts_with_the_environment(tmp_path: Path, sandbox_cache: Path) -> None:  # noqa: F811
+def test_timer_starts_with_the_environment(tmp_path: Path, sandbox_cache: Path) -> None:
     compiled = compile_task("bfcl", "smollm2-135m", tmp_path / "tasks", CompileOptions(hours=0.5))
     env_dir = _light_task_env(tmp_path / "light", compiled)
     trial_paths = TrialPaths(tmp_path / "trial")

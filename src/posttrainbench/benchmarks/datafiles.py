@@ -16,6 +16,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from posttrainbench.atomic_write import write_bytes_atomic
+
 from .base import Sample
 
 DATA_DIR_ENV = "PTB_DATA_DIR"
@@ -70,7 +72,5 @@ def write_split(path: Path, samples: Iterable[Sample]) -> str:
     """Write samples as JSONL atomically; return the file's sha256."""
     path.parent.mkdir(parents=True, exist_ok=True)
     body = "".join(sample_to_json(s) + "\n" for s in samples).encode("utf-8")
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(body)
-    tmp.replace(path)
+    write_bytes_atomic(path, body)
     return hashlib.sha256(body).hexdigest()

@@ -19,6 +19,8 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
+from posttrainbench.atomic_write import write_bytes_atomic
+
 HF_ENDPOINT_ENV = "HF_ENDPOINT"  # the hub's own override variable (mirrors, tests)
 HF_DEFAULT_ENDPOINT = "https://huggingface.co"
 
@@ -99,9 +101,7 @@ class Fetcher:
     @staticmethod
     def _store(path: Path, body: bytes) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-        tmp.write_bytes(body)
-        tmp.replace(path)
+        write_bytes_atomic(path, body)
 
 
 def hf_dataset_url(repo: str, filename: str, revision: str = "main") -> str:

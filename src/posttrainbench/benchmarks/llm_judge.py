@@ -28,6 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from posttrainbench.atomic_write import write_text_atomic
+
 from .base import Message
 
 MODEL_ENV = "PTB_JUDGE_MODEL"
@@ -213,9 +215,7 @@ class RecordingJudge:
         with self._lock:
             self._recordings.append(entry)
             doc = {"format": RECORDING_FORMAT, "recordings": self._recordings}
-            tmp = self.path.with_name(self.path.name + ".tmp")
-            tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False), encoding="utf-8")
-            tmp.replace(self.path)
+            write_text_atomic(self.path, json.dumps(doc, indent=1, ensure_ascii=False))
         return response
 
 

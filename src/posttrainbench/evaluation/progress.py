@@ -8,11 +8,11 @@ never sees half a file and the generation loop never waits on the disk.
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Literal, Protocol
+
+from posttrainbench.atomic_write import write_text_atomic
 
 from ..schemas import PROGRESS_FILENAME, VerifierProgress
 
@@ -96,17 +96,6 @@ class ProgressFile:
         )
         self._written = now
         try:
-            _write_atomic(self.path, self._state.model_dump_json())
+            write_text_atomic(self.path, self._state.model_dump_json())
         except OSError:
             pass  # progress is display only: never fail an evaluation over it
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".progress-")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

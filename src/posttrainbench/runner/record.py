@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from datetime import datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from posttrainbench.atomic_write import write_text_atomic
 from posttrainbench.integrity.secrets.credentials import CredentialSummary
 from posttrainbench.integrity.secrets.scrub import ScrubReport
 
@@ -60,10 +59,7 @@ class RunRecord(BaseModel):
     def write(self, path: Path) -> None:
         """Write atomically (temp file + rename) so a crash never leaves half a record."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".run.", dir=path.parent)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(self.model_dump_json(indent=2))
-        os.replace(tmp, path)
+        write_text_atomic(path, self.model_dump_json(indent=2))
 
     @classmethod
     def read(cls, path: Path) -> RunRecord:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from posttrainbench.atomic_write import write_text_atomic
 
 JudgeId = Literal[
     "contamination", "disallowed_model", "api_usage", "benchmark_lookup", "anomaly", "isolation"
@@ -104,12 +104,9 @@ class Judgement(BaseModel):
         """Write atomically into out_dir (temp file + rename)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        path = out / self.filename(self.judge)
-        fd, tmp = tempfile.mkstemp(prefix=".judgement.", dir=out)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(self.model_dump_json(indent=2) + "\n")
-        os.replace(tmp, path)
-        return path
+        return write_text_atomic(
+            out / self.filename(self.judge), self.model_dump_json(indent=2) + "\n"
+        )
 
     @classmethod
     def read(cls, path: str | Path) -> Judgement:

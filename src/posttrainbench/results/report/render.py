@@ -7,13 +7,13 @@ Everything is inline (CSS, SVG), so the file opens offline; run pages switch wit
 from __future__ import annotations
 
 import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from posttrainbench.atomic_write import write_text_atomic
 from posttrainbench.errors import OutputDirError
 from posttrainbench.results.record import ResultRecord
 from posttrainbench.results.report.charts import (
@@ -270,15 +270,8 @@ def write_report(html: str, out: Path) -> Path:
     """
     out = Path(out)
     check_output_path(out)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(html)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a report is meant to be shared
-        os.replace(tmp, out)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise ReportOutputError(f"cannot write {out}: {exc.strerror or exc}") from None
-        raise
+        write_text_atomic(out, html)  # 0644: a report is meant to be shared
+    except OSError as exc:
+        raise ReportOutputError(f"cannot write {out}: {exc.strerror or exc}") from None
     return out

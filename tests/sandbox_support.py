@@ -1,15 +1,17 @@
-"""Fixtures for the local sandbox tests (imported explicitly by those test modules)."""
+"""Helpers of the local sandbox tests: task environment dirs and environment instances.
+
+The fixtures built on them (``sandbox_cache``, ``task_env_dir``, ``make_env``) are in
+``tests/conftest.py``.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-import pytest
 from harbor.models.task.config import EnvironmentConfig, NetworkMode, NetworkPolicy
 from harbor.models.trial.paths import TrialPaths
 
@@ -57,35 +59,12 @@ def write_light_task_env(root: Path, compiled: Path, scripts: list[str]) -> Path
     return env_dir
 
 
-@pytest.fixture(scope="module")
-def sandbox_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One PTB_CACHE_DIR shared by a test module, so the venv is built once."""
-    cache = tmp_path_factory.mktemp("ptb-cache")
-    previous = os.environ.get("PTB_CACHE_DIR")
-    os.environ["PTB_CACHE_DIR"] = str(cache)
-    yield cache
-    if previous is None:
-        os.environ.pop("PTB_CACHE_DIR", None)
-    else:
-        os.environ["PTB_CACHE_DIR"] = previous
-
-
-@pytest.fixture(scope="module")
-def task_env_dir(tmp_path_factory: pytest.TempPathFactory, sandbox_cache: Path) -> Path:
-    """A shared task environment dir (empty requirements, a tiny build.sh)."""
-    root = tmp_path_factory.mktemp("task")
-    return write_task_env(
-        root, build_sh="mkdir -p $PTB_ROOT/models && echo base > $PTB_ROOT/models/base\n"
-    )
-
-
 MakeEnv = Callable[..., LocalSandboxEnvironment]
 
 
-@pytest.fixture
-def make_env(tmp_path: Path, task_env_dir: Path) -> MakeEnv:
+def env_factory(trial_dir: Path, task_env_dir: Path) -> MakeEnv:
     """Factory for environment instances of one trial (``session`` picks the role)."""
-    trial_paths = TrialPaths(tmp_path / "trial")
+    trial_paths = TrialPaths(trial_dir)
     trial_paths.mkdir()
 
     def factory(

@@ -1,0 +1,60 @@
+"""Fixtures shared by the host-side test tiers (unit, security, integration).
+
+pytest also loads this file for the task tier (tests/task), which runs on the task
+environment's Python 3.11 without Harbor: keep it free of 3.12-only syntax and import
+Harbor and ``posttrainbench.envs`` (through ``tests.sandbox_support``) inside the fixtures.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from tests.sandbox_support import MakeEnv
+
+
+@pytest.fixture(scope="module")
+def sandbox_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One PTB_CACHE_DIR shared by a test module, so the venv is built once."""
+    cache = tmp_path_factory.mktemp("ptb-cache")
+    previous = os.environ.get("PTB_CACHE_DIR")
+    os.environ["PTB_CACHE_DIR"] = str(cache)
+    yield cache
+    if previous is None:
+        os.environ.pop("PTB_CACHE_DIR", None)
+    else:
+        os.environ["PTB_CACHE_DIR"] = previous
+
+
+@pytest.fixture(scope="module")
+def task_env_dir(tmp_path_factory: pytest.TempPathFactory, sandbox_cache: Path) -> Path:
+    """A shared task environment dir (empty requirements, a tiny build.sh)."""
+    from tests.sandbox_support import write_task_env
+
+    root = tmp_path_factory.mktemp("task")
+    return write_task_env(
+        root, build_sh="mkdir -p $PTB_ROOT/models && echo base > $PTB_ROOT/models/base\n"
+    )
+
+
+@pytest.fixture
+def make_env(tmp_path: Path, task_env_dir: Path) -> MakeEnv:
+    """Factory for environment instances of one trial (``session`` picks the role)."""
+    from tests.sandbox_support import env_factory
+
+    return env_factory(tmp_path / "trial", task_env_dir)
+
+
+@pytest.fixture
+def counter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The host file ($PTB_TEST_COUNTER) that the build steps of
+    ``tests.unit.test_env_layer_sandbox.write_layered_env`` append each built layer's name to."""
+    path = tmp_path / "builds.txt"
+    path.touch()
+    monkeypatch.setenv("PTB_TEST_COUNTER", str(path))
+    return path
