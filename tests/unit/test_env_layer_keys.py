@@ -1,7 +1,8 @@
 """The layered environment cache's keys and manifests, on compiled model tasks (no build).
 
 A change of hours or benchmark must reach only the top ("task") layer; requirements
-only the venv; the model only the model layer. A task without a manifest stays one layer.
+only the venv; the model only the model layer; an LLM judge adds a layer over the same
+venv. A task without a manifest stays one layer.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from posttrainbench.envs.layer_manifest import (
     MANIFEST_PATH,
     LayerManifest,
     LayerManifestError,
+    LayerSpec,
     load_layers,
 )
 from posttrainbench.schemas import TaskSpec
@@ -105,14 +107,67 @@ def test_requirements_change_the_venv_key(tmp_path: Path, data_cache: Path) -> N
     assert _keys(task, tmp_path, other_python)["venv"] != _keys(task, tmp_path)["venv"]
 
 
-def test_an_llm_judged_benchmark_has_its_own_venv_but_shares_the_model(
+def test_an_llm_judged_benchmark_shares_the_venv_and_the_model_and_adds_a_judge_layer(
     tmp_path: Path, data_cache: Path
 ) -> None:
     plain = _keys(_compile(tmp_path, data_cache), tmp_path)
     judged_task = _compile(tmp_path, data_cache, benchmark="healthbench")
-    assert "litellm==" in (judged_task / "environment" / "requirements.txt").read_text()
+    env = judged_task / "environment"
+    assert "litellm" not in (env / "requirements.txt").read_text()
+    assert "litellm==" in (env / "ptb" / "requirements-judge.txt").read_text()
     judged = _keys(judged_task, tmp_path)
-    assert judged["venv"] != plain["venv"] and judged["model"] == plain["model"]
+    assert list(judged) == ["venv", "model", "judge", "task"]
+    # One venv entry and one model entry for both; the judge layer on top of that venv.
+    assert (judged["venv"], judged["model"]) == (plain["venv"], plain["model"])
+    (judge,) = [layer for layer in load_layers(env) if layer.name == "judge"]
+    assert judge.extends_venv and not judge.venv
+    # Its key follows the venv below it (here: another sandbox Python's venv) ...
+    other_python = SandboxPython(
+        Path("/opt/python3.11/bin/python3.11"), Path("/opt/python3.11"), PYTHON.version
+    )
+    assert _keys(judged_task, tmp_path, other_python)["judge"] != judged["judge"]
+    requirements = env / "requirements.txt"
+    requirements.write_text(requirements.read_text() + "tqdm==4.67.1\n")
+    after_venv = _keys(judged_task, tmp_path)
+    assert after_venv["venv"] != judged["venv"] and after_venv["judge"] != judged["judge"]
+    # ... and its own requirements, which reach no layer below it.
+    (env / "ptb" / "requirements-judge.txt").write_text("litellm==1.0.0\n")
+    after_judge = _keys(judged_task, tmp_path)
+    assert after_judge["judge"] != after_venv["judge"]
+    assert (after_judge["venv"], after_judge["model"]) == (after_venv["venv"], after_venv["model"])
+    # Another judged benchmark on the same model and stack shares the judge layer too.
+    other = _keys(_compile(tmp_path, data_cache, benchmark="healthbench", hours=2), tmp_path)
+    assert other["judge"] == judged["judge"] and other["task"] != judged["task"]
+
+
+def test_keys_and_manifests_without_a_judge_layer_are_what_they_were_before_it(
+    tmp_path: Path, data_cache: Path
+) -> None:
+    """A layer that does not extend the venv hashes and writes as before the field existed
+    (the key below was computed by the code before it)."""
+    env = tmp_path / "environment"
+    (env / "ptb").mkdir(parents=True)
+    (env / "requirements.txt").write_text("torch==2.13.0\n")
+    (env / "ptb" / "build_venv.sh").write_text("true\n")
+    spec = LayerSpec(
+        name="venv",
+        inputs=["requirements.txt", "ptb/build_venv.sh"],
+        venv=True,
+        requirements="requirements.txt",
+        build="ptb/build_venv.sh",
+    )
+    assert layer_key(env, spec, PYTHON) == (
+        "98acc1b3777e7a8ae38c561d29cff06d173adca2102d6d183658a355e5242029"
+    )
+    manifest = (_compile(tmp_path, data_cache) / "environment" / MANIFEST_PATH).read_text()
+    assert "extends_venv" not in manifest
+    judged = _compile(tmp_path, data_cache, benchmark="healthbench") / "environment"
+    assert [layer.extends_venv for layer in LayerManifest.load(judged / MANIFEST_PATH).layers] == [
+        False,
+        False,
+        True,
+        False,
+    ]
 
 
 def test_the_model_key_follows_the_conversion_pins() -> None:
@@ -143,10 +198,11 @@ def test_the_model_key_follows_the_conversion_pins() -> None:
     assert keys[0] == keys[1] and keys[0] != keys[2]
 
 
+@pytest.mark.parametrize("benchmark", ["bfcl", "healthbench"])
 def test_the_dockerfile_makes_the_same_layers_in_the_same_order(
-    tmp_path: Path, data_cache: Path
+    tmp_path: Path, data_cache: Path, benchmark: str
 ) -> None:
-    task = _compile(tmp_path, data_cache)
+    task = _compile(tmp_path, data_cache, benchmark=benchmark)
     lines = [
         line
         for line in (task / "environment" / "Dockerfile").read_text().splitlines()
@@ -166,6 +222,18 @@ def test_the_dockerfile_makes_the_same_layers_in_the_same_order(
         *expected,
         "COPY workspace/ /app/",
     ]
+    # The judge's client: its own step after the shared venv's and the model's, by the
+    # same script the local cache runs.
+    judge_steps = [line for line in lines if "judge" in line]
+    assert judge_steps == (
+        [
+            "COPY ptb/requirements-judge.txt /opt/ptb/requirements-judge.txt",
+            "COPY ptb/build_judge.sh /opt/ptb/build_judge.sh",
+            "RUN bash /opt/ptb/build_judge.sh",
+        ]
+        if benchmark == "healthbench"
+        else []
+    )
     # Every input of a layer below the top exists in the compiled task, and nothing of the
     # task's own (task.json, data) is an input below the top.
     for layer in manifest.layers[:-1]:
@@ -206,6 +274,7 @@ def test_a_task_without_a_manifest_is_one_layer_of_everything(tmp_path: Path) ->
         ({"inputs": ["requirements.txt", "ptb/requirements.txt"]}, "same path"),
         ({"requirements": "req.txt"}, "must be one of its inputs"),
         ({"name": "Venv!"}, "name"),
+        ({"extends_venv": True}, "cannot also extend"),
     ],
 )
 def test_a_malformed_manifest_is_one_clear_error(
@@ -241,4 +310,9 @@ def test_a_manifest_naming_a_missing_file_or_a_venv_above_the_bottom_is_refused(
         json.dumps({"layers": [{"name": "a"}, {"name": "b", "venv": True}]})
     )
     with pytest.raises(LayerManifestError, match="only the first"):
+        load_layers(env)
+    (env / MANIFEST_PATH).write_text(
+        json.dumps({"layers": [{"name": "a"}, {"name": "judge", "extends_venv": True}]})
+    )
+    with pytest.raises(LayerManifestError, match="holds none"):
         load_layers(env)

@@ -12,7 +12,6 @@ from importlib import resources
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from posttrainbench.benchmarks import available_benchmarks
-
 from posttrainbench.errors import UnknownBenchmarkError, UnknownModelError
 
 

@@ -115,16 +115,23 @@ def _hash_path(digest: hashlib._Hash, path: Path, rel: str) -> None:
         digest.update(f"D:{rel}\0".encode())
 
 
-def layer_key(environment_dir: Path, spec: LayerSpec, python: SandboxPython) -> str:
+def layer_key(
+    environment_dir: Path, spec: LayerSpec, python: SandboxPython, venv_key: str | None = None
+) -> str:
     """Hash the sandbox Python, the layer's spec and every path + content of its inputs.
 
     Nothing of the layers below and nothing else of the task enters it: a task that
-    differs in a file no input names shares the layer.
+    differs in a file no input names shares the layer. The exception is a layer that
+    extends the venv: ``venv_key``, the venv layer's key, enters it (required there).
     """
     digest = hashlib.sha256()
     digest.update(KEY_VERSION + b"\0")
     digest.update(f"{python.executable}\0{python.version}\0".encode())
     digest.update(json.dumps(spec.model_dump(mode="json"), sort_keys=True).encode() + b"\0")
+    if spec.extends_venv:
+        if venv_key is None:
+            raise ValueError(f"layer {spec.name!r} extends the venv: its key needs the venv's")
+        digest.update(f"venv:{venv_key}\0".encode())
     for rel in spec.inputs:
         path = environment_dir / rel
         _hash_path(digest, path, rel)
@@ -161,9 +168,12 @@ def plan_layers(
     """
     envs_dir = (root or cache_root()) / "envs"
     layers = []
+    venv_key = None
     for spec in load_layers(environment_dir):
-        key = layer_key(environment_dir, spec, python)
+        key = layer_key(environment_dir, spec, python, venv_key)
         layers.append(Layer(spec, key, envs_dir / f"{spec.name}-{key}"))
+        if spec.venv:
+            venv_key = key
     return layers
 
 
@@ -214,11 +224,26 @@ def ensure_layers(
     layers = plan_layers(environment_dir, python, root)
     built: list[str] = []
     venv: Path | None = None
-    for layer in layers:
-        if _ensure_layer(environment_dir, layer, python, venv):
-            built.append(layer.spec.name)
-        if layer.spec.venv:
-            venv = layer.entry / "venv"
+    # The build steps above the venv run its python (a judge layer's pip reads all of
+    # it): held like a running trial's layer, so no prune removes it under them.
+    venv_hold = LayerHolds([])
+    try:
+        for layer in layers:
+            for _ in range(3):
+                if _ensure_layer(environment_dir, layer, python, venv):
+                    built.append(layer.spec.name)
+                if not layer.spec.venv:
+                    break
+                venv_hold = LayerHolds([layer.entry])
+                if venv_hold.acquire():
+                    venv = layer.entry / "venv"
+                    break
+            else:
+                raise EnvironmentBuildError(
+                    f"the venv of {environment_dir} was pruned each time it was built"
+                )
+    finally:
+        venv_hold.release()
     return [layer.entry for layer in layers], built
 
 

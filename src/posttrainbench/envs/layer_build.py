@@ -2,7 +2,8 @@
 
 Like a Dockerfile's ``COPY`` + ``RUN``: the layer's inputs are copied in, a venv layer gets
 ``venv/`` from the sandbox Python and its requirements, then the layer's build step runs
-with ``PTB_ROOT`` at the layer. The caller builds into a temporary dir and renames it
+with ``PTB_ROOT`` at the layer (a layer that extends the venv installs into its own
+``venv/``, which the sandbox stacks over the venv layer's). The caller builds into a temporary dir and renames it
 into the cache (:func:`posttrainbench.envs.env_cache.ensure_layers`).
 """
 
@@ -137,4 +138,7 @@ def build_layer(
             raise EnvironmentBuildError(f"{spec.build} failed")
     if spec.venv:
         _rewrite_venv_paths(layer_dir / "venv", str(layer_dir / "venv"), f"{SANDBOX_PTB_ROOT}/venv")
+    elif spec.extends_venv and lower_venv is not None and (layer_dir / "venv" / "bin").is_dir():
+        # pip ran the venv below from its cache entry: the scripts it added name that python.
+        _rewrite_venv_paths(layer_dir / "venv", str(lower_venv), f"{SANDBOX_PTB_ROOT}/venv")
     _drop_write_for_others(layer_dir)

@@ -6,7 +6,10 @@ each layer on its own and stacks them under every instance's writable layer, the
 task's Dockerfile layers its image. Each layer is made like a Dockerfile ``COPY`` + ``RUN``:
 its inputs are copied to ``/opt/ptb`` (a leading ``ptb/`` dropped), then its build step
 runs. Its key is its inputs' content, its ``key`` entries and the sandbox Python, nothing
-else: a layer's inputs and ``key`` must name everything its build step reads.
+else: a layer's inputs and ``key`` must name everything its build step reads. The one
+exception is a layer that adds packages to the venv (``extends_venv``, e.g. an LLM
+judge's client): what it installs depends on the whole venv below, so its key also
+holds the venv layer's key.
 
 A task without a manifest (agent tasks, hand-written tasks) is one layer of everything
 (:func:`single_layer`), keyed on its whole ``requirements.txt`` and ``ptb/`` tree.
@@ -17,7 +20,16 @@ from __future__ import annotations
 import posixpath
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from posttrainbench.errors import PtbError
 from posttrainbench.schemas import _FileModel
@@ -59,12 +71,30 @@ class LayerSpec(BaseModel):
     requirements: str | None = Field(
         default=None, description="An input the venv is pip-installed from"
     )
+    extends_venv: bool = Field(
+        default=False,
+        description=(
+            "The layer adds packages to the venv below it instead of a venv of its own: its build step "
+            "installs them under $PTB_ROOT/venv (stacked over the venv layer's), its key includes the "
+            "venv layer's key, and its scripts' paths are rewritten like the venv's"
+        ),
+    )
     key: dict[str, str] = Field(
         default_factory=dict,
         description=(
             "What else the build step depends on, e.g. the model's source and the pins of the packages it runs"
         ),
     )
+
+    @model_serializer(mode="wrap")
+    def _without_unset_extension(self, handler: SerializerFunctionWrapHandler) -> dict:
+        # A field added after the first manifests: written only when set, so that every
+        # other layers.json (an input of the task layer) and every layer key, which hashes
+        # the spec's dump, stay byte for byte what they were before it existed.
+        data = handler(self)
+        if not self.extends_venv:
+            data.pop("extends_venv", None)
+        return data
 
     @field_validator("inputs")
     @classmethod
@@ -88,6 +118,8 @@ class LayerSpec(BaseModel):
             raise ValueError(
                 f"layer {self.name!r}: requirements need venv = true and must be one of its inputs"
             )
+        if self.extends_venv and self.venv:
+            raise ValueError(f"layer {self.name!r}: a venv layer cannot also extend one")
         return self
 
 
@@ -105,6 +137,8 @@ class LayerManifest(_FileModel):
             raise ValueError(
                 "only the first (bottom) layer may hold the venv: the layers above run with it"
             )
+        if any(layer.extends_venv for layer in self.layers) and not self.layers[0].venv:
+            raise ValueError("a layer extends the venv, but the bottom layer holds none")
         return self
 
 

@@ -7,6 +7,7 @@ interrupted or failed compilation never leaves a half-written task behind.
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -30,7 +31,12 @@ from posttrainbench.integrity.judges.limits import LIMITS_FILE_NAME
 from posttrainbench.schemas import TaskSpec
 from posttrainbench.staged_output import staged_output
 from posttrainbench.tasks.gpu_image import gpu_requirements, load_gpu_image_pins
-from posttrainbench.tasks.layers import dockerfile_steps, model_task_layers
+from posttrainbench.tasks.layers import (
+    JUDGE_BUILD,
+    JUDGE_REQUIREMENTS,
+    dockerfile_steps,
+    model_task_layers,
+)
 from posttrainbench.tasks.options import (
     DEFAULT_CPU_BASE_IMAGE,
     DEFAULT_GPU_TYPE,
@@ -44,7 +50,14 @@ AGENT_REFERENCE_NAME = "contamination_reference.json"
 # The in-sandbox packages copied into each task (stdlib + ML deps only, no host code).
 PAYLOAD_PACKAGES = ("benchmarks", "evaluation", "training", "sandbox", "integrity")
 # safe_fs: the trace finder; landlock: the HumanEval candidate's confinement.
-PAYLOAD_MODULES = ("__init__.py", "schemas.py", "errors.py", "safe_fs.py", "landlock.py")
+PAYLOAD_MODULES = (
+    "__init__.py",
+    "schemas.py",
+    "errors.py",
+    "safe_fs.py",
+    "landlock.py",
+    "atomic_write.py",
+)
 SOLUTION_MODULES = {"bfcl": "posttrainbench.training.sft_bfcl"}
 FEEDBACK_TEXT = {
     "test": "the benchmark's test set: the same questions the final evaluation scores",
@@ -211,24 +224,46 @@ def _write_data(out: Path, spec: TaskSpec, cache_dir: Path | None, offline: bool
             )
 
 
-def _requirements(spec: TaskSpec, llm_judge: bool) -> tuple[str, str | None]:
-    """The task venv's requirements.txt, and its --no-deps requirements (None: it has none)."""
+@dataclass(frozen=True)
+class TaskRequirements:
+    """What the task's Python environment is installed from."""
+
+    venv: str
+    """requirements.txt: the venv, the same for every benchmark on a stack"""
+    nodeps: str | None
+    """requirements-nodeps.txt (installed with --no-deps), None when there is none"""
+    judge: str | None
+    """requirements-judge.txt, the LLM judge's client (its own layer above the venv), None
+    for a benchmark without a judge"""
+
+
+def _requirements(spec: TaskSpec, llm_judge: bool) -> TaskRequirements:
+    """The task venv's requirements, its --no-deps ones, and the judge client's."""
     evaluation = package_root() / "evaluation"
     requirements = (evaluation / "requirements.txt").read_text()
-    if llm_judge:
-        requirements += (evaluation / "requirements-judge.txt").read_text()
     if spec.gpus:  # the GPU image's pins replace the CPU-tested versions of the same packages
         requirements = gpu_requirements(requirements)
     nodeps = evaluation / "requirements-nodeps.txt"
-    return requirements, nodeps.read_text() if nodeps.exists() else None
+    # The judge's requirements stay out of requirements.txt: judged and plain tasks then
+    # share the venv, and the judge layer adds only what it lacks (build_judge.sh).
+    judge = (evaluation / "requirements-judge.txt").read_text() if llm_judge else None
+    return TaskRequirements(requirements, nodeps.read_text() if nodeps.exists() else None, judge)
 
 
 def _write_environment_files(
-    out: Path, spec: TaskSpec, requirements: tuple[str, str | None], layers: LayerManifest
+    out: Path, spec: TaskSpec, requirements: TaskRequirements, layers: LayerManifest
 ) -> None:
-    (out / "environment" / "requirements.txt").write_text(requirements[0])
-    if requirements[1] is not None:
-        (out / "environment" / "ptb" / "requirements-nodeps.txt").write_text(requirements[1])
+    (out / "environment" / "requirements.txt").write_text(requirements.venv)
+    if requirements.nodeps is not None:
+        (out / "environment" / "ptb" / "requirements-nodeps.txt").write_text(requirements.nodeps)
+    if requirements.judge is not None:
+        (out / "environment" / JUDGE_REQUIREMENTS).write_text(requirements.judge)
+        build_judge = out / "environment" / JUDGE_BUILD
+        template = (
+            package_root() / "tasks" / "templates" / "environment" / "ptb" / "_build_judge.sh"
+        )
+        shutil.copyfile(template, build_judge)
+        build_judge.chmod(0o755)
     chat_templates = package_root() / "evaluation" / "templates"
     workspace_templates = out / "environment" / "workspace" / "templates"
     if chat_templates.is_dir():
@@ -270,7 +305,9 @@ def compile_task(
     spec = build_spec(benchmark, model, options)
     final = out_dir / task_name(benchmark.id, model.id)
     requirements = _requirements(spec, benchmark.llm_judge)
-    layers = model_task_layers(spec, *requirements)
+    layers = model_task_layers(
+        spec, requirements.venv, requirements.nodeps, judged=requirements.judge is not None
+    )
     context = {**_context(benchmark, model, spec, options), "ptb_layers": dockerfile_steps(layers)}
     with staged_output(out_dir, final.name) as staging:
         render_tree(_templates(), package_root() / "tasks" / "templates", context, staging)

@@ -8,6 +8,9 @@ Bottom to top:
 - ``model``: the base model, made from its source by the conversion code, run with the
   pins of the packages the conversion imports; shared by every benchmark and budget on
   that model and stack;
+- ``judge`` (LLM-judged benchmarks only): the judge's client (``requirements-judge.txt``)
+  added to the venv below, only what it lacks (about 0.3 GB, not a second 1.6 GB venv);
+  keyed by the venv's key and those requirements, so shared by every judged task on it;
 - ``task``: the task's own files (``task.json``, data, scripts, ``lib/``; a few MB), the
   only layer that a change of hours, benchmark or options rebuilds.
 """
@@ -22,6 +25,8 @@ from posttrainbench.evaluation.prepare_model import CONVERSION_PACKAGES
 from posttrainbench.schemas import TaskSpec
 
 NODEPS_INPUT = "ptb/requirements-nodeps.txt"
+JUDGE_REQUIREMENTS = "ptb/requirements-judge.txt"
+JUDGE_BUILD = "ptb/build_judge.sh"
 VENV_INPUTS = ("requirements.txt", NODEPS_INPUT, "ptb/ptb_user_site.py", "ptb/build_venv.sh")
 # The conversion code: the script and the modules `python -m ...prepare_model` imports.
 MODEL_INPUTS = (
@@ -49,10 +54,23 @@ def conversion_pins(*requirement_texts: str) -> str:
     return "\n".join(sorted(pins, key=str.lower))
 
 
-def model_task_layers(spec: TaskSpec, requirements: str, nodeps: str | None) -> LayerManifest:
+def model_task_layers(
+    spec: TaskSpec, requirements: str, nodeps: str | None, judged: bool = False
+) -> LayerManifest:
     """The layers of a model task whose venv is made from ``requirements`` (and ``nodeps``,
-    the ``--no-deps`` requirements, when the task ships them)."""
+    the ``--no-deps`` requirements, when the task ships them); ``judged`` adds the judge
+    client's layer (the task ships ``ptb/requirements-judge.txt`` and ``ptb/build_judge.sh``)."""
     venv_inputs = [rel for rel in VENV_INPUTS if rel != NODEPS_INPUT or nodeps is not None]
+    # Above the model: the image's venv and model steps stay the same for every task on
+    # the model, judged or not, as the local cache's entries do.
+    judge = [
+        LayerSpec(
+            name="judge",
+            inputs=[JUDGE_REQUIREMENTS, JUDGE_BUILD],
+            build=JUDGE_BUILD,
+            extends_venv=True,
+        )
+    ]
     return LayerManifest(
         layers=[
             LayerSpec(
@@ -72,6 +90,7 @@ def model_task_layers(spec: TaskSpec, requirements: str, nodeps: str | None) -> 
                     "packages": conversion_pins(requirements, nodeps or ""),
                 },
             ),
+            *(judge if judged else []),
             LayerSpec(name="task", inputs=["ptb"], build="ptb/build.sh"),
         ]
     )
