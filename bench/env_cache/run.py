@@ -8,8 +8,8 @@ this order:
   r   reference: the same task again             everything cached (3 times, interleaved)
   b   bfcl at 1, 1.5, 2 h (differs in hours)     the goal: within 2x of r
   c   gsm8k, 0.5 h (another benchmark)           the goal: within 2x of r
-  j   arenahardwriting, 0.5 h (LLM-judged)       its own venv (+ the judge client)
-  c   healthbench, 0.5 h (another benchmark)     shares j's venv: the goal again
+  j   arenahardwriting, 0.5 h (LLM-judged)       the judge client's layer over the shared venv
+  c   healthbench, 0.5 h (another benchmark)     shares j's judge layer: the goal again
 
 then prints each step's time to the agent's first command, the layers it built, the
 median of each group as a multiple of the reference's median, and the cache's size by
@@ -46,7 +46,7 @@ STEPS = [  # (group, what, benchmark, hours)
     ("c", "another benchmark, same model", "gsm8k", 0.5),
     ("r", "reference: fully cached task", "bfcl", 0.5),
     ("b", "differs only in hours", "bfcl", 1.5),
-    ("j", "LLM-judged benchmark: own venv", "arenahardwriting", 0.5),
+    ("j", "LLM-judged benchmark: judge layer", "arenahardwriting", 0.5),
     ("c", "another benchmark, same model", "healthbench", 0.5),
     ("b", "differs only in hours", "bfcl", 2.0),
     ("r", "reference: fully cached task", "bfcl", 0.5),

@@ -9,11 +9,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from posttrainbench.atomic_write import write_text_atomic
 
 _M = TypeVar("_M", bound="_FileModel")
+# Why metrics.json has an error: the agent left no usable final model, or the verifier
+# itself failed (posttrainbench.trial_outcome turns these into outcome kinds).
+MetricsFailure = Literal["no_model", "verifier"]
+# How the verifier worded its own failures before `failure` was recorded (evaluation.verify).
+_LEGACY_VERIFIER_ERRORS = (
+    "bad task spec",
+    "cannot load benchmark",
+    "judge not configured",
+    "verifier crashed",
+)
 
 
 class _FileModel(BaseModel):
@@ -142,8 +152,24 @@ class Metrics(_FileModel):
     timings: dict[str, float] = Field(default_factory=dict)
     attempts: list[GenerationAttempt] = Field(default_factory=list)
     error: str | None = None
+    failure: MetricsFailure | None = Field(
+        default=None, description="set with error: whose failure it is (no usable model, or ours)"
+    )
     base_model: BaseScore | None = None
     scorer_findings: list[ScorerFinding] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _failure_of_older_files(self) -> Metrics:
+        """metrics.json written before `failure` existed: read it from the error's wording."""
+        if self.error and self.failure is None:
+            self.failure = legacy_failure(self.error)
+        return self
+
+
+def legacy_failure(error: str) -> MetricsFailure:
+    """Whose failure a metrics.json error is, from its wording alone (files written before
+    `failure` was recorded): the verifier's own, or else no usable model."""
+    return "verifier" if error.startswith(_LEGACY_VERIFIER_ERRORS) else "no_model"
 
 
 class Reward(_FileModel):

@@ -57,6 +57,12 @@ def test_sweep_on_docker_runs_once_and_resumes(docker_ready: None, tmp_path: Pat
     assert json.loads(result.read_text()) == trial  # the finished trial is kept as it was
     status = json.loads(run_ptb("sweep", "status", str(tmp_path / "sweep"), "--json").stdout)
     (nop,) = status["agents"]
-    # Done, not pending; its result counts as errored (no usable final_model), yet it is a
-    # result: the retry policy re-runs only trials Harbor recorded an exception for.
-    assert (nop["scored"], nop["errored"], nop["running"], nop["pending"]) == (0, 1, 0, 0)
+    # Done, not pending; no usable final_model is its outcome, not an error, and the retry
+    # policy re-runs only infra and verifier errors.
+    assert (nop["scored"], nop["no_model"], nop["errored"], nop["running"], nop["pending"]) == (
+        0,
+        1,
+        0,
+        0,
+        0,
+    )

@@ -44,9 +44,10 @@ def test_run_without_final_model_scores_zero_with_reason(tmp_path: Path) -> None
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     record = _only_run(tmp_path)
-    assert record.status == "completed"
+    # No model is the trial's outcome in run.json as in the results store (issue 19).
+    assert record.status == "no_model"
     (trial,) = record.trials
-    assert trial.reward == 0.0
+    assert trial.reward == 0.0 and trial.outcome == "no_model" and "final_model" in trial.error
     metrics = Metrics.load(trial.metrics_path)
     assert metrics.error and "final_model" in metrics.error
     trial_dir = Path(trial.trial_dir)
@@ -70,7 +71,7 @@ def test_run_without_final_model_scores_zero_with_reason(tmp_path: Path) -> None
         exported.stdout + exported.stderr
     )
     (run,) = _exported(tmp_path / "results")
-    assert run.status == "errored" and "final model not found" in run.error and run.flagged is None
+    assert run.status == "no_model" and "final model not found" in run.error and run.flagged is None
     assert (run.agent, run.benchmark, run.base_model, run.hours) == (
         "nop",
         "bfcl",
@@ -130,7 +131,7 @@ def test_demo(tmp_path: Path) -> None:
         "oracle",
         "bfcl",
         "smollm2-135m",
-        "scored",
+        "completed",
     )
     assert run.score == metrics.accuracy and run.flagged is False and len(run.verdicts) == 5
     assert run.time.budget_hours == 1.0 and 0 < run.time.agent_hours < 1.0

@@ -68,8 +68,9 @@ def test_sweep_runs_resumes_and_retries_errored_trials(tmp_path: Path) -> None:
     assert len(trials) == 2 and all((t / "result.json").is_file() for t in trials)
     status = json.loads(run_ptb("sweep", "status", str(sweep), "--json").stdout)
     (nop,) = status["agents"]
-    # nop leaves no model: each trial is scored 0 by the verifier and counted as errored.
-    assert (nop["errored"], nop["pending"], nop["running"]) == (2, 0, 0)
+    # nop leaves no model: each trial is scored 0 by the verifier, an outcome, not an error
+    # (and never retried: it is the agent's result).
+    assert (nop["no_model"], nop["errored"], nop["pending"], nop["running"]) == (2, 0, 0, 0)
 
     # The same command again: Harbor resumes the job and runs nothing twice.
     again = run_ptb(*ARGS, cwd=tmp_path, timeout=1800)

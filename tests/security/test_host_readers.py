@@ -376,11 +376,13 @@ def test_a_flood_of_trace_candidates_costs_only_the_cap(tmp_path: Path) -> None:
 
 
 def test_sweep_status_reads_through_the_same_guard(tmp_path: Path) -> None:
-    from posttrainbench.sweep.trials import is_errored
+    from posttrainbench.sweep.trials import should_retry
 
     trial = _trial(tmp_path, "docker")
-    elsewhere = write_trial(tmp_path / "other", TrialSpec(error="AgentTimeoutError", score=None))
-    assert is_errored(elsewhere) is True
+    elsewhere = write_trial(
+        tmp_path / "other", TrialSpec(error="EnvironmentStartTimeoutError", score=None)
+    )
+    assert should_retry(elsewhere) is True
     (trial / "result.json").unlink()
     (trial / "result.json").symlink_to(elsewhere / "result.json")
-    assert is_errored(trial) is False  # unreadable: left alone, never followed
+    assert should_retry(trial) is False  # unreadable: left alone, never followed

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.integrity.secrets.scrub import Scrubber, ScrubReport
+from posttrainbench.credentials.scrub import Scrubber, ScrubReport
 from posttrainbench.safe_fs import MAX_DEPTH, MAX_REFUSALS_KEPT
 
 KEY = "ptb-host-api-key-0123456789abcdef"  # the host's own key: in its credentials and in the scrubber

@@ -24,12 +24,11 @@ def test_benchmark_ids() -> None:
 
 
 def test_the_catalog_agrees_with_the_benchmarks_registry() -> None:
-    """Every catalog benchmark has its evaluator (derived, not declared: HumanEval once
-    said `implemented: false` although its evaluator passed parity), and the catalog's
+    """The catalog is the benchmark plugins (derived, not declared: HumanEval once said
+    `implemented: false` although its evaluator passed parity), and the catalog's
     llm_judge is what the evaluator's scorer does."""
     assert set(available_benchmarks()) == BENCHMARKS
     for spec in list_benchmarks():
-        assert spec.implemented
         assert spec.llm_judge == get_benchmark(spec.id).uses_llm_judge, spec.id
 
 

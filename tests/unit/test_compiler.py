@@ -12,6 +12,7 @@ import pytest
 from harbor.models.task.config import TaskConfig, VerifierEnvironmentMode
 from harbor.models.task.task import Task
 
+from posttrainbench.catalog import list_benchmarks
 from posttrainbench.schemas import TaskSpec
 from posttrainbench.tasks.compiler import compile_task
 from posttrainbench.tasks.options import CompileOptions
@@ -108,10 +109,8 @@ def test_timer_budget_matches_hours(tmp_path: Path) -> None:
 
 
 def test_generate_all(tmp_path: Path) -> None:
-    from posttrainbench.tasks.compiler import implemented_benchmarks
-
     cache = tmp_path / "cache"
-    benchmarks = [b.id for b in implemented_benchmarks()]
+    benchmarks = [b.id for b in list_benchmarks()]
     for b in benchmarks:
         seed_prepared(cache, b)
     out = tmp_path / "tasks"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.integrity.secrets.credentials import (
+from posttrainbench.credentials.resolve import (
     AuthMode,
     CredentialError,
     forbidden_roots,
@@ -237,7 +237,7 @@ def test_harbor_masked_literal_is_scrubbed_too(tmp_path: Path) -> None:
     scrubber removes even the masked form (first 4 + last 3 characters)."""
     from harbor.utils.env import templatize_sensitive_env
 
-    from posttrainbench.integrity.secrets.scrub import Scrubber
+    from posttrainbench.credentials.scrub import Scrubber
 
     directory = tmp_path / "secrets"
     (directory / "claude-code").mkdir(parents=True)

@@ -14,7 +14,7 @@ from posttrainbench.agents.opencode_glm import (
     opencode_agent_kwargs,
     opencode_provider_config,
 )
-from posttrainbench.integrity.secrets.credentials import (
+from posttrainbench.credentials.resolve import (
     PROVIDER_KEYS,
     CredentialError,
     resolve_credentials,

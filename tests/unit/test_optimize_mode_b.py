@@ -32,7 +32,7 @@ from posttrainbench.optimize.identity import IdentityPool
 from posttrainbench.optimize.proxy_agent import CandidateSpec
 from posttrainbench.optimize.scoring import check_scoring_dataset, copy_evaluable, load_samples
 from posttrainbench.optimize.task_set import TaskSample, load_task_split
-from posttrainbench.optimize.trial_selection import build_report, read_trials, uncounted_trials
+from posttrainbench.optimize.trial_selection import build_report, read_trials, trials_to_retry
 
 T0 = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
 
@@ -299,15 +299,17 @@ def test_reward_key_and_invalid_rewards(tmp_path):
     ).missing == ["org/alpha"]
 
 
-def test_resume_retires_only_uncounted_trials(job, tmp_path):
-    errored = sorted(p.name for p in uncounted_trials(job, "reward"))
+def test_resume_retires_only_infra_and_verifier_failures(job, tmp_path):
+    # The candidate's own error does not count, but is its result: never run again.
+    write_trial(job, "org/beta", None, minutes=6, error="ApiRateLimitError")
+    errored = sorted(p.name for p in trials_to_retry(job, "reward"))
     assert len(errored) == 2 and {n.split("__")[0] for n in errored} == {"alpha", "gamma"}
     kept = sorted(p.name for p in job.iterdir() if p.name not in errored)
-    moved = nested_harbor.retire(uncounted_trials(job, "reward"), tmp_path / "retired")
+    moved = nested_harbor.retire(trials_to_retry(job, "reward"), tmp_path / "retired")
     assert (
         sorted(p.name for p in moved) == errored and sorted(p.name for p in job.iterdir()) == kept
     )
-    assert uncounted_trials(job, "reward") == []
+    assert trials_to_retry(job, "reward") == []
 
 
 # -- the nested job's config and process control ------------------------------------------

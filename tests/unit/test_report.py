@@ -147,7 +147,7 @@ def test_run_page_shows_verdicts_with_evidence(html):
 
 def test_errored_run_page_shows_the_error(html):
     page = section(html, f"run-{IDS['errored']}")
-    assert "AgentTimeoutError" in page and "errored" in page
+    assert "AgentTimeoutError" in page and "agent error" in page
     assert "No judge has looked at this run." in page
 
 

@@ -83,8 +83,8 @@ def test_errored_retries_are_not_results_and_attempts_are_numbered(tmp_path: Pat
     assert cell.score == 0.3 and cell.n_errored == 1 and cell.source == "run"
     rows = sorted(board.runs, key=lambda r: r.attempt)
     assert [(r.attempt, r.status, r.selected) for r in rows] == [
-        (1, "scored", True),
-        (2, "errored", False),
+        (1, "completed", True),
+        (2, "infra_error", False),
     ]
 
 
@@ -126,6 +126,30 @@ def test_baseline_stands_in_for_missing_errored_and_flagged_cells(tmp_path: Path
     assert summary[CC].n_fallback == 1 and summary[CC].n_flagged == 1
     assert summary[CC].average == pytest.approx((0.6 + 0.4) / 2)
     assert summary[CX].average == pytest.approx((0.25 + 0.5) / 2)
+
+
+def test_baseline_stands_in_for_no_model_with_the_reason_shown(tmp_path: Path) -> None:
+    board = _board(
+        tmp_path,
+        [
+            TrialSpec(
+                verifier_error="final model not found at /x", base_score=0.25, started=_at(0)
+            ),
+            TrialSpec(
+                verifier_error="final_model rejected by the collect hook: too big",
+                base_score=0.25,
+                started=_at(5),
+            ),
+            TrialSpec(error="EnvironmentStartTimeoutError", score=None, started=_at(9)),
+        ],
+    )
+    cell = board.cell(CC, "gsm8k", "qwen3-1.7b")
+    # A run that left no model is the agent's result: it outranks the infra error.
+    assert (cell.source, cell.fallback, cell.score) == ("baseline", "no_model", 0.25)
+    assert cell.fallback_reason == "final_model rejected by the collect hook: too big"
+    assert (cell.n_runs, cell.n_no_model, cell.n_errored) == (0, 2, 1)
+    assert {a.agent: a.n_no_model for a in board.agents} == {CC: 2}
+    assert sorted(r.status for r in board.runs) == ["infra_error", "no_model", "no_model"]
 
 
 def test_missing_cell_and_unknown_baseline(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ def test_export_writes_one_record_per_trial_with_everything(tmp_path: Path) -> N
     )
     assert (record.benchmark, record.base_model, record.hours) == ("gsm8k", "qwen3-1.7b", 10)
     assert (
-        record.status == "scored"
+        record.status == "completed"
         and record.score == 0.61
         and record.metrics.base_model.accuracy == 0.2
     )
@@ -79,7 +79,7 @@ def test_final_model_only_when_asked(tmp_path: Path) -> None:
     assert (tmp_path / "res" / "runs" / record.id / "final_model" / "config.json").is_file()
 
 
-def test_errored_trials_are_kept_as_errors(tmp_path: Path) -> None:
+def test_unscored_trials_are_kept_with_their_outcome_and_reason(tmp_path: Path) -> None:
     write_job(
         tmp_path / "jobs",
         "j",
@@ -89,11 +89,11 @@ def test_errored_trials_are_kept_as_errors(tmp_path: Path) -> None:
         ],
     )
     export([tmp_path / "jobs"], tmp_path / "res")
-    records = list(_records(tmp_path / "res")[0].values())
-    errors = sorted(r.error for r in records)
-    assert [r.status for r in records] == ["errored", "errored"]
-    assert errors[0].startswith("AgentTimeoutError: AgentTimeoutError happened")
-    assert errors[1] == "verifier: final model not found at /logs/artifacts/final_model"
+    records = sorted(_records(tmp_path / "res")[0].values(), key=lambda r: r.status)
+    assert [r.status for r in records] == ["agent_error", "no_model"]
+    assert records[0].error.startswith("AgentTimeoutError: AgentTimeoutError happened")
+    assert records[1].error == "final model not found at /logs/artifacts/final_model"
+    assert records[1].metrics.failure == "no_model" and records[1].reward == 0.0
     assert all(r.score is None for r in records)
 
 
@@ -274,3 +274,33 @@ def test_usage_falls_back_to_the_trace(tmp_path: Path) -> None:
         1000,
         50,
     )
+
+
+def test_records_stored_as_scored_or_errored_still_load_with_an_outcome_kind(
+    tmp_path: Path,
+) -> None:
+    """Before the outcome kinds a record said only scored or errored, with the reason in
+    `error`; the store reads those as the kinds they were."""
+    from posttrainbench.results.record import RECORD_FILE, ResultRecord
+
+    write_job(tmp_path / "jobs", "j", [TrialSpec(score=0.5)])
+    export([tmp_path / "jobs"], tmp_path / "res")
+    (record,) = _records(tmp_path / "res")[0].values()
+    stored = json.loads(
+        (tmp_path / "res" / "runs" / record.id / RECORD_FILE).read_text(encoding="utf-8")
+    )
+    old = {k: v for k, v in stored.items() if k != "metrics"}
+    cases = [
+        ("scored", None, "completed"),
+        ("errored", "verifier: final model not found at /logs/artifacts/final_model", "no_model"),
+        ("errored", "verifier: judge not configured: no key", "verifier_error"),
+        ("errored", "the verifier wrote no reward", "verifier_error"),
+        ("errored", "EnvironmentStartTimeoutError: slow", "infra_error"),
+        ("errored", "AgentTimeoutError: out of time", "agent_error"),
+        ("errored", "SomethingElse: who knows", "agent_error"),
+    ]
+    for status, error, kind in cases:
+        loaded = ResultRecord.model_validate_json(
+            json.dumps({**old, "status": status, "error": error})
+        )
+        assert loaded.status == kind, (status, error)

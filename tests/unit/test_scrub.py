@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.integrity.secrets import scrub as scrub_module
-from posttrainbench.integrity.secrets.scrub import Scrubber, secret_env_values
+from posttrainbench.credentials import scrub as scrub_module
+from posttrainbench.credentials.scrub import Scrubber, secret_env_values
 
 KNOWN = "canary-known-value-0123456789"
 SHAPED = {

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from posttrainbench.sweep.plan import JOB_NAME, default_sweep_dir, open_sweep_dir
-from posttrainbench.sweep.runner import errored_trials, retire, sweep_lock
+from posttrainbench.sweep.runner import retire, sweep_lock, trials_to_retry
 from posttrainbench.sweep.spec import AgentChoice, SweepError, SweepSpec, parse_agents
 from posttrainbench.sweep.status import sweep_status
 from tests.helpers import run_ptb
@@ -73,17 +73,23 @@ def _job(sweep: Path) -> Path:
     return job
 
 
-def test_errored_trials_are_retired_not_deleted(tmp_path: Path) -> None:
+def test_only_infra_and_verifier_errors_are_retried_and_retired_not_deleted(
+    tmp_path: Path,
+) -> None:
     job = _job(tmp_path)
     ok = write_trial(job, TrialSpec(score=0.4))
     crashed = write_trial(job, TrialSpec(error="EnvironmentStartTimeoutError", score=None))
-    unscored = write_trial(job, TrialSpec(score=None))
-    running = write_trial(job, TrialSpec(finished=False))
-    found = errored_trials(job)
-    assert found == sorted([crashed, unscored])
+    unscored = write_trial(job, TrialSpec(score=None))  # the verifier wrote no reward
+    judge = write_trial(job, TrialSpec(verifier_error="judge not configured: no key"))
+    # The agent's own results: retrying them would give it extra attempts.
+    no_model = write_trial(job, TrialSpec(verifier_error="final model not found at /x"))
+    agent = write_trial(job, TrialSpec(error="ApiRateLimitError", score=None))
+    running = write_trial(job, TrialSpec(finished=False))  # no result.json yet: Harbor's to rerun
+    found = trials_to_retry(job)
+    assert found == sorted([crashed, unscored, judge])
     assert retire(found, tmp_path / "retired") == ([p.name for p in found], [])
     assert sorted(p.name for p in (tmp_path / "retired").iterdir()) == sorted(p.name for p in found)
-    assert ok.is_dir() and running.is_dir() and not crashed.exists()
+    assert all(p.is_dir() for p in (ok, no_model, agent, running)) and not crashed.exists()
 
 
 def test_status_counts_progress_cost_and_gpu_hours(tmp_path: Path) -> None:
@@ -94,6 +100,10 @@ def test_status_counts_progress_cost_and_gpu_hours(tmp_path: Path) -> None:
     write_trial(job, TrialSpec(**cc, score=0.5, cost_usd=2.0, agent_hours=3, gpus=1))
     write_trial(
         job, TrialSpec(**cc, error="AgentError", score=None, cost_usd=1.0, agent_hours=1, gpus=1)
+    )
+    write_trial(
+        job,
+        TrialSpec(**cc, verifier_error="final model not found", cost_usd=None, agent_hours=0),
     )
     write_trial(job, TrialSpec(**cc, finished=False))
     write_trial(
@@ -110,7 +120,8 @@ def test_status_counts_progress_cost_and_gpu_hours(tmp_path: Path) -> None:
     status = sweep_status(tmp_path)
     by = {a.agent: a for a in status.agents}
     claude, codex = by["claude-code:anthropic/claude-opus-4-1"], by["codex:openai/gpt-5"]
-    assert (claude.scored, claude.errored, claude.running, claude.pending) == (1, 1, 1, 1)
+    assert (claude.scored, claude.no_model, claude.errored, claude.to_retry) == (1, 1, 1, 0)
+    assert (claude.running, claude.pending) == (1, 0)
     assert claude.cost_usd == 3.0 and claude.gpu_hours == pytest.approx(4.0)
     assert (codex.scored, codex.pending, codex.cost_usd, codex.gpu_hours) == (
         1,

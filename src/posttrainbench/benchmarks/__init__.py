@@ -1,23 +1,13 @@
 """Sandbox benchmark registry: ``get_benchmark(id)`` -> :class:`Benchmark`.
 
-Entries are import paths so a benchmark's module loads only when asked for.
+The registry is the benchmark plugins (``plugin.py``); a benchmark's module loads only
+when asked for. Importing this package needs only the standard library: the HumanEval
+referee imports its execution module from here in a Python without pydantic.
 """
 
 from __future__ import annotations
 
-import importlib
-
 from .base import Benchmark, GenerationSettings, Sample, ScoreResult
-
-_REGISTRY: dict[str, str] = {
-    "bfcl": "posttrainbench.benchmarks.bfcl.benchmark:BfclSimplePython",
-    "gsm8k": "posttrainbench.benchmarks.gsm8k.benchmark:Gsm8k",
-    "aime2025": "posttrainbench.benchmarks.aime.benchmark:Aime2025",
-    "gpqamain": "posttrainbench.benchmarks.gpqa.benchmark:GpqaMain",
-    "humaneval": "posttrainbench.benchmarks.humaneval.benchmark:HumanEval",
-    "arenahardwriting": "posttrainbench.benchmarks.arenahard.benchmark:ArenaHardWriting",
-    "healthbench": "posttrainbench.benchmarks.healthbench.benchmark:HealthBench",
-}
 
 
 class UnknownBenchmarkError(KeyError):
@@ -25,18 +15,23 @@ class UnknownBenchmarkError(KeyError):
 
 
 def available_benchmarks() -> list[str]:
-    return sorted(_REGISTRY)
+    """The ids of every benchmark plugin, sorted."""
+    from .plugin import plugins
+
+    return list(plugins())
 
 
 def get_benchmark(benchmark_id: str) -> Benchmark:
-    try:
-        target = _REGISTRY[benchmark_id]
-    except KeyError:
+    """A fresh evaluator of *benchmark_id*."""
+    from .plugin import plugins
+
+    plugin = plugins().get(benchmark_id)
+    if plugin is None:
         raise UnknownBenchmarkError(
             f"unknown benchmark {benchmark_id!r}; known: {', '.join(available_benchmarks())}"
-        ) from None
-    module_name, _, cls_name = target.partition(":")
-    return getattr(importlib.import_module(module_name), cls_name)()
+        )
+    benchmark: Benchmark = plugin.load("evaluator")()
+    return benchmark
 
 
 __all__ = [

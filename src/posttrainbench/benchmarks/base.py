@@ -19,6 +19,28 @@ Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": str
 
 
 @dataclass(frozen=True)
+class ContaminationText:
+    """What a contaminated training file would contain of one test item (the
+    contamination judge's reference)."""
+
+    question: str
+    answer: str | None = None
+    passage: str | None = None
+
+
+def messages_text(messages: object, role: str = "user") -> str:
+    """The text of a chat's messages of one role (nested turn lists are flattened)."""
+    if isinstance(messages, str):
+        return messages
+    out: list[str] = []
+    for turn in messages if isinstance(messages, list) else []:
+        for message in turn if isinstance(turn, list) else [turn]:
+            if isinstance(message, dict) and message.get("role") == role and message.get("content"):
+                out.append(str(message["content"]))
+    return "\n".join(out)
+
+
+@dataclass(frozen=True)
 class GenerationSettings:
     """Decoding settings; temperature 0 means greedy.
 
@@ -85,6 +107,11 @@ class Benchmark(ABC):
     @abstractmethod
     def score(self, sample: Sample, completion: str) -> ScoreResult:
         """Score one model completion for *sample*."""
+
+    @abstractmethod
+    def contamination_text(self, data: dict[str, Any]) -> ContaminationText:
+        """The text of a prepared test item (``Sample.data``) that a contaminated
+        training file would contain."""
 
     def judge(self) -> Any:
         """The LLM judge client of a judged benchmark (None otherwise).

@@ -11,23 +11,12 @@ subset out of the test set (see posttrainbench.data.prepare).
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from .base import Sample
 from .fetch import Fetcher, hf_dataset_url, wheel_member
 from .rows import Row
-
-_SOURCES: dict[str, str] = {
-    "bfcl": "posttrainbench.benchmarks.bfcl.source:BfclSource",
-    "gsm8k": "posttrainbench.benchmarks.gsm8k.source:Gsm8kSource",
-    "aime2025": "posttrainbench.benchmarks.aime.source:Aime2025Source",
-    "gpqamain": "posttrainbench.benchmarks.gpqa.source:GpqaMainSource",
-    "humaneval": "posttrainbench.benchmarks.humaneval.source:HumanEvalSource",
-    "arenahardwriting": "posttrainbench.benchmarks.arenahard.source:ArenaHardWritingSource",
-    "healthbench": "posttrainbench.benchmarks.healthbench.source:HealthBenchSource",
-}
 
 
 @dataclass(frozen=True)
@@ -82,9 +71,11 @@ class DataSource(ABC):
 
 
 def get_source(benchmark_id: str) -> DataSource:
-    """The data source of *benchmark_id* (KeyError if there is none)."""
-    module_name, _, cls_name = _SOURCES[benchmark_id].partition(":")
-    return getattr(importlib.import_module(module_name), cls_name)()
+    """The data source of *benchmark_id*, from its plugin (KeyError if there is none)."""
+    from .plugin import plugins  # the plugins name this module's subclasses
+
+    source: DataSource = plugins()[benchmark_id].load("source")()
+    return source
 
 
 def url_file(fetcher: Fetcher, url: str) -> RawFile:

@@ -8,12 +8,12 @@ as a mean over the four base models.
 
 from __future__ import annotations
 
-import json
 from functools import cache
-from importlib import resources
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from posttrainbench.benchmarks.plugin import plugins
 
 
 class BaselineEntry(BaseModel):
@@ -31,6 +31,9 @@ class BaselineEntry(BaseModel):
 
 @cache
 def list_baselines() -> tuple[BaselineEntry, ...]:
-    """All baseline entries in file order."""
-    text = resources.files("posttrainbench.catalog").joinpath("data", "baselines.json").read_text()
-    return tuple(BaselineEntry.model_validate(row) for row in json.loads(text))
+    """The published baselines of every benchmark plugin, by benchmark id."""
+    return tuple(
+        BaselineEntry(benchmark=benchmark_id, **entry.model_dump())
+        for benchmark_id, plugin in plugins().items()
+        for entry in plugin.baselines
+    )

@@ -1,6 +1,7 @@
-"""Load the benchmark and base-model catalog from the JSON files in `data/`.
+"""The benchmark and base-model catalog.
 
-Adding a benchmark or a model is a data change: one entry in a JSON file.
+Benchmarks come from the benchmark plugins (`benchmarks/<name>/plugin.json`, see
+docs/adding-a-benchmark.md); adding a base model is one entry in `data/models.json`.
 """
 
 from __future__ import annotations
@@ -9,9 +10,9 @@ import json
 from functools import cache
 from importlib import resources
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field
 
-from posttrainbench.benchmarks import available_benchmarks
+from posttrainbench.benchmarks.plugin import plugins
 from posttrainbench.errors import UnknownBenchmarkError, UnknownModelError
 
 
@@ -26,12 +27,6 @@ class BenchmarkSpec(BaseModel):
     data_source: str
     offline: bool = False
     llm_judge: bool = False
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def implemented(self) -> bool:
-        """Whether the benchmarks registry has its evaluator (the one home of that fact)."""
-        return self.id in available_benchmarks()
 
 
 class BaseModelSpec(BaseModel):
@@ -54,8 +49,11 @@ def _load(name: str) -> list[dict]:
 
 @cache
 def list_benchmarks() -> tuple[BenchmarkSpec, ...]:
-    """All benchmarks in catalog order."""
-    return tuple(BenchmarkSpec.model_validate(b) for b in _load("benchmarks.json"))
+    """All benchmarks, sorted by id: the plugins' catalog fields."""
+    fields = set(BenchmarkSpec.model_fields)
+    return tuple(
+        BenchmarkSpec.model_validate(p.model_dump(include=fields)) for p in plugins().values()
+    )
 
 
 @cache

@@ -22,9 +22,9 @@ def benchmarks(as_json: bool = JsonFlag) -> None:
     if as_json:
         typer.echo(json.dumps([b.model_dump() for b in items], indent=2))
         return
-    table = Table("id", "name", "evaluator", "data")
+    table = Table("id", "name", "judged by", "data")
     for b in items:
-        table.add_row(b.id, b.display_name, "yes" if b.implemented else "not yet", b.data_source)
+        table.add_row(b.id, b.display_name, "LLM" if b.llm_judge else "rules", b.data_source)
     Console().print(table)
 
 

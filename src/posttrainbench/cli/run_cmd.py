@@ -85,7 +85,7 @@ def run(
 ) -> None:
     """Run an agent on one (benchmark, model) task through Harbor's Job API."""
     from posttrainbench.cli.summary import print_trials
-    from posttrainbench.integrity.secrets.credentials import AuthMode
+    from posttrainbench.credentials.resolve import AuthMode
     from posttrainbench.runner.job_runner import RunRequest
     from posttrainbench.runner.job_runner import run as run_job
 

@@ -71,8 +71,9 @@ def sweep(
     retry: str = typer.Option(
         "errored",
         "--retry",
-        help="On a resume: errored (run errored trials again; "
-        "the old ones move to retired/) or none.",
+        help="On a resume: errored (run trials with an infra or verifier error again; "
+        "the old ones move to retired/) or none. Completed, no-model and agent-error "
+        "trials are the agent's result and are never run again.",
     ),
     out: Path | None = typer.Option(
         None,
@@ -120,7 +121,7 @@ def sweep(
         return
     from pydantic import ValidationError
 
-    from posttrainbench.integrity.secrets.credentials import AuthMode
+    from posttrainbench.credentials.resolve import AuthMode
     from posttrainbench.sweep.runner import SweepRequest, run_sweep
     from posttrainbench.sweep.spec import SweepSpec, parse_agents
 
@@ -206,7 +207,8 @@ def sweep(
         Console(stderr=True).print(f"warning: {escape(line)}", highlight=False, soft_wrap=True)
     if outcome.retired:
         console.print(
-            f"{len(outcome.retired)} errored trial(s) run again (old ones in retired/)",
+            f"{len(outcome.retired)} errored trial(s) run again (infra or verifier errors; "
+            "old ones in retired/)",
             highlight=False,
         )
     if outcome.ran:
@@ -242,8 +244,10 @@ def _print_status(console: Console, sweep_dir: Path) -> None:
     )
     for column in (
         "agent",
-        "done",
+        "scored",
+        "no model",
         "errored",
+        "to retry",
         "running",
         "pending",
         "cost $",
@@ -263,7 +267,9 @@ def _print_status(console: Console, sweep_dir: Path) -> None:
         table.add_row(
             escape(a.agent),
             str(a.scored),
+            str(a.no_model),
             str(a.errored),
+            str(a.to_retry),
             str(a.running),
             str(a.pending),
             _fmt(a.cost_usd),

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from posttrainbench.catalog import get_model, list_models
+from posttrainbench.catalog import get_model, list_benchmarks, list_models
 from posttrainbench.cli.options import (
     BaseImage,
     Cpus,
@@ -50,7 +50,7 @@ def generate(
     offline: bool = Offline,
 ) -> None:
     """Write one Harbor task directory per (benchmark, model) pair."""
-    from posttrainbench.tasks.compiler import compile_task, implemented_benchmarks
+    from posttrainbench.tasks.compiler import compile_task
 
     if all_pairs == bool(benchmark or model):
         raise PtbError("give either --benchmark and --model, or --all")
@@ -69,7 +69,7 @@ def generate(
         agent_eval_budget=eval_budget,
     )
     if all_pairs:
-        pairs = [(b.id, m.id) for b in implemented_benchmarks() for m in list_models()]
+        pairs = [(b.id, m.id) for b in list_benchmarks() for m in list_models()]
     else:
         get_model(model)  # validate both ids before writing anything
         pairs = [(benchmark, model)]

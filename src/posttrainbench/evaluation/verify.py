@@ -9,8 +9,9 @@ With the verifier's timeout and start time, generation runs under the time limit
 out dir says how many questions are done (:mod:`.progress`).
 
 The test set is read from ``$PTB_DATA_DIR`` (the sealed ``/tests/data``). A missing
-or unloadable model scores 0 with ``error`` recorded (for one the collect hook rejected,
-its reason from ``handoff.json``). Exit code 0 whenever the
+or unloadable model scores 0 with ``error`` recorded and ``failure`` "no_model" (for one
+the collect hook rejected, its reason from ``handoff.json``); a failure of the verifier's
+own (task spec, benchmark, judge) has ``failure`` "verifier". Exit code 0 whenever the
 reward was written; 2 only if the task spec itself is unreadable (reward 0 still written).
 """
 
@@ -23,7 +24,7 @@ import traceback
 from pathlib import Path
 
 from ..sandbox.handoff import Handoff
-from ..schemas import BaseScore, Metrics, TaskSpec, write_reward
+from ..schemas import BaseScore, Metrics, MetricsFailure, TaskSpec, write_reward
 from .progress import ProgressFile
 from .time_budget import Deadline
 
@@ -31,7 +32,12 @@ JUDGE_NOT_CONFIGURED = 3
 
 
 def _zero_metrics(
-    benchmark: str, model_path: str, error: str, seed: int = 0, attempts=()
+    benchmark: str,
+    model_path: str,
+    error: str,
+    seed: int = 0,
+    attempts=(),
+    failure: MetricsFailure = "no_model",
 ) -> Metrics:
     return Metrics(
         benchmark=benchmark,
@@ -41,6 +47,7 @@ def _zero_metrics(
         n=0,
         n_correct=0,
         error=error,
+        failure=failure,
         seed=seed,
         attempts=list(attempts),
     )
@@ -91,7 +98,9 @@ def run(
     try:
         task = TaskSpec.load(task_path)
     except Exception as exc:
-        return _zero_metrics("unknown", model_path, f"bad task spec {task_path}: {exc}"), 2
+        return _zero_metrics(
+            "unknown", model_path, f"bad task spec {task_path}: {exc}", failure="verifier"
+        ), 2
     try:
         from ..benchmarks import get_benchmark
 
@@ -99,7 +108,11 @@ def run(
         samples = bench.load("test", task.final_eval_limit)
     except Exception as exc:
         return _zero_metrics(
-            task.benchmark, model_path, f"cannot load benchmark: {exc}", task.seed
+            task.benchmark,
+            model_path,
+            f"cannot load benchmark: {exc}",
+            task.seed,
+            failure="verifier",
         ), 2
     if not Path(model_path).is_dir():
         # The collect hook says why it handed no model over (e.g. over the size cap).
@@ -121,7 +134,11 @@ def run(
             )
         except JudgeConfigError as exc:
             return _zero_metrics(
-                task.benchmark, model_path, f"judge not configured: {exc}", task.seed
+                task.benchmark,
+                model_path,
+                f"judge not configured: {exc}",
+                task.seed,
+                failure="verifier",
             ), JUDGE_NOT_CONFIGURED
         except Exception as exc:
             traceback.print_exc()
@@ -167,9 +184,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     except BaseException as exc:  # last resort: reward.json must exist
         write_reward(args.out_dir / "reward.json", 0.0)
-        _zero_metrics("unknown", args.model_path, f"verifier crashed: {exc!r}").dump(
-            args.out_dir / "metrics.json"
-        )
+        _zero_metrics(
+            "unknown", args.model_path, f"verifier crashed: {exc!r}", failure="verifier"
+        ).dump(args.out_dir / "metrics.json")
         raise
     metrics.dump(args.out_dir / "metrics.json")
     if code == JUDGE_NOT_CONFIGURED:

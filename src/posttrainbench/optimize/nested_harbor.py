@@ -11,8 +11,10 @@ without the candidate's code on its path: the job's agent is the trusted
 candidate's class in ``agent_host`` as the candidate user and performs its environment
 calls (see ``proxy_agent`` for the protocol).
 
-Resume: the work directory is kept; running again keeps the trials that counted, moves
-the others to ``retired/`` and lets Harbor's own resume run what is missing. Timeout: the
+Resume: the work directory is kept; running again moves the trials the retry policy of
+``posttrainbench.trial_outcome`` runs again (infrastructure and verifier failures,
+unfinished trials) to ``retired/``, keeps the rest (an agent's own error included) and
+lets Harbor's own resume run what is missing. Timeout: the
 child gets SIGTERM (Harbor cancels its trials, the proxies kill their agent hosts, the
 environments stop), then SIGKILL after a grace period; every trial that finished with a
 reward is still scored.
@@ -53,7 +55,7 @@ from posttrainbench.optimize.trial_selection import (
     NestedScoreReport,
     build_report,
     read_trials,
-    uncounted_trials,
+    trials_to_retry,
 )
 
 JOB_NAME = "nested"
@@ -154,7 +156,7 @@ def prepare(
     limits: CandidateLimits,
     pool: IdentityPool,
 ) -> tuple[Path, list[Path]]:
-    """Fresh ``code/``, ``tasks/`` and ``agents/``, errored trials retired; return (job config file, retired)."""
+    """Fresh ``code/``, ``tasks/`` and ``agents/``, trials to retry retired; return (job config file, retired)."""
     root.mkdir(mode=0o711, parents=True, exist_ok=True)
     os.chmod(root, 0o711)
     _make_dirs(root, work)
@@ -169,7 +171,7 @@ def prepare(
     (work / "agents").mkdir(mode=0o711)
     jobs_dir = work / "jobs"
     jobs_dir.mkdir(mode=0o700, exist_ok=True)
-    retired = retire(uncounted_trials(jobs_dir / JOB_NAME, scoring.reward_key), work / "retired")
+    retired = retire(trials_to_retry(jobs_dir / JOB_NAME, scoring.reward_key), work / "retired")
     config_file = work / "job.json"
     config_file.write_text(job_config(scoring, work, tasks, limits, pool).model_dump_json(indent=2))
     os.chmod(config_file, 0o600)

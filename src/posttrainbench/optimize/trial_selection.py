@@ -1,8 +1,11 @@
 """Mode B's per-task scores from the trials of a nested Harbor job.
 
-A trial *counts* when Harbor wrote its ``result.json`` with a valid reward under the
-configured key; everything else (an exception without a valid reward, a trial cancelled
-by the nested-run timeout, no ``result.json`` yet) does not. Per task, ``best`` keeps the
+A trial *counts* when its outcome (``posttrainbench.trial_outcome``) is ``completed``:
+Harbor wrote its ``result.json`` with a valid reward under the configured key; everything
+else (an exception without a valid reward, a trial cancelled by the nested-run timeout,
+no ``result.json`` yet) does not. A resume runs again only what that module's retry policy
+retries (infrastructure and verifier failures); an agent's own error stays, as in
+``ptb sweep``, so a candidate gets no attempts beyond ``n_attempts``. Per task, ``best`` keeps the
 trial with the highest reward and, among equals, the most recent ``finished_at``;
 ``mean`` averages the rewards of all ``n_attempts`` attempts, an attempt that did not
 count scoring 0. A task without a counted trial scores 0 and is reported missing.
@@ -10,6 +13,7 @@ count scoring 0. A task without a counted trial scores 0 and is reported missing
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -17,21 +21,31 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from posttrainbench.optimize.scorer import SampleResult, ScoreReport
+from posttrainbench.trial_outcome import HarborTrial, TrialOutcome, classify
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-class TrialOutcome(BaseModel):
-    """What one trial directory's ``result.json`` says, as far as scoring cares."""
+class NestedTrial(BaseModel):
+    """One trial directory of the nested job and its outcome, as far as scoring cares."""
 
     model_config = ConfigDict(extra="forbid")
 
     trial_dir: Path
     trial_name: str
     task_name: str
-    reward: float | None  # None: the trial does not count
+    outcome: TrialOutcome
     finished_at: datetime | None
-    error: str | None = None
+
+    @property
+    def reward(self) -> float | None:
+        """The reward of a trial that counts; None for one that does not."""
+        return self.outcome.reward if self.outcome.kind == "completed" else None
+
+    @property
+    def error(self) -> str | None:
+        """Why a trial does not count."""
+        return None if self.outcome.kind == "completed" else self.outcome.reason
 
 
 class TaskSampleResult(SampleResult):
@@ -50,51 +64,40 @@ class NestedScoreReport(ScoreReport):
     missing: list[str]
 
 
-def read_trial(trial_dir: Path, reward_key: str) -> TrialOutcome | None:
-    """The outcome of one trial directory; None while it has no readable ``result.json``."""
-    from harbor.models.trial.result import TrialResult
-
+def read_trial(trial_dir: Path, reward_key: str) -> NestedTrial | None:
+    """One trial directory; None while it has no readable ``result.json``. Harbor wrote it in
+    the trusted child (the candidate cannot reach ``jobs/``); the nested tasks are any
+    Harbor tasks, with no PostTrainBench ``metrics.json`` to read."""
     try:
-        result = TrialResult.model_validate_json(
-            (trial_dir / "result.json").read_text(encoding="utf-8")
-        )
+        raw = json.loads((trial_dir / "result.json").read_text(encoding="utf-8"))
+        facts = HarborTrial.model_validate(raw)
+        outcome = classify(raw, reward_key=reward_key)
     except (OSError, ValueError):
         return None
-    reward: float | None = None
-    rewards = result.verifier_result.rewards if result.verifier_result else None
-    if result.reward_valid and rewards and isinstance(rewards.get(reward_key), (int, float)):
-        reward = float(rewards[reward_key])
-    error = None
-    if result.exception_info is not None:
-        error = f"{result.exception_info.exception_type}: {result.exception_info.exception_message}".splitlines()[
-            0
-        ]
-    elif reward is None:
-        error = f"no {reward_key!r} reward"
-    return TrialOutcome(
+    return NestedTrial(
         trial_dir=trial_dir,
-        trial_name=result.trial_name,
-        task_name=result.task_name,
-        reward=reward,
-        finished_at=result.finished_at,
-        error=error,
+        trial_name=facts.trial_name,
+        task_name=facts.task_name,
+        outcome=outcome,
+        finished_at=facts.finished_at,
     )
 
 
-def read_trials(job_dir: Path, reward_key: str) -> list[TrialOutcome]:
-    """Every finished trial of one Harbor job directory."""
+def read_trials(job_dir: Path, reward_key: str) -> list[NestedTrial]:
+    """Every trial of one Harbor job directory with a readable ``result.json``."""
     if not Path(job_dir).is_dir():
         return []
-    outcomes = (read_trial(p, reward_key) for p in sorted(Path(job_dir).iterdir()) if p.is_dir())
-    return [o for o in outcomes if o is not None]
+    trials = (read_trial(p, reward_key) for p in sorted(Path(job_dir).iterdir()) if p.is_dir())
+    return [t for t in trials if t is not None]
 
 
-def uncounted_trials(job_dir: Path, reward_key: str) -> list[Path]:
-    """Finished trials that did not count (errored or unscored): a resume runs them again."""
-    return [o.trial_dir for o in read_trials(job_dir, reward_key) if o.reward is None]
+def trials_to_retry(job_dir: Path, reward_key: str) -> list[Path]:
+    """Trials whose outcome the retry policy runs again (infrastructure or verifier failures,
+    unfinished trials): a resume retires them and Harbor runs them again."""
+    return [t.trial_dir for t in read_trials(job_dir, reward_key) if t.outcome.retried]
 
 
-def best_trial(outcomes: list[TrialOutcome]) -> TrialOutcome | None:
+def best_trial(outcomes: list[NestedTrial]) -> NestedTrial | None:
     """The counted trial with the highest reward; among equal rewards the most recent one."""
     counted = [o for o in outcomes if o.reward is not None]
     if not counted:
@@ -110,12 +113,12 @@ def _aware(moment: datetime | None) -> datetime:
 
 def score_tasks(
     names: list[str],
-    outcomes: list[TrialOutcome],
+    outcomes: list[NestedTrial],
     aggregation: Literal["best", "mean"],
     n_attempts: int,
 ) -> list[TaskSampleResult]:
     """One result per task name, in *names*' order; trials of other names are ignored (exact match)."""
-    by_task: dict[str, list[TrialOutcome]] = {name: [] for name in names}
+    by_task: dict[str, list[NestedTrial]] = {name: [] for name in names}
     for outcome in outcomes:
         if outcome.task_name in by_task:
             by_task[outcome.task_name].append(outcome)
@@ -149,7 +152,7 @@ def score_tasks(
 
 def build_report(
     names: list[str],
-    outcomes: list[TrialOutcome],
+    outcomes: list[NestedTrial],
     aggregation: Literal["best", "mean"],
     n_attempts: int,
     status: Literal["ok", "timeout", "error"],

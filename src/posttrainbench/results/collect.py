@@ -1,9 +1,10 @@
 """`ptb results collect`: the results store into a leaderboard.
 
 The grid is every agent (with its model) x every benchmark x every base model found in
-the store. A cell's score comes from its scored, unflagged runs under the selection
-policy; where there are none (no run, only errored runs, or every run flagged by a
-judge) the base model's baseline stands in, and the cell says so.
+the store. A cell's score comes from its completed, unflagged runs under the selection
+policy; where there are none (no run, runs that left no usable model, only errored runs,
+or every run flagged by a judge) the base model's baseline stands in, and the cell says
+so, with the reason of the latest run behind a no_model or errored fallback.
 """
 
 from __future__ import annotations
@@ -18,7 +19,15 @@ from posttrainbench.catalog.baselines import BaselineEntry
 from posttrainbench.results.record import ResultRecord
 from posttrainbench.results.reference_scores import ReferenceScores
 from posttrainbench.results.selection import select, start_order
-from posttrainbench.results.table import AgentSummary, Cell, Leaderboard, Policy, RunRow
+from posttrainbench.results.table import (
+    AgentSummary,
+    Cell,
+    FallbackReason,
+    Leaderboard,
+    Policy,
+    RunRow,
+)
+from posttrainbench.trial_outcome import ERROR_KINDS
 
 
 def _catalog_order(found: set[str], catalog: list[str]) -> list[str]:
@@ -36,6 +45,20 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
+def _fallback(
+    flagged: list[ResultRecord], no_model: list[ResultRecord], errored: list[ResultRecord]
+) -> tuple[FallbackReason, str | None]:
+    """Why the baseline stands in, and the latest such run's reason. A run that left no
+    model is the agent's own result, so it says more than an error does."""
+    if flagged:
+        return "flagged", None
+    if no_model:
+        return "no_model", max(no_model, key=start_order).error
+    if errored:
+        return "errored", max(errored, key=start_order).error
+    return "missing", None
+
+
 def _cell(
     agent: str,
     benchmark: str,
@@ -44,18 +67,20 @@ def _cell(
     policy: Policy,
     refs: ReferenceScores,
 ) -> Cell:
-    scored = [r for r in runs if r.status == "scored"]
+    scored = [r for r in runs if r.status == "completed"]
     flagged = [r for r in scored if r.flagged]
     candidates = [r for r in scored if not r.flagged]
-    errored = [r for r in runs if r.status == "errored"]
+    no_model = [r for r in runs if r.status == "no_model"]
+    errored = [r for r in runs if r.status in ERROR_KINDS]
     pick = select(candidates, policy)
     base = refs.base(benchmark, model)
     instruct = refs.instruct(benchmark, model)
-    fallback = None
+    fallback: FallbackReason | None = None
+    fallback_reason: str | None = None
     if candidates:
         score, source = pick.score, "run"
     else:
-        fallback = "flagged" if flagged else "errored" if errored else "missing"
+        fallback, fallback_reason = _fallback(flagged, no_model, errored)
         score, source = (base.score, "baseline") if base else (None, "none")
     normalized = None
     if (
@@ -72,9 +97,11 @@ def _cell(
         score=score,
         source=source,
         fallback=fallback,
+        fallback_reason=fallback_reason,
         selected=pick.selected,
         note=pick.note,
         n_runs=len(candidates),
+        n_no_model=len(no_model),
         n_errored=len(errored),
         n_flagged=len(flagged),
         n_unjudged=sum(1 for r in candidates if r.flagged is None),
@@ -120,6 +147,7 @@ def _summary(
         n_cells_scored=sum(1 for c in cells if c.score is not None),
         n_fallback=sum(1 for c in cells if c.source == "baseline"),
         n_runs=sum(c.n_runs for c in cells),
+        n_no_model=sum(c.n_no_model for c in cells),
         n_errored=sum(c.n_errored for c in cells),
         n_flagged=sum(c.n_flagged for c in cells),
         cost_usd=_sum(c.cost_usd for c in cells),

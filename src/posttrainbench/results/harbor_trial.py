@@ -33,14 +33,16 @@ from posttrainbench.integrity.traces.trial_files import (
 from posttrainbench.results.record import ResultRecord, TimeUsed, Usage, combine_flags
 from posttrainbench.safe_fs import Refused, SafeDir, kind_of
 from posttrainbench.schemas import Metrics, TaskSpec
+from posttrainbench.trial_outcome import TrialOutcome, classify
 
 RESULT_FILE = "result.json"
 CONFIG_FILE = "config.json"
 JUDGE_DIRS = ("verifier", "judges")  # later wins
 MAX_JSON_BYTES = 64 * 2**20  # result, metrics, task spec or verdict: far larger is not one
-# Part of every fingerprint: bump it when what an export reads changes, so that runs an
-# older exporter stored (which followed links) are exported again.
-READER_VERSION = "safe-1"
+# Part of every fingerprint: bump it when what an export reads or derives changes, so that
+# runs an older exporter stored are exported again (safe-1: no link followed; outcome-1:
+# the trial_outcome kinds).
+READER_VERSION = "outcome-1"
 
 
 class TrialReadError(Exception):
@@ -118,10 +120,22 @@ def read_harbor_file(root: SafeDir, name: str) -> str:
     return root.read_bytes(name, MAX_JSON_BYTES, hard_links_ok=True).decode("utf-8")
 
 
-def _read(root: SafeDir, trial_dir: Path, text: str | None) -> TrialSource:
+def read_outcome(trial_dir: Path) -> TrialOutcome:
+    """What became of a trial (an unfinished one is an infra_error: it never finished), read
+    through the same guards as `read_trial`; TrialReadError when it cannot be read."""
+    try:
+        root = SafeDir.open(Path(trial_dir))
+    except OSError as exc:
+        raise TrialReadError(f"cannot open the trial directory: {exc.strerror or exc}") from None
+    with root:
+        return classify(_result(root, None), _metrics(root))
+
+
+def _result(root: SafeDir, text: str | None) -> TrialResult:
+    """Harbor's result.json (*text* when the caller has read it already)."""
     try:
         text = text if text is not None else read_harbor_file(root, RESULT_FILE)
-        result = TrialResult.model_validate_json(text)
+        return TrialResult.model_validate_json(text)
     except UnicodeDecodeError:
         raise TrialReadError(f"{RESULT_FILE} is not UTF-8 text") from None
     except OSError as exc:
@@ -131,6 +145,10 @@ def _read(root: SafeDir, trial_dir: Path, text: str | None) -> TrialSource:
         raise TrialReadError(
             f"{RESULT_FILE} is not a Harbor trial result ({' '.join(lines[:3])})"
         ) from None
+
+
+def _read(root: SafeDir, trial_dir: Path, text: str | None) -> TrialSource:
+    result = _result(root, text)
     if result.finished_at is None:
         raise TrialInProgress(result.trial_name)
     refused: list[str] = []
@@ -138,11 +156,10 @@ def _read(root: SafeDir, trial_dir: Path, text: str | None) -> TrialSource:
     metrics = _metrics(root)
     benchmark, base_model = _benchmark_and_model(result.task_name, spec, metrics)
     verdicts = _verdicts(root, refused)
-    reward = None
-    if result.verifier_result and result.verifier_result.rewards:
-        value = result.verifier_result.rewards.get("reward")
-        reward = float(value) if value is not None else None
-    status, error, score = _outcome(result, metrics, reward)
+    outcome = classify(result, metrics)
+    score = None
+    if outcome.kind == "completed":  # the verifier's accuracy, else the bare reward
+        score = metrics.accuracy if metrics is not None else outcome.reward
     scan = scan_trial_traces(root)
     refused += scan.refused
     artifacts = artifacts_subdir(root)
@@ -161,10 +178,10 @@ def _read(root: SafeDir, trial_dir: Path, text: str | None) -> TrialSource:
         base_model=base_model,
         hours=spec.hours if spec else None,
         feedback=spec.feedback if spec else None,
-        status=status,
-        error=error,
+        status=outcome.kind,
+        error=None if outcome.kind == "completed" else outcome.reason,
         score=score,
-        reward=reward,
+        reward=outcome.reward,
         metrics=metrics,
         verdicts=verdicts,
         # An audit verdict flags a run but never stands in for a judge that cleared it.
@@ -273,23 +290,6 @@ def _verdicts(root: SafeDir, refused: list[str]) -> list[Judgement]:
                 continue
             found[verdict.judge] = verdict
     return [found[j] for j in VERDICT_IDS if j in found]
-
-
-def _outcome(result: TrialResult, metrics: Metrics | None, reward: float | None):
-    """(status, error, score). A trial is errored when Harbor recorded an exception, when
-    the verifier gave no reward, or when it found no usable final model (metrics.error)."""
-    exceptions = result.recorded_exceptions()
-    if exceptions:
-        first = exceptions[0]
-        message = first.exception_message.strip().splitlines()
-        return "errored", f"{first.exception_type}: {message[0] if message else ''}".strip(), None
-    if metrics is not None and metrics.error:
-        return "errored", f"verifier: {metrics.error}", None
-    if metrics is not None:
-        return "scored", None, metrics.accuracy
-    if reward is None:
-        return "errored", "the verifier wrote no reward", None
-    return "scored", None, reward
 
 
 def _hours(start: datetime | None, end: datetime | None) -> float | None:

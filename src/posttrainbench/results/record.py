@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from posttrainbench.integrity.judges.verdict import Judgement
-from posttrainbench.schemas import Metrics
+from posttrainbench.schemas import Metrics, legacy_failure
+from posttrainbench.trial_outcome import OutcomeKind, exception_kind
 
 RECORD_FILE = "record.json"
 RECORD_VERSION = 1
-RunStatus = Literal["scored", "errored"]
+RunStatus = OutcomeKind
 
 
 class Usage(BaseModel):
@@ -60,7 +61,7 @@ class ResultRecord(BaseModel):
     """One Harbor trial in the results store (a "run": one attempt of an agent on a task).
 
     ``score`` is the verifier's accuracy in [0, 1], or the reward when the verifier wrote
-    no metrics; it is None for an errored trial. ``flagged`` combines the judges:
+    no metrics, of a ``completed`` trial; None for every other outcome. ``flagged`` combines the judges:
     True when any judge flagged the run, False when all five cleared it, None otherwise.
     """
 
@@ -78,9 +79,9 @@ class ResultRecord(BaseModel):
     base_model: str
     hours: float | None = Field(default=None, description="the task's time budget")
     feedback: str | None = None
-    status: RunStatus
+    status: RunStatus = Field(description="the trial's outcome kind (posttrainbench.trial_outcome)")
     error: str | None = Field(
-        default=None, description="exception type and message of an errored trial"
+        default=None, description="the outcome's one-line reason when it is not completed"
     )
     score: float | None = None
     reward: float | None = None
@@ -107,6 +108,14 @@ class ResultRecord(BaseModel):
     fingerprint: str = Field(description="changes when the trial's result or verdicts change")
     exported_at: datetime
 
+    @model_validator(mode="before")
+    @classmethod
+    def _status_of_older_records(cls, data: Any) -> Any:
+        """Records stored before the outcome kinds said only scored or errored."""
+        if isinstance(data, dict) and data.get("status") in ("scored", "errored"):
+            data = {**data, "status": legacy_status(data)}
+        return data
+
     @property
     def agent_label(self) -> str:
         """`agent` or `agent:model`: agents with different models rank separately."""
@@ -130,3 +139,18 @@ def combine_flags(verdicts: list[Judgement], n_judges: int) -> bool | None:
         return True
     cleared = {v.judge for v in verdicts if v.flagged is False}
     return False if len(cleared) >= n_judges else None
+
+
+def legacy_status(data: dict[str, Any]) -> OutcomeKind:
+    """The outcome kind of a record stored as scored/errored, from its own error text: the
+    older exporter wrote `verifier: <metrics.json error>`, `the verifier wrote no reward`,
+    or `<exception type>: <message>` (its phase is lost: an unknown type is the agent's)."""
+    if data.get("status") == "scored":
+        return "completed"
+    error = str(data.get("error") or "")
+    if error.startswith("verifier: "):
+        failure = legacy_failure(error.removeprefix("verifier: "))
+        return "verifier_error" if failure == "verifier" else "no_model"
+    if error.startswith("the verifier wrote no reward"):
+        return "verifier_error"
+    return exception_kind(error.partition(":")[0].strip())

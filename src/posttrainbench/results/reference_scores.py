@@ -2,7 +2,7 @@
 
 Base model (the fallback where a run is missing or flagged), first found wins:
 1. ``--baselines FILE`` entries of kind zero_shot/few_shot for this benchmark and model;
-2. the catalog's (``catalog/data/baselines.json``) for this exact model;
+2. the catalog's (the benchmark plugins' published baselines) for this exact model;
 3. measured in the store: the mean of the base-model scores the verifiers measured next
    to the runs (``metrics.base_model``, on the same questions as those runs);
 4. the catalog's mean over the base models (model ``"*"``).
@@ -19,17 +19,17 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from posttrainbench.benchmarks.plugin import plugins
 from posttrainbench.catalog.baselines import BaselineEntry, list_baselines
 from posttrainbench.errors import PtbError
 from posttrainbench.results.record import ResultRecord
 from posttrainbench.results.table import BaselineUsed
 
 _ENTRIES = TypeAdapter(list[BaselineEntry])
-_WEIGHTS_FILE = Path(__file__).parent / "data" / "benchmark_weights.json"
 
 
 class WeightsFile(BaseModel):
-    """`benchmark_weights.json`: a weight per benchmark id."""
+    """A user's weights file (`--weights FILE`): a weight per benchmark id."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -38,8 +38,10 @@ class WeightsFile(BaseModel):
 
 
 def load_weights(path: Path | None = None) -> dict[str, float]:
-    """Per-benchmark weights: the packaged equal weights, or the user's file."""
-    source = path or _WEIGHTS_FILE
+    """Per-benchmark weights: the plugins' (equal by default), or the user's file."""
+    if path is None:
+        return {b: p.weight for b, p in plugins().items()}
+    source = path
     try:
         parsed = WeightsFile.model_validate_json(Path(source).read_text(encoding="utf-8"))
     except OSError as exc:

@@ -9,10 +9,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from posttrainbench.atomic_write import write_text_atomic
+from posttrainbench.results.record import RunStatus
 
 Policy = Literal["latest", "best", "mean"]
 CellSource = Literal["run", "baseline", "none"]
-FallbackReason = Literal["missing", "errored", "flagged"]
+# no_model: the agent's runs left no usable model; errored: they failed (agent, infra, verifier).
+FallbackReason = Literal["missing", "no_model", "errored", "flagged"]
 
 
 class Cell(BaseModel):
@@ -29,7 +31,12 @@ class Cell(BaseModel):
     source: CellSource
     fallback: FallbackReason | None = Field(
         default=None,
-        description="why the baseline stands in: no run, only errored runs, or every run flagged",
+        description="why the baseline stands in: no run, no run left a usable model, "
+        "only errored runs, or every run flagged",
+    )
+    fallback_reason: str | None = Field(
+        default=None,
+        description="for no_model and errored: the latest such run's one-line reason",
     )
     selected: list[str] = Field(
         default_factory=list, description="ids of the runs the score comes from"
@@ -38,7 +45,8 @@ class Cell(BaseModel):
         default=None, description="e.g. that the latest run is below the best one"
     )
     n_runs: int = Field(default=0, description="scored runs that no judge flagged")
-    n_errored: int = 0
+    n_no_model: int = Field(default=0, description="runs that left no usable final model")
+    n_errored: int = Field(default=0, description="runs with an agent, infra or verifier error")
     n_flagged: int = 0
     n_unjudged: int = Field(default=0, description="scored runs whose judges did not all decide")
     mean: float | None = Field(default=None, description="mean over the scored, unflagged runs")
@@ -80,6 +88,7 @@ class AgentSummary(BaseModel):
     n_cells_scored: int = Field(description="cells with a score (run or baseline)")
     n_fallback: int = Field(description="cells where the baseline stands in")
     n_runs: int = 0
+    n_no_model: int = 0
     n_errored: int = 0
     n_flagged: int = 0
     cost_usd: float | None = None
@@ -100,7 +109,7 @@ class RunRow(BaseModel):
     benchmark: str
     base_model: str
     attempt: int = Field(description="1-based, by start time within its cell")
-    status: Literal["scored", "errored"]
+    status: RunStatus
     score: float | None = None
     flagged: bool | None = None
     flagged_by: list[str] = Field(default_factory=list)

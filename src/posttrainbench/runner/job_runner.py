@@ -16,16 +16,21 @@ from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 
 import posttrainbench
+from posttrainbench.credentials.resolve import AuthMode
+from posttrainbench.credentials.scrub import Scrubber
 from posttrainbench.errors import RunError
-from posttrainbench.integrity.secrets.credentials import AuthMode
-from posttrainbench.integrity.secrets.scrub import Scrubber
 from posttrainbench.runner.environments import harbor_environment, local_resources
 from posttrainbench.runner.preflight import check_cloud_login, check_credentials, check_judge
-from posttrainbench.runner.record import RunRecord, TrialRecord
+from posttrainbench.runner.record import RunRecord, TrialRecord, run_status
+from posttrainbench.safe_fs import SafeDir
+from posttrainbench.schemas import Metrics
 from posttrainbench.tasks.compiler import compile_task
 from posttrainbench.tasks.options import CompileOptions
+from posttrainbench.trial_outcome import classify
 
 LOCAL_ENVS = ("local", "docker")
+METRICS_FILE = "verifier/metrics.json"
+MAX_METRICS_BYTES = 64 * 2**20
 
 
 class RunRequest(BaseModel):
@@ -74,7 +79,7 @@ def agent_config(
     # `env` reaches the agent as its extra_env; Harbor writes sensitive values back to
     # config.json only as ${VAR} templates or masked.
     from posttrainbench.agents.agent_config import build_agent_config
-    from posttrainbench.integrity.secrets.credentials import spec_for
+    from posttrainbench.credentials.resolve import spec_for
     from posttrainbench.tasks.gpu_image import agent_cli_version
 
     if key_vars is None:  # the variables the credential overlay gives, else the agent's usual ones
@@ -92,21 +97,29 @@ def agent_config(
 
 def _trial_record(result: TrialResult) -> TrialRecord:
     trial_dir = Path(result.trial_uri.removeprefix("file://"))
-    reward = None
-    if result.verifier_result and result.verifier_result.rewards:
-        value = result.verifier_result.rewards.get("reward")
-        reward = float(value) if value is not None else None
-    error = None
-    if result.exception_info:
-        error = f"{result.exception_info.exception_type}: {result.exception_info.exception_message}"
-    metrics = trial_dir / "verifier" / "metrics.json"
+    metrics = trial_dir / METRICS_FILE
+    outcome = classify(result, _metrics(trial_dir))
     return TrialRecord(
         trial_name=result.trial_name,
         trial_dir=str(trial_dir),
-        reward=reward,
-        error=error,
+        outcome=outcome.kind,
+        reward=outcome.reward,
+        error=None if outcome.kind == "completed" else outcome.reason,
         metrics_path=str(metrics) if metrics.exists() else None,
     )
+
+
+def _metrics(trial_dir: Path) -> Metrics | None:
+    """The verifier's metrics.json; None when it wrote none or it cannot be read (the trial's
+    outcome then rests on Harbor's result alone). The agent could write below verifier/,
+    so no link is followed and no special file opened (safe_fs)."""
+    try:
+        with SafeDir.open(trial_dir) as root:
+            if root.lstat(METRICS_FILE) is None:
+                return None
+            return Metrics.model_validate_json(root.read_bytes(METRICS_FILE, MAX_METRICS_BYTES))
+    except (OSError, ValueError):  # safe_fs.Refused is an OSError
+        return None
 
 
 def job_config(
@@ -217,7 +230,7 @@ async def execute(request: RunRequest) -> RunRecord:
             raise RunError(f"harbor could not run the job: {message}") from exc
         raise
     record.trials = [_trial_record(t) for t in result.trial_results]
-    record.status = "completed" if all(t.error is None for t in record.trials) else "errored"
+    record.status = run_status([t.outcome for t in record.trials if t.outcome])
     record.finished_at = datetime.now()
     record = _scrub_run(run_dir, record, scrubber)
     record.write(record_path)

@@ -6,14 +6,14 @@ import os
 from pathlib import Path
 from shutil import which
 
-from posttrainbench.errors import RunError
-from posttrainbench.integrity.secrets.credentials import (
+from posttrainbench.credentials.resolve import (
     AuthMode,
     ResolvedCredentials,
     forbidden_roots,
     resolve_credentials,
     spec_for,
 )
+from posttrainbench.errors import RunError
 
 
 def check_local_sandbox() -> None:

@@ -9,8 +9,9 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from posttrainbench.atomic_write import write_text_atomic
-from posttrainbench.integrity.secrets.credentials import CredentialSummary
-from posttrainbench.integrity.secrets.scrub import ScrubReport
+from posttrainbench.credentials.resolve import CredentialSummary
+from posttrainbench.credentials.scrub import ScrubReport
+from posttrainbench.trial_outcome import OutcomeKind
 
 
 class TrialRecord(BaseModel):
@@ -18,9 +19,22 @@ class TrialRecord(BaseModel):
 
     trial_name: str
     trial_dir: str
+    outcome: OutcomeKind | None = Field(
+        default=None, description="posttrainbench.trial_outcome's kind (None: an older record)"
+    )
     reward: float | None = None
-    error: str | None = None
+    error: str | None = Field(
+        default=None, description="the outcome's one-line reason when it is not completed"
+    )
     metrics_path: str | None = None
+
+
+def run_status(outcomes: list[OutcomeKind]) -> str:
+    """A finished run's status: its trials' one outcome kind, or "mixed" (each trial says)."""
+    kinds = set(outcomes)
+    if not kinds:
+        return "no_trials"
+    return kinds.pop() if len(kinds) == 1 else "mixed"
 
 
 class RunRecord(BaseModel):
@@ -41,7 +55,11 @@ class RunRecord(BaseModel):
     posttrainbench_version: str
     started_at: datetime
     finished_at: datetime | None = None
-    status: str = "running"
+    status: str = Field(
+        default="running",
+        description="running, failed (the job did not run), or when the job ended: the trials' "
+        "outcome kind (completed, no_model, agent_error, infra_error, verifier_error) or mixed",
+    )
     trials: list[TrialRecord] = Field(default_factory=list)
     credentials: CredentialSummary | None = Field(
         default=None,

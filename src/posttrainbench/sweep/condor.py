@@ -176,7 +176,7 @@ def trial_name(task_dir: Path, agent: AgentChoice, attempt: int) -> str:
 
 def agent_key_vars(choice: AgentChoice) -> list[str]:
     """Names of the API-key variables the agent reads (any one of them authenticates it)."""
-    from posttrainbench.integrity.secrets.credentials import spec_for
+    from posttrainbench.credentials.resolve import spec_for
 
     return list(spec_for(choice.agent, choice.model).api_key_vars)
 
@@ -188,7 +188,7 @@ def task_env_vars(task_dir: Path) -> list[str]:
 
 def check_condor_credentials(spec: SweepSpec, env: Mapping[str, str]) -> None:
     """Before submitting: each agent that needs a key finds one in this shell (getenv copies it)."""
-    from posttrainbench.integrity.secrets.credentials import CredentialError, spec_for
+    from posttrainbench.credentials.resolve import CredentialError, spec_for
 
     for choice in spec.agents:
         cred = spec_for(choice.agent, choice.model)
@@ -411,14 +411,15 @@ def submit_all(
 ) -> tuple[list[str], list[str]]:
     """Submit the trials not submitted before; returns (submitted, skipped with why).
 
-    A trial with a finished result is done; one whose result errored is moved to
-    *retired_dir* and submitted again when *retry* is "errored"; one submitted before
+    A trial with a finished result is done; one the retry policy runs again (an infra or
+    verifier error, see `trials.should_retry`) is moved to *retired_dir* and submitted
+    again when *retry* is "errored"; one submitted before
     without a result yet is queued or running and is left alone. The ledger is saved
     after every submission, and the first failure stops with one line.
     """
     from datetime import datetime
 
-    from posttrainbench.sweep.trials import is_errored
+    from posttrainbench.sweep.trials import should_retry
 
     ledger_path = files.condor_dir / LEDGER
     ledger = SubmittedLedger.load(ledger_path)
@@ -426,10 +427,10 @@ def submit_all(
     skipped: list[str] = []
     for trial in files.trials:
         results = _trial_results(settings.results_dir, trial.name)
-        if results and not (retry == "errored" and any(is_errored(r) for r in results)):
+        if results and not (retry == "errored" and any(should_retry(r) for r in results)):
             skipped.append(f"{trial.name}: finished")
             continue
-        if results:  # errored, and the policy runs it again: keep the old one aside
+        if results:  # the policy runs it again: keep the old one aside
             retired_dir.mkdir(parents=True, exist_ok=True)
             shutil.move(
                 str(settings.results_dir / trial.name),

@@ -6,7 +6,7 @@ SWEEP_DIR/
   tasks/<b>-<m>/      compiled once, reused on every resume
   harbor-job.json     the Harbor JobConfig (`harbor run -c` runs the same thing)
   jobs/sweep/<trial>/ Harbor's trial directories
-  retired/<trial>/    errored trials moved aside before a retry (never deleted)
+  retired/<trial>/    infra/verifier-error trials moved aside before a retry (never deleted)
 ```
 """
 

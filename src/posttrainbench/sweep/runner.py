@@ -1,11 +1,13 @@
 """Run a sweep (or resume it): one Harbor job, a lock against a second runner, and a stated
-retry policy for errored trials.
+retry policy for failed trials.
 
 Harbor resumes a job whose directory already exists with the same config: finished
 trials are kept, a trial directory without `result.json` (a run that was killed) is
 started again. Two runners on one sweep would start duplicates of running trials, so a
-lock on the sweep directory refuses the second one. Errored trials are moved to
-`retired/` first when the policy retries them, so Harbor plans them again.
+lock on the sweep directory refuses the second one. With `--retry errored`, trials whose
+outcome is an infra_error or verifier_error (posttrainbench.trial_outcome.RETRIED_KINDS,
+unfinished ones included) are moved to `retired/` first, so Harbor plans them again;
+completed, no_model and agent_error trials are the agent's result and are kept.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from posttrainbench.integrity.secrets.credentials import AuthMode
+from posttrainbench.credentials.resolve import AuthMode
 from posttrainbench.sweep.condor import (
     CondorEnv,
     CondorSettings,
@@ -39,7 +41,7 @@ from posttrainbench.sweep.plan import (
     write_job_config,
 )
 from posttrainbench.sweep.spec import SweepError, SweepSpec
-from posttrainbench.sweep.trials import errored_trials
+from posttrainbench.sweep.trials import trials_to_retry
 
 
 class SweepRequest(BaseModel):
@@ -68,7 +70,8 @@ class SweepOutcome(BaseModel):
     job_file: Path
     commands: list[str] = Field(default_factory=list, description="what --dry-run would run")
     retired: list[str] = Field(
-        default_factory=list, description="errored trials moved aside to run again"
+        default_factory=list,
+        description="trials with an infra or verifier error moved aside to run again",
     )
     ran: bool = False
     submitted: list[str] = Field(
@@ -110,7 +113,7 @@ def sweep_lock(sweep_dir: Path) -> Iterator[None]:
 
 
 def retire(trials: list[Path], retired_dir: Path) -> tuple[list[str], list[str]]:
-    """Move errored trials aside (kept for the record), so Harbor runs them again, and
+    """Move trials to retry aside (kept for the record), so Harbor runs them again, and
     remove their cloud final_model volumes: (trials moved, warning lines)."""
     from posttrainbench.results.trial_volumes import release_volumes
 
@@ -177,7 +180,7 @@ def run_sweep(request: SweepRequest) -> SweepOutcome:
         job_dir = sweep_dir / "jobs" / JOB_NAME
         if spec.retry == "errored":
             outcome.retired, outcome.warnings = retire(
-                errored_trials(job_dir), sweep_dir / "retired"
+                trials_to_retry(job_dir), sweep_dir / "retired"
             )
         _run_job(config, sweep_dir, spec, credentials)
         outcome.ran = True
@@ -210,7 +213,7 @@ def _run_job(config, sweep_dir: Path, spec: SweepSpec, credentials: dict) -> Non
     from harbor.job import Job
     from rich.console import Console
 
-    from posttrainbench.integrity.secrets.scrub import Scrubber
+    from posttrainbench.credentials.scrub import Scrubber
 
     os.environ.setdefault("HARBOR_TELEMETRY", "0")
     secrets = {k: v for c in credentials.values() for k, v in c.secret_values.items()}

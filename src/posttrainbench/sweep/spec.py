@@ -15,6 +15,8 @@ from posttrainbench.tasks.options import CompileOptions
 
 SWEEP_FILE = "sweep.json"
 SweepEnv = Literal["local", "docker", "modal", "daytona", "condor"]
+# errored: re-run the trials trial_outcome.RETRIED_KINDS names (infra and verifier errors);
+# the name is the CLI's spelling, kept as it was.
 RetryPolicy = Literal["errored", "none"]
 
 
@@ -72,7 +74,8 @@ class SweepSpec(BaseModel):
     attempts: int = Field(default=1, ge=1)
     concurrency: int = Field(default=1, ge=1)
     retry: RetryPolicy = Field(
-        default="errored", description="on resume: re-run errored trials, or keep them"
+        default="errored",
+        description="on resume: re-run trials with an infra or verifier error, or keep them",
     )
     cache_volume: str | None = Field(
         default=None, description="modal/daytona: shared read-only cache volume"

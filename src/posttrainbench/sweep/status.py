@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field, computed_field
 
 from posttrainbench.results.harbor_trial import TrialInProgress, TrialReadError, read_trial
 from posttrainbench.sweep.spec import SWEEP_FILE, SweepError, SweepSpec
+from posttrainbench.trial_outcome import RETRIED_KINDS
 
 
 class AgentProgress(BaseModel):
@@ -15,8 +16,12 @@ class AgentProgress(BaseModel):
 
     agent: str
     planned: int
-    scored: int = 0
-    errored: int = 0
+    scored: int = Field(default=0, description="completed: the verifier scored the final model")
+    no_model: int = Field(default=0, description="finished, but no usable final model was left")
+    errored: int = Field(default=0, description="an agent, infra or verifier error")
+    to_retry: int = Field(
+        default=0, description="of the errored: infra or verifier errors a resume runs again"
+    )
     running: int = Field(
         default=0, description="trial dirs without a result yet (running, or killed)"
     )
@@ -30,7 +35,8 @@ class AgentProgress(BaseModel):
     @property
     def pending(self) -> int:
         """Planned trials not started yet."""
-        return max(self.planned - self.scored - self.errored - self.running, 0)
+        done = self.scored + self.no_model + self.errored
+        return max(self.planned - done - self.running, 0)
 
 
 class SweepStatus(BaseModel):
@@ -38,7 +44,7 @@ class SweepStatus(BaseModel):
 
     sweep_dir: str
     planned: int
-    retired: int = Field(default=0, description="errored trials moved aside and run again")
+    retired: int = Field(default=0, description="failed trials moved aside and run again")
     agents: list[AgentProgress]
     unreadable: list[str] = Field(default_factory=list)
 
@@ -87,10 +93,13 @@ def sweep_status(sweep_dir: Path) -> SweepStatus:
             else:
                 entry.running += 1
             continue
-        if record.status == "scored":
+        if record.status == "completed":
             entry.scored += 1
+        elif record.status == "no_model":
+            entry.no_model += 1
         else:
             entry.errored += 1
+            entry.to_retry += record.status in RETRIED_KINDS
         entry.cost_usd = _add(entry.cost_usd, record.usage.cost_usd)
         entry.input_tokens = _add(entry.input_tokens, record.usage.input_tokens)
         entry.output_tokens = _add(entry.output_tokens, record.usage.output_tokens)

@@ -1,37 +1,31 @@
-"""What state a Harbor trial directory is in, as far as a sweep's retry policy cares."""
+"""Which trials of a sweep's Harbor job a resume runs again (the retry policy's reading)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 
-def is_errored(trial_dir: Path) -> bool:
-    """A finished trial Harbor recorded an exception for, or that got no reward.
+def should_retry(trial_dir: Path) -> bool:
+    """A trial whose outcome is retried (posttrainbench.trial_outcome.RETRIED_KINDS: an
+    infrastructure or verifier failure, or a trial that never finished).
 
-    A trial the verifier scored (even 0, for a missing model) is a result, not an error.
-    An unreadable result is left alone (Harbor itself skips it).
+    Completed, no_model and agent_error trials are the agent's own result and stay; an
+    unreadable result is left alone too (Harbor itself skips it).
     """
-    from harbor.models.trial.result import TrialResult
-
-    from posttrainbench.results.harbor_trial import RESULT_FILE, read_harbor_file
-    from posttrainbench.safe_fs import SafeDir
+    from posttrainbench.results.harbor_trial import TrialReadError, read_outcome
 
     try:
-        with SafeDir.open(trial_dir) as root:  # no link followed, no FIFO opened
-            parsed = TrialResult.model_validate_json(read_harbor_file(root, RESULT_FILE))
-    except (OSError, ValueError):
+        return read_outcome(trial_dir).retried
+    except TrialReadError:
         return False
-    return bool(parsed.recorded_exceptions()) or not (
-        parsed.verifier_result and parsed.verifier_result.rewards
-    )
 
 
-def errored_trials(job_dir: Path) -> list[Path]:
-    """The errored finished trials of one Harbor job directory."""
+def trials_to_retry(job_dir: Path) -> list[Path]:
+    """The trials of one Harbor job directory that a resume runs again."""
     if not job_dir.is_dir():
         return []
     return [
         t
         for t in sorted(p for p in job_dir.iterdir() if p.is_dir())
-        if (t / "result.json").is_file() and is_errored(t)
+        if (t / "result.json").is_file() and should_retry(t)
     ]

@@ -15,12 +15,12 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 import posttrainbench
 from posttrainbench.benchmarks.datafiles import write_split
+from posttrainbench.benchmarks.plugin import plugins
 from posttrainbench.catalog import (
     BaseModelSpec,
     BenchmarkSpec,
     get_benchmark,
     get_model,
-    list_benchmarks,
 )
 from posttrainbench.data.prepare import DataPrepareError, prepare_benchmark, task_splits
 from posttrainbench.envs.layer_manifest import MANIFEST_PATH, LayerManifest
@@ -81,10 +81,6 @@ SNAPSHOT_MAX_TOTAL_BYTES = 20 * 1024 * 1024
 AGENT_USER = "agent"
 
 
-class BenchmarkNotImplementedError(PtbError):
-    """The benchmark is in the catalog but has no evaluator yet."""
-
-
 def package_root() -> Path:
     """Directory of the installed `posttrainbench` package."""
     return Path(str(resources.files(posttrainbench)))
@@ -134,7 +130,6 @@ def build_spec(benchmark: BenchmarkSpec, model: BaseModelSpec, options: CompileO
 def _context(
     benchmark: BenchmarkSpec, model: BaseModelSpec, spec: TaskSpec, options: CompileOptions
 ) -> dict:
-    context_file = package_root() / "tasks" / "context" / f"{benchmark.id}.md"
     hardware = (
         f"{spec.gpus} GPU(s), {options.cpus} CPU cores, {options.memory_gb} GB RAM"
         if spec.gpus
@@ -150,7 +145,7 @@ def _context(
         "hours_text": _hours_text(options.hours),
         "hardware_text": hardware,
         "feedback_text": FEEDBACK_TEXT[spec.feedback],
-        "task_context": context_file.read_text().strip(),
+        "task_context": plugins()[benchmark.id].context_text(),
         "base_model_path": BASE_MODEL_PATH,
         "budget_seconds": agent_timeout,
         "agent_timeout_sec": agent_timeout,
@@ -270,10 +265,9 @@ def _write_environment_files(
         shutil.copytree(chat_templates, workspace_templates)
     else:
         workspace_templates.mkdir(parents=True)
-    context = package_root() / "tasks" / "context" / f"{spec.benchmark}.md"
     task_context = out / "environment" / "workspace" / "task_context"
     task_context.mkdir(parents=True)
-    shutil.copyfile(context, task_context / "README.md")
+    (task_context / "README.md").write_text(plugins()[spec.benchmark].context_text() + "\n")
     _copy_payload(out / "environment" / "ptb" / "lib")
     _copy_payload(out / "tests" / "lib")
     _copy_tokenizer(out / "environment" / "ptb" / "tiktoken")
@@ -297,11 +291,6 @@ def compile_task(
     """
     benchmark = get_benchmark(benchmark_id)
     model = get_model(model_id)
-    if not benchmark.implemented:
-        raise BenchmarkNotImplementedError(
-            f"benchmark {benchmark.id!r} has no evaluator yet; implemented: "
-            + ", ".join(b.id for b in implemented_benchmarks())
-        )
     spec = build_spec(benchmark, model, options)
     final = out_dir / task_name(benchmark.id, model.id)
     requirements = _requirements(spec, benchmark.llm_judge)
@@ -314,8 +303,3 @@ def compile_task(
         _write_environment_files(staging, spec, requirements, layers)
         _write_data(staging, spec, cache_dir, offline)
     return final
-
-
-def implemented_benchmarks() -> list[BenchmarkSpec]:
-    """Benchmarks that have an evaluator and a reference solution."""
-    return [b for b in list_benchmarks() if b.implemented]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..answers import HEDGE_FINDING, boxed_integer, integer_hedge, last_boxed, last_integer
-from ..base import Benchmark, GenerationSettings, Message, Sample, ScoreResult
+from ..base import Benchmark, ContaminationText, GenerationSettings, Message, Sample, ScoreResult
 
 PROMPT = (
     "Solve the following math problem. Reason step by step, and put your final answer, "
@@ -36,6 +38,10 @@ class Aime2025(Benchmark):
 
     def build_messages(self, sample: Sample) -> list[Message]:
         return [{"role": "user", "content": PROMPT.format(problem=sample.data["problem"])}]
+
+    def contamination_text(self, data: dict[str, Any]) -> ContaminationText:
+        """The question (and answer) a contaminated training file would contain."""
+        return ContaminationText(question=data["problem"], answer=str(data["answer"]))
 
     def score(self, sample: Sample, completion: str) -> ScoreResult:
         expected = int(sample.data["answer"])

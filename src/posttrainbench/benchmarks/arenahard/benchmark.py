@@ -7,8 +7,9 @@ The headline score is the model's win rate against the baseline answers
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from ..base import GenerationSettings, Message, Sample, ScoreResult
+from ..base import ContaminationText, GenerationSettings, Message, Sample, ScoreResult
 from ..judge_guard import InjectionFinding, finding_labels
 from ..judged import JudgedBenchmark
 from ..llm_judge import parallel_map, raise_systemic, strip_thinking
@@ -31,6 +32,10 @@ class ArenaHardWriting(JudgedBenchmark):
 
     def build_messages(self, sample: Sample) -> list[Message]:
         return [{"role": "user", "content": sample.data["prompt"]}]
+
+    def contamination_text(self, data: dict[str, Any]) -> ContaminationText:
+        """The question (and answer) a contaminated training file would contain."""
+        return ContaminationText(question=data["prompt"])
 
     def score(self, sample: Sample, completion: str) -> ScoreResult:
         return self.score_batch([sample], [completion])[0]

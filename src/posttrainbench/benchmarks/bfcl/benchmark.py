@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from ..answers import HEDGE_FINDING
-from ..base import Benchmark, GenerationSettings, Message, Sample, ScoreResult
+from ..base import (
+    Benchmark,
+    ContaminationText,
+    GenerationSettings,
+    Message,
+    Sample,
+    ScoreResult,
+    messages_text,
+)
 from .checker import check_simple_call
 from .decode import DecodeError, HedgedCallError, cannot_become_call, decode_calls
 from .prompt import build_messages
@@ -22,6 +33,13 @@ class BfclSimplePython(Benchmark):
 
     def cannot_succeed(self, completion_prefix: str) -> bool:
         return cannot_become_call(completion_prefix)
+
+    def contamination_text(self, data: dict[str, Any]) -> ContaminationText:
+        """The question (and answer) a contaminated training file would contain."""
+        return ContaminationText(
+            question=messages_text(data["question"]),
+            passage=json.dumps(data.get("function"), sort_keys=True),
+        )
 
     def score(self, sample: Sample, completion: str) -> ScoreResult:
         try:

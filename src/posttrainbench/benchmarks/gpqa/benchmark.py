@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..answers import HEDGE_FINDING, extract_letter, letter_hedge
-from ..base import Benchmark, GenerationSettings, Message, Sample, ScoreResult
+from ..base import Benchmark, ContaminationText, GenerationSettings, Message, Sample, ScoreResult
 from .source import LETTERS
 
 # inspect_evals' multiple-choice chain-of-thought template.
@@ -32,6 +34,12 @@ class GpqaMain(Benchmark):
             question=sample.data["question"], choices=format_choices(sample.data["choices"])
         )
         return [{"role": "user", "content": text}]
+
+    def contamination_text(self, data: dict[str, Any]) -> ContaminationText:
+        """The question (and answer) a contaminated training file would contain."""
+        choices, letter = data["choices"], data["answer"]
+        answer = choices["ABCD".index(letter)] if letter in "ABCD" and len(choices) == 4 else None
+        return ContaminationText(question=data["question"], answer=answer)
 
     def score(self, sample: Sample, completion: str) -> ScoreResult:
         got = extract_letter(completion)

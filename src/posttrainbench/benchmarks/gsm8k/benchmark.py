@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..answers import HEDGE_FINDING
-from ..base import Benchmark, GenerationSettings, Message, Sample, ScoreResult
+from ..base import Benchmark, ContaminationText, GenerationSettings, Message, Sample, ScoreResult
 from .extract import INVALID, hedge, judge
 
 PROMPT = (
@@ -24,6 +26,10 @@ class Gsm8k(Benchmark):
 
     def build_messages(self, sample: Sample) -> list[Message]:
         return [{"role": "user", "content": PROMPT.format(question=sample.data["question"])}]
+
+    def contamination_text(self, data: dict[str, Any]) -> ContaminationText:
+        """The question (and answer) a contaminated training file would contain."""
+        return ContaminationText(question=data["question"], answer=data["answer"])
 
     def score(self, sample: Sample, completion: str) -> ScoreResult:
         v = judge(completion, sample.data["answer"])

@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from ..base import GenerationSettings, Message, Sample, ScoreResult
+from ..base import (
+    ContaminationText,
+    GenerationSettings,
+    Message,
+    Sample,
+    ScoreResult,
+    messages_text,
+)
 from ..judge_guard import InjectionFinding, finding_labels
 from ..judged import JudgedBenchmark
 from ..llm_judge import parallel_map, raise_systemic, strip_thinking
@@ -33,6 +41,10 @@ class HealthBench(JudgedBenchmark):
         # Multi-turn conversations are passed through as they are; the model writes the
         # next assistant turn.
         return [dict(m) for m in sample.data["prompt"]]
+
+    def contamination_text(self, data: dict[str, Any]) -> ContaminationText:
+        """The question (and answer) a contaminated training file would contain."""
+        return ContaminationText(question=messages_text(data["prompt"]))
 
     def score(self, sample: Sample, completion: str) -> ScoreResult:
         return self.score_batch([sample], [completion])[0]

@@ -7,8 +7,9 @@ the model's code (see :mod:`.execution`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from ..base import Benchmark, GenerationSettings, Message, Sample, ScoreResult
+from ..base import Benchmark, ContaminationText, GenerationSettings, Message, Sample, ScoreResult
 from .execution import DEFAULT_TIMEOUT_S, ExecResult, Problem, run_check, run_checks
 from .extract import to_completion
 
@@ -40,6 +41,10 @@ class HumanEval(Benchmark):
         return Problem(
             d["prompt"], to_completion(completion, d["entry_point"]), d["test"], d["entry_point"]
         )
+
+    def contamination_text(self, data: dict[str, Any]) -> ContaminationText:
+        """The question (and answer) a contaminated training file would contain."""
+        return ContaminationText(question=data["prompt"], answer=data.get("canonical_solution"))
 
     def score(self, sample: Sample, completion: str) -> ScoreResult:
         return _to_score(run_check(self.problem(sample, completion), self.timeout_s))

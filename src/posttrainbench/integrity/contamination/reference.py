@@ -7,12 +7,13 @@ the same items from a prepared split file of one of our benchmarks.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from posttrainbench.benchmarks import UnknownBenchmarkError, get_benchmark
 from posttrainbench.errors import PtbError
 
 
@@ -73,56 +74,26 @@ def _first_line(exc: Exception) -> str:
     return str(exc).splitlines()[0]
 
 
-def _messages_text(messages: object, role: str = "user") -> str:
-    """The text of a chat's messages of one role (BFCL, HealthBench prompts)."""
-    if isinstance(messages, str):
-        return messages
-    out: list[str] = []
-    for turn in messages or []:
-        # BFCL nests turns: a list of lists of messages.
-        for message in turn if isinstance(turn, list) else [turn]:
-            if isinstance(message, dict) and message.get("role") == role and message.get("content"):
-                out.append(str(message["content"]))
-    return "\n".join(out)
-
-
-def _gpqa(data: dict) -> ReferenceItem:
-    choices, letter = data["choices"], data["answer"]
-    answer = choices["ABCD".index(letter)] if letter in "ABCD" and len(choices) == 4 else None
-    return ReferenceItem(question=data["question"], answer=answer)
-
-
-# How each benchmark's prepared record (`{"id", "category", "data"}`) maps to an item:
-# the text a contaminated training file would contain.
-_BY_BENCHMARK: dict[str, Callable[[dict], ReferenceItem]] = {
-    "gsm8k": lambda d: ReferenceItem(question=d["question"], answer=d["answer"]),
-    "aime2025": lambda d: ReferenceItem(question=d["problem"], answer=str(d["answer"])),
-    "gpqamain": _gpqa,
-    "humaneval": lambda d: ReferenceItem(question=d["prompt"], answer=d.get("canonical_solution")),
-    "bfcl": lambda d: ReferenceItem(
-        question=_messages_text(d["question"]),
-        passage=json.dumps(d.get("function"), sort_keys=True),
-    ),
-    "arenahardwriting": lambda d: ReferenceItem(question=d["prompt"]),
-    "healthbench": lambda d: ReferenceItem(question=_messages_text(d["prompt"])),
-}
-
-
 def reference_from_split(benchmark_id: str, path: str | Path) -> list[ReferenceItem]:
-    """Items of a prepared split file (`test.jsonl`) of one of our benchmarks."""
-    if benchmark_id not in _BY_BENCHMARK:
-        raise ReferenceError(f"no contamination reference mapping for benchmark {benchmark_id!r}")
+    """Items of a prepared split file (`test.jsonl`) of one of our benchmarks (each
+    benchmark maps its records to text: ``Benchmark.contamination_text``)."""
+    try:
+        benchmark = get_benchmark(benchmark_id)
+    except UnknownBenchmarkError:
+        raise ReferenceError(
+            f"no contamination reference mapping for benchmark {benchmark_id!r}"
+        ) from None
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise ReferenceError(f"cannot read split {path}: {exc.strerror}") from exc
-    convert = _BY_BENCHMARK[benchmark_id]
     items = []
     for line in lines:
         if line.strip():
             try:
-                items.append(convert(json.loads(line)["data"]))
+                text = benchmark.contamination_text(json.loads(line)["data"])
+                items.append(ReferenceItem.model_validate(dataclasses.asdict(text)))
             except (KeyError, TypeError, ValueError, ValidationError) as exc:
                 raise ReferenceError(
                     f"{path}: a record lacks the {benchmark_id} fields ({exc!r})"

@@ -1,6 +1,7 @@
 """benchmark_lookup judge: did the agent look up the benchmark's answers or results?
 
-Detectors (offline), from ``data/lookup_patterns.json`` keyed by benchmark id:
+Detectors (offline), from ``data/lookup_patterns.json`` (shared by every benchmark) and
+the benchmark plugin's ``lookup``:
 
 - ``test_data_fetch``: a URL, command, tool input or code line that fetches the scored
   test data from outside the task (the dataset's hub id, its test files), or a

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from posttrainbench.benchmarks.plugin import LookupPatterns, plugins
+
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 
@@ -20,16 +22,6 @@ class Provider(BaseModel):
     hosts: list[str] = Field(default_factory=list)
     code: list[str] = Field(default_factory=list)
     hints: list[str] = Field(default_factory=list)
-
-
-class BenchmarkLookup(BaseModel):
-    """How looking up one benchmark's answers shows up."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    names: list[str]
-    flag: list[str] = Field(default_factory=list)
-    note: list[str] = Field(default_factory=list)
 
 
 class CommonLookup(BaseModel):
@@ -49,11 +41,12 @@ def providers() -> dict[str, Provider]:
 
 
 @cache
-def lookup_table() -> tuple[CommonLookup, dict[str, BenchmarkLookup]]:
-    """The benchmark-lookup table (``data/lookup_patterns.json``)."""
+def lookup_table() -> tuple[CommonLookup, dict[str, LookupPatterns]]:
+    """The benchmark-lookup table: ``data/lookup_patterns.json`` (shared by every
+    benchmark) and each benchmark plugin's own ``lookup``."""
     raw = json.loads((DATA_DIR / "lookup_patterns.json").read_text(encoding="utf-8"))
     common = CommonLookup.model_validate(raw["common"])
-    return common, {k: BenchmarkLookup.model_validate(v) for k, v in raw["benchmarks"].items()}
+    return common, {b: plugin.lookup for b, plugin in plugins().items()}
 
 
 @cache

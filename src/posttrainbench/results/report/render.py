@@ -35,8 +35,23 @@ from posttrainbench.results.table import Cell, Leaderboard
 TEMPLATES = Path(__file__).parent / "templates"
 FALLBACK_WHY = {
     "missing": "no run",
+    "no_model": "no run left a usable final model",
     "errored": "every run errored",
     "flagged": "every run was flagged by a judge",
+}
+FALLBACK_BADGE = {
+    "missing": "missing",
+    "no_model": "no model",
+    "errored": "errored",
+    "flagged": "flagged",
+}
+# How a run's outcome kind (posttrainbench.trial_outcome) reads in the report.
+OUTCOME_LABEL = {
+    "completed": "completed",
+    "no_model": "no model",
+    "agent_error": "agent error",
+    "infra_error": "infra error",
+    "verifier_error": "verifier error",
 }
 
 
@@ -98,7 +113,13 @@ def _environment() -> Environment:
     env.filters.update(
         score=fmt_score, share=fmt_share, money=fmt_money, tokens=fmt_tokens, hours=fmt_hours
     )
-    env.globals.update(run_anchor=run_anchor, fallback_why=FALLBACK_WHY, cell_summary=cell_summary)
+    env.globals.update(
+        run_anchor=run_anchor,
+        fallback_why=FALLBACK_WHY,
+        fallback_badge=FALLBACK_BADGE,
+        outcome_label=OUTCOME_LABEL,
+        cell_summary=cell_summary,
+    )
     return env
 
 
@@ -168,7 +189,7 @@ def scatter_charts(board: Leaderboard, colors: dict[str, str]) -> list[tuple[Mar
     Returns (chart, number of scored runs left out because the axis value is unknown).
     """
     agents = [a.agent for a in board.agents]
-    scored = [r for r in board.runs if r.status == "scored" and r.score is not None]
+    scored = [r for r in board.runs if r.status == "completed" and r.score is not None]
     out = []
     for attr, label, unit in (
         ("agent_hours", "agent time (hours)", "h"),

@@ -31,7 +31,7 @@ from typing import BinaryIO
 
 from pydantic import BaseModel, Field
 
-from posttrainbench.integrity.secrets.patterns import (
+from posttrainbench.credentials.patterns import (
     KEY_PATTERNS,
     MAX_PATTERN_BYTES,
     KeyPattern,

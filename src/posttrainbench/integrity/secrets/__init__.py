@@ -1,1 +1,0 @@
-"""Credentials for agents and scrubbing of secret values from everything kept."""
