@@ -12,6 +12,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+import pytest
 from harbor.models.task.config import EnvironmentConfig, NetworkMode, NetworkPolicy
 from harbor.models.trial.paths import TrialPaths
 
@@ -84,3 +85,9 @@ def env_factory(trial_dir: Path, task_env_dir: Path) -> MakeEnv:
         )
 
     return factory
+
+
+# The local sandbox tests need bubblewrap (`scripts/setup.sh` installs it).
+requires_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="bubblewrap is not installed"
+)

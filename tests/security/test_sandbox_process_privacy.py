@@ -10,16 +10,9 @@ collecting) still sees them all.
 
 from __future__ import annotations
 
-import subprocess
+from tests.sandbox_support import MakeEnv, requires_bwrap, run
 
-import pytest
-
-from tests.sandbox_support import MakeEnv, run
-
-pytestmark = pytest.mark.skipif(
-    subprocess.run(["which", "bwrap"], capture_output=True).returncode != 0,
-    reason="bubblewrap is not installed",
-)
+pytestmark = requires_bwrap
 
 SECRET = "ptb-candidate-secret-4f1c9a"
 # Every way an agent lists processes: /proc entries, their cmdline/environ/status, ps.

@@ -13,13 +13,10 @@ import pytest
 from posttrainbench.envs.cache_admin import LayerHolds, list_entries, prune, use_file
 from posttrainbench.envs.env_cache import ensure_layers, plan_layers, resolve_sandbox_python
 from tests.helpers import run_ptb
-from tests.sandbox_support import MakeEnv, run
+from tests.sandbox_support import MakeEnv, requires_bwrap, run
 from tests.unit.test_env_layer_sandbox import write_layered_env
 
-pytestmark = pytest.mark.skipif(
-    subprocess.run(["which", "bwrap"], capture_output=True).returncode != 0,
-    reason="bubblewrap is not installed",
-)
+pytestmark = requires_bwrap
 
 
 def test_prune_never_removes_what_a_running_trial_holds(

@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -33,12 +32,9 @@ from posttrainbench.schemas import TaskSpec
 from posttrainbench.tasks.compiler import package_root
 from posttrainbench.tasks.layers import JUDGE_BUILD, JUDGE_REQUIREMENTS, model_task_layers
 from tests.helpers import run_ptb
-from tests.sandbox_support import MakeEnv, run, write_task_env
+from tests.sandbox_support import MakeEnv, requires_bwrap, run, write_task_env
 
-pytestmark = pytest.mark.skipif(
-    subprocess.run(["which", "bwrap"], capture_output=True).returncode != 0,
-    reason="bubblewrap is not installed",
-)
+pytestmark = requires_bwrap
 
 VENV_LAYER = {
     "name": "venv",

@@ -23,12 +23,9 @@ from posttrainbench.envs.env_cache import (
     resolve_sandbox_python,
 )
 from posttrainbench.envs.layer_manifest import MANIFEST_PATH
-from tests.sandbox_support import MakeEnv, run, write_task_env
+from tests.sandbox_support import MakeEnv, requires_bwrap, run, write_task_env
 
-pytestmark = pytest.mark.skipif(
-    subprocess.run(["which", "bwrap"], capture_output=True).returncode != 0,
-    reason="bubblewrap is not installed",
-)
+pytestmark = requires_bwrap
 
 # The "model" layer's step runs the venv's python (first on PATH), as build_model.sh does;
 # $PTB_TEST_COUNTER (a host file) counts how often each layer was built.

@@ -6,7 +6,6 @@ import asyncio
 import hashlib
 import os
 import shlex
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,12 +17,9 @@ from posttrainbench.envs.env_cache import (
     plan_layers,
     resolve_sandbox_python,
 )
-from tests.sandbox_support import MakeEnv, run, write_task_env
+from tests.sandbox_support import MakeEnv, requires_bwrap, run, write_task_env
 
-pytestmark = pytest.mark.skipif(
-    subprocess.run(["which", "bwrap"], capture_output=True).returncode != 0,
-    reason="bubblewrap is not installed",
-)
+pytestmark = requires_bwrap
 
 
 def _tree_digest(root: Path) -> str:
