@@ -1,15 +1,18 @@
-"""Contamination-checker throughput: the fast checker vs the straightforward pure-Python one.
+"""Throughput and start-up of `ptb contamination check`, run as a command, on a mixed corpus.
 
-Generates a multi-GB JSONL corpus of chat records (real GSM8K training problems, the
-hardest case for the prefilter since they share the test set's style and vocabulary,
-mixed with Python standard-library source and docstrings), plants a few test items at
-known lines, and measures in one run:
+Writes the mixed corpus of corpus.py (chat JSONL, Python source as JSONL, plain text,
+with planted GSM8K test items), then measures in one run, each as a subprocess:
 
-  * the naive checker (tokenize every record) on a prefix of the corpus,
-  * the fast checker on the whole corpus with one worker (per-core MB/s),
-  * the fast checker on the whole corpus with one worker per CPU,
+  * small checks (one small JSONL file): the first one with an empty reference cache,
+    then repeated ones, through `python -m ...contamination` (what the task's
+    check_contamination.sh runs) and through `ptb contamination check`;
+  * the whole corpus with one worker (per-core rate) and with one worker per CPU: wall
+    time of the whole command, the command's own timer, and its CPU time;
+  * the straightforward pure-Python checker (naive.py, in this process) on a prefix of
+    each file, and the command on the same prefix: their matches must be identical.
 
-then prints MB/s, the per-core speed-up, and whether each found exactly the planted items.
+Prints found/planted and false positives next to each speed; exits 1 when anything
+disagrees.
 """
 
 from __future__ import annotations
@@ -17,158 +20,172 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
+import resource
+import shutil
+import statistics
+import subprocess
 import sys
-import sysconfig
 import time
 from pathlib import Path
 
-from posttrainbench.integrity.contamination.check import check_inputs, default_workers
+from corpus import FILES, GSM8K, Plant, write_corpus
+
+from posttrainbench.integrity.contamination.check import default_workers
 from posttrainbench.integrity.contamination.naive import naive_check
-from posttrainbench.integrity.contamination.reference import ReferenceItem
+from posttrainbench.integrity.contamination.reference import ReferenceItem, write_reference
 
 REPO = Path(__file__).resolve().parents[2]
-GSM8K = REPO.parent / "shared" / "data" / "gsm8k"
+PTB = [str(REPO / ".venv" / "bin" / "ptb"), "contamination", "check"]
+MODULE = [sys.executable, "-m", "posttrainbench.integrity.contamination"]
 
 
-def base_records(rng: random.Random) -> list[str]:
-    """About 25 MB of distinct chat records from local text (no download)."""
-    records = []
-    for line in (GSM8K / "train.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        records.append(
-            json.dumps(
-                {
-                    "messages": [
-                        {"role": "user", "content": row["question"]},
-                        {"role": "assistant", "content": row["answer"]},
-                    ]
-                }
-            )
-        )
-    stdlib = Path(sysconfig.get_paths()["stdlib"])
-    for path in sorted(stdlib.rglob("*.py")):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError):
-            continue
-        for start in range(0, min(len(text), 40_000), 2_000):
-            chunk = text[start : start + 2_000]
-            records.append(
-                json.dumps(
-                    {
-                        "messages": [
-                            {"role": "user", "content": f"Explain this code from {path.name}:"},
-                            {"role": "assistant", "content": chunk},
-                        ]
-                    }
-                )
-            )
-    rng.shuffle(records)
-    return records
+def run_command(argv: list[str], env: dict) -> tuple[dict | None, float, float]:
+    """(the --json report or None, wall seconds, CPU seconds of the command and its workers)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if done.returncode not in (0, 1):
+        sys.exit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr[-2000:]}")
+    report = json.loads(done.stdout) if "--json" in argv else None
+    return report, wall, cpu
 
 
-def write_corpus(
-    path: Path, gigabytes: float, reference: list[ReferenceItem], rng: random.Random, planted: int
-) -> tuple[list[int], int]:
-    """Write the corpus; return the planted test-item indexes and the corpus size."""
-    block = ("\n".join(base_records(rng)) + "\n").encode()
-    target = int(gigabytes * 1e9)
-    n_blocks = max(1, target // len(block))
-    items = sorted(rng.sample(range(len(reference)), planted))
-    plant_at = {rng.randrange(n_blocks): i for i in items}
-    with path.open("wb") as handle:
-        for b in range(n_blocks):
-            handle.write(block)
-            if b in plant_at:
-                item = reference[plant_at[b]]
-                handle.write(
-                    (
-                        json.dumps(
-                            {
-                                "messages": [
-                                    {"role": "user", "content": item.question},
-                                    {"role": "assistant", "content": item.answer},
-                                ]
-                            }
-                        )
-                        + "\n"
-                    ).encode()
-                )
-    return sorted(plant_at.values()), path.stat().st_size
+def found(report: dict, plants: list[Plant]) -> tuple[int, int]:
+    """(planted items found, false positives) of a --json report."""
+    expected = {(p.file, p.item) for p in plants}
+    got = {(Path(m["source"]).name, m["test_index"]) for m in report["matches"]}
+    return len(expected & got), len(got - expected)
+
+
+def write_prefix(corpus: Path, prefix: Path, megabytes: float) -> None:
+    """The first megabytes/3 MB of each corpus file, cut at a record boundary."""
+    prefix.mkdir(exist_ok=True)
+    for name in FILES:
+        with (corpus / name).open("rb") as src:
+            data = src.read(int(megabytes * 1e6 / 3))
+        sep = b"\n\n" if name.endswith(".txt") else b"\n"
+        (prefix / name).write_bytes(data[: data.rfind(sep) + len(sep)])
+
+
+def uptime() -> str:
+    """The machine's load, as `uptime` prints it."""
+    return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gb", type=float, default=2.0, help="corpus size in GB")
+    parser.add_argument("--mb", type=float, default=300.0, help="corpus size in MB")
+    parser.add_argument("--planted", type=int, default=10)
     parser.add_argument(
-        "--naive-mb", type=float, default=40.0, help="prefix the naive checker reads"
+        "--naive-mb", type=float, default=6.0, help="prefix the naive checker reads"
     )
-    parser.add_argument("--planted", type=int, default=8)
+    parser.add_argument("--small-runs", type=int, default=5, help="repeats of the small check")
     parser.add_argument("--workdir", type=Path, default=REPO / ".cache" / "bench" / "contamination")
     args = parser.parse_args()
     if not (GSM8K / "test.jsonl").exists():
         print(f"needs GSM8K at {GSM8K}", file=sys.stderr)
         return 1
-    rng = random.Random(0)
+    print(f"start: {uptime()}")
     reference = [
         ReferenceItem(question=r["question"], answer=r["answer"])
         for r in map(json.loads, (GSM8K / "test.jsonl").read_text().splitlines())
     ]
-    args.workdir.mkdir(parents=True, exist_ok=True)
-    corpus = args.workdir / "corpus.jsonl"
+    work = args.workdir
+    shutil.rmtree(work, ignore_errors=True)
+    corpus = work / "corpus"
+    ref_path = write_reference(reference, work / "test.json")
+    # A fresh reference cache: the first small check below pays for building it.
+    env = {**os.environ, "PTB_CONTAMINATION_CACHE": str(work / "refcache"), "HARBOR_TELEMETRY": "0"}
     started = time.perf_counter()
-    planted, size = write_corpus(corpus, args.gb, reference, rng, args.planted)
+    plants = write_corpus(corpus, args.mb, reference, args.planted)
+    size = sum((corpus / n).stat().st_size for n in FILES)
     print(
-        f"corpus: {size / 1e9:.2f} GB, {args.planted} planted test items, written in "
-        f"{time.perf_counter() - started:.0f} s; reference: GSM8K test, {len(reference)} items"
+        f"corpus: {size / 1e6:.0f} MB ({', '.join(FILES)}), {len(plants)} planted test items, "
+        f"written in {time.perf_counter() - started:.0f} s; reference: GSM8K test, "
+        f"{len(reference)} items"
     )
-
-    prefix = args.workdir / "prefix.jsonl"
-    with corpus.open("rb") as src:
-        data = src.read(int(args.naive_mb * 1e6))
-    prefix.write_bytes(data[: data.rfind(b"\n") + 1])
-
-    naive = naive_check(reference, [prefix])
-    fast_prefix = check_inputs(reference, [prefix], workers=1)
-    same = sorted((m.locator, m.test_index) for m in naive.matches) == sorted(
-        (m.locator, m.test_index) for m in fast_prefix.matches
-    )
-    one = check_inputs(reference, [corpus], workers=1)
-    cores = default_workers()
-    many = check_inputs(reference, [corpus], workers=cores)
-
-    def rate(report) -> float:
-        return report.bytes_scanned / 1e6 / report.seconds
-
-    found_one = sorted(set(one.contaminated_test_items)) == planted
-    found_many = sorted(set(many.contaminated_test_items)) == planted
-    ratio = rate(one) / rate(naive)
-    print(
-        f"naive pure-Python checker : {rate(naive):8.1f} MB/s  ({naive.bytes_scanned / 1e6:.0f} MB prefix, "
-        f"{naive.seconds:.1f} s)"
-    )
-    print(
-        f"fast checker, 1 worker    : {rate(one):8.1f} MB/s  ({one.seconds:.1f} s, index build included)"
-    )
-    print(
-        f"fast checker, {cores} workers   : {rate(many):8.1f} MB/s  ({many.seconds:.1f} s) = "
-        f"{rate(many) / cores:.1f} MB/s per core"
-    )
-    print(
-        f"speed-up per core (fast 1 worker / naive): {ratio:.1f}x  [target >= 20x: "
-        f"{'met' if ratio >= 20 else 'NOT met'}]; per-core rate target >= 50 MB/s: "
-        f"{'met' if rate(one) >= 50 else 'NOT met'}"
-    )
-    print(
-        f"agreement on the prefix: {'identical matches' if same else 'DIFFERENT'}; planted items found: "
-        f"1 worker {'all, nothing else' if found_one else one.contaminated_test_items}, "
-        f"{cores} workers {'all, nothing else' if found_many else many.contaminated_test_items}"
-    )
+    ok = small_checks(work, reference, ref_path, env, args.small_runs)
+    ok &= whole_corpus(corpus, ref_path, env, plants, size, args.naive_mb, work, reference)
+    print(f"end: {uptime()}")
     if not os.environ.get("PTB_BENCH_KEEP"):
-        corpus.unlink()
-        prefix.unlink()
-    return 0 if same and found_one and found_many else 1
+        shutil.rmtree(corpus)
+    return 0 if ok else 1
+
+
+def small_checks(work: Path, reference, ref_path: Path, env: dict, runs: int) -> bool:
+    """Time checks of a small file (20 clean records and one planted); True when right."""
+    train = (GSM8K / "train.jsonl").read_text().splitlines()[:20]
+    item = reference[7]
+    lines = [*train, json.dumps({"question": item.question, "answer": item.answer})]
+    small = work / "small.jsonl"
+    small.write_text("\n".join(lines) + "\n")
+    args = ["--reference", str(ref_path), "--input", str(small), "--json"]
+    ok = True
+    for label, argv in (
+        ("python -m (check_contamination.sh)", MODULE),
+        ("ptb contamination check", PTB),
+    ):
+        times = []
+        for _ in range(runs + (label.startswith("python") and 1)):
+            report, wall, _cpu = run_command([*argv, *args], env)
+            assert report is not None
+            ok &= report["contaminated_test_items"] == [7]
+            times.append(wall)
+        if label.startswith("python"):
+            print(f"small check, empty reference cache, {label}: {times.pop(0):.2f} s")
+        print(
+            f"small check ({small.stat().st_size / 1e3:.0f} kB), {label}: median "
+            f"{statistics.median(times):.2f} s, max {max(times):.2f} s over {runs} runs "
+            f"[target < 2 s: {'met' if max(times) < 2 else 'NOT met'}]; finds the planted item: {ok}"
+        )
+    return ok
+
+
+def whole_corpus(corpus, ref_path, env, plants, size, naive_mb, work, reference) -> bool:
+    """Time the command on the whole corpus and compare with the naive checker on a prefix."""
+    ok = True
+    per_core = 0.0
+    cores = default_workers()
+    for workers in sorted({1, cores}):
+        argv = [*PTB, "--reference", str(ref_path), "--input", str(corpus), "--json"]
+        report, wall, cpu = run_command([*argv, "--workers", str(workers)], env)
+        assert report is not None
+        hits, false = found(report, plants)
+        ok &= hits == len(plants) and false == 0
+        rate = size / 1e6 / wall
+        per_core = rate if workers == 1 else per_core
+        print(
+            f"ptb contamination check, {workers} worker(s): {rate:6.1f} MB/s whole command "
+            f"({wall:.1f} s wall; own timer {size / 1e6 / report['seconds']:.1f} MB/s; "
+            f"{size / 1e6 / cpu:.1f} MB per CPU-second) = {rate / workers:.1f} MB/s per core; "
+            f"planted found {hits}/{len(plants)}, false positives {false}"
+        )
+    print(
+        f"per-core rate of the whole command target >= 50 MB/s: {'met' if per_core >= 50 else 'NOT met'}"
+    )
+    prefix = work / "prefix"
+    write_prefix(corpus, prefix, naive_mb)
+    prefix_size = sum(p.stat().st_size for p in prefix.iterdir())
+    naive = naive_check(reference, [prefix])
+    argv = [*PTB, "--reference", str(ref_path), "--input", str(prefix), "--json", "--workers", "1"]
+    fast, wall, _ = run_command(argv, env)
+    assert fast is not None
+    naive_keys = sorted((Path(m.source).name, m.locator, m.test_index) for m in naive.matches)
+    fast_keys = sorted(
+        (Path(m["source"]).name, m["locator"], m["test_index"]) for m in fast["matches"]
+    )
+    same = naive_keys == fast_keys
+    naive_rate = prefix_size / 1e6 / naive.seconds
+    print(
+        f"reference (naive pure-Python checker, same run): {naive_rate:.1f} MB/s on a "
+        f"{prefix_size / 1e6:.1f} MB prefix ({naive.seconds:.1f} s); the command on it: "
+        f"{'identical matches' if same else 'DIFFERENT matches'} ({len(fast_keys)})"
+    )
+    print(f"ratio, whole command 1 worker / naive: {per_core / naive_rate:.1f}x")
+    return ok and same
 
 
 if __name__ == "__main__":

@@ -29,7 +29,12 @@ def run_check(
         raise PtbError("--workers must be at least 1")
     items = load_reference(reference)
     return check_inputs(
-        items, inputs, settings=settings, workers=workers, reference_label=str(reference)
+        items,
+        inputs,
+        settings=settings,
+        workers=workers,
+        reference_label=str(reference),
+        use_cache=True,
     )
 
 

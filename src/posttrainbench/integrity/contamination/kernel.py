@@ -64,18 +64,6 @@ def normalize(raw, table, starts, out, out_starts):
 
 
 @njit(cache=True, nogil=True)
-def build_slots(values, slot_values, slot_ids, shift, mul):
-    """Open-addressing hash table: slot of each signature value (0 marks an empty slot)."""
-    mask = np.uint64(slot_values.shape[0] - 1)
-    for sid in range(values.shape[0]):
-        slot = (values[sid] * mul) >> shift
-        while slot_values[slot] != 0:
-            slot = (slot + np.uint64(1)) & mask
-        slot_values[slot] = values[sid]
-        slot_ids[slot] = sid
-
-
-@njit(cache=True, nogil=True)
 def count_candidates(
     norm,
     length,
@@ -134,3 +122,30 @@ def count_candidates(
                 n_pairs += 1
             counts[item] = 0
     return n_pairs
+
+
+def warm_up() -> None:
+    """Load both compiled functions (from numba's cache when it has them) in this process."""
+    raw = np.frombuffer(b"a b", dtype=np.uint8)
+    norm = np.empty(4, dtype=np.uint8)
+    starts = np.zeros(1, dtype=np.int64)
+    length = normalize(raw, np.arange(256, dtype=np.uint8), starts, norm, starts.copy())
+    one = np.ones(1, dtype=np.int64)
+    count_candidates(
+        norm,
+        length,
+        starts,
+        np.zeros(2, dtype=np.uint64),
+        np.zeros(2, dtype=np.int64),
+        np.uint64(63),
+        np.uint64(1),
+        np.zeros(2, dtype=np.int64),
+        one,
+        one,
+        one,
+        one,
+        np.zeros(1, dtype=np.int64),
+        np.zeros(1, dtype=np.int64),
+        np.empty(1, dtype=np.int64),
+        np.empty((1, 2), dtype=np.int64),
+    )

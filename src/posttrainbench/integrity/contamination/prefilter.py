@@ -23,8 +23,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from posttrainbench.integrity.contamination.index import ReferenceIndex
-from posttrainbench.integrity.contamination.kernel import build_slots, count_candidates, normalize
-from posttrainbench.integrity.contamination.tokens import cl100k
 
 WINDOW = 8
 HOT_DF = 4  # a signature found in more test items than this is "hot"
@@ -62,6 +60,8 @@ class Signatures:
     @classmethod
     def build(cls, index: ReferenceIndex) -> Signatures:
         """Choose one signature per question n-gram: its rarest safe word-start window."""
+        from posttrainbench.integrity.contamination.tokens import cl100k
+
         enc = cl100k()
         per_item: list[list[list[int]]] = []  # per item, per question gram: its windows
         df: dict[int, int] = {}
@@ -107,10 +107,8 @@ class Signatures:
         ).astype(np.int64)
         # A table at most half full keeps probes short; small enough to stay in cache.
         bits = max(10, int(2 * max(1, len(values)) - 1).bit_length())
-        slot_values = np.zeros(1 << bits, dtype=np.uint64)
-        slot_ids = np.zeros(1 << bits, dtype=np.int64)
         shift = np.uint64(64 - bits)
-        build_slots(values, slot_values, slot_ids, shift, _HASH_MUL)
+        slot_values, slot_ids = _build_slots(values, bits)
         always = [i for i, g in enumerate(index.grams) if g.question and unsigned[i] >= min_hits[i]]
         return cls(
             values,
@@ -125,11 +123,72 @@ class Signatures:
             always,
         )
 
-    def candidates(self, data: bytes, starts: list[int]) -> set[tuple[int, int]]:
-        """(record, item) pairs that may reach the threshold; record i starts at starts[i]."""
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The signatures as named arrays (for the on-disk cache); see from_arrays."""
+        names = ("values", "slot_values", "slot_ids", "item_ptr", "items", "weights")
+        out = {name: getattr(self, name) for name in names}
+        out.update(min_hits=self.min_hits, unsigned=self.unsigned)
+        out["shift"] = np.array([self.shift], dtype=np.uint64)
+        out["always"] = np.array(self.always, dtype=np.int64)
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> Signatures:
+        """Signatures from what arrays() gave (raises KeyError, ValueError when malformed)."""
+        sig = cls(
+            values=arrays["values"].astype(np.uint64),
+            slot_values=arrays["slot_values"].astype(np.uint64),
+            slot_ids=arrays["slot_ids"].astype(np.int64),
+            shift=np.uint64(arrays["shift"][0]),
+            item_ptr=arrays["item_ptr"].astype(np.int64),
+            items=arrays["items"].astype(np.int64),
+            weights=arrays["weights"].astype(np.int64),
+            min_hits=arrays["min_hits"].astype(np.int64),
+            unsigned=arrays["unsigned"].astype(np.int64),
+            always=arrays["always"].astype(np.int64).tolist(),
+        )
+        # The kernel indexes these without bounds checks: refuse inconsistent arrays.
+        n_sig, n_items = sig.values.size, sig.min_hits.size
+        size = sig.slot_values.size
+        if (
+            size == 0
+            or size & (size - 1)
+            or int(sig.shift) != 64 - (size.bit_length() - 1)
+            or sig.slot_ids.size != size
+            or sig.item_ptr.size != n_sig + 1
+            or sig.unsigned.size != n_items
+            or sig.items.size != sig.weights.size
+            or sig.items.size != int(sig.item_ptr[-1])
+            or np.any(np.diff(sig.item_ptr) < 0)
+            or (sig.items.size and (sig.items.min() < 0 or sig.items.max() >= n_items))
+            or (n_sig and (sig.slot_ids.min() < 0 or sig.slot_ids.max() >= n_sig))
+        ):
+            raise ValueError("inconsistent signature arrays")
+        return sig
+
+    def candidates(
+        self, data: bytes, starts: list[int], engine: str = "kernel"
+    ) -> set[tuple[int, int]]:
+        """(record, item) pairs that may reach the threshold; record i starts at starts[i].
+
+        engine "kernel" scans with the numba kernel (fast, but about 2 s to load per
+        process), "numpy" with whole-array numpy operations (no load time); both give
+        the same pairs.
+        """
         out = {(r, i) for r in range(len(starts)) for i in self.always}
         if len(self.values) == 0 or not starts:
             return out
+        if engine == "numpy":
+            from posttrainbench.integrity.contamination import vectorscan
+
+            norm, norm_starts = vectorscan.normalize_block(
+                np.frombuffer(data, dtype=np.uint8), _TABLE, np.asarray(starts, dtype=np.int64)
+            )
+            pairs = vectorscan.count_candidates(norm, norm_starts, self, self.shift, _HASH_MUL)
+            out.update(map(tuple, pairs.tolist()))
+            return out
+        from posttrainbench.integrity.contamination.kernel import count_candidates, normalize
+
         raw = np.frombuffer(data, dtype=np.uint8)
         norm = np.empty(len(raw) + 1, dtype=np.uint8)
         rec_starts = np.asarray(starts, dtype=np.int64)
@@ -162,6 +221,21 @@ class Signatures:
             capacity *= 4
         out.update(map(tuple, pairs[:found].tolist()))
         return out
+
+
+def _build_slots(values: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """Open-addressing hash table of the values, linear probing (0 marks an empty slot)."""
+    size = 1 << bits
+    with np.errstate(over="ignore"):
+        home = ((values * _HASH_MUL) >> np.uint64(64 - bits)).tolist()
+    slot_values = [0] * size
+    slot_ids = [0] * size
+    for sid, (value, slot) in enumerate(zip(values.tolist(), home)):
+        while slot_values[slot] != 0:
+            slot = (slot + 1) & (size - 1)
+        slot_values[slot] = value
+        slot_ids[slot] = sid
+    return np.array(slot_values, dtype=np.uint64), np.array(slot_ids, dtype=np.int64)
 
 
 def _safe_mask(raw: bytes) -> list[bool]:
