@@ -1,151 +1,129 @@
-"""Results export and collect over N Harbor trial directories (default 10,000).
+"""Results export and collect over N Harbor trial directories (default 5,000), through the CLI.
 
-Writes N real-shaped trial directories (Harbor's own `TrialResult` models, verifier
-metrics, five verdicts, a trace and a code snapshot each) as a sweep of agents x 7
-benchmarks x 4 base models x attempts, then measures in one run:
+Writes N real-shaped trial directories (sweep.py: Harbor's own `TrialResult` models,
+verifier metrics, five verdicts, a 1-100 KB trace, some cut mid-line, some trials copied
+into a backup job), then measures in one run, each `ptb` step as a subprocess exactly as
+a user runs it:
 
-  * the floor: reading and JSON-parsing every file a collector must read (result.json,
-    metrics.json, the verdicts), nothing else;
-  * `ptb results export` into a new store (reads, validates, copies, one rename per run);
-  * the same export again (nothing new: the incremental path);
-  * `ptb results collect` (load and validate every record, build the leaderboard, write
-    the JSON and CSV files);
-  * `ptb report` (the same load, then one HTML file with a page per run);
+  * the floor: reading and JSON-parsing every JSON file a collector must read
+    (result.json, verifier/task.json, metrics.json, the verdicts), nothing else, in this
+    process; measured before and after the `ptb` steps, the smaller one is used;
+  * `ptb results export` into a new store;
+  * the same export again (nothing new: the store's index, a few stats per trial);
+  * the same export after one trial's verdict changed (that one run is replaced);
+  * `ptb results collect` and `ptb report`;
 
-and prints seconds and each one's ratio to the floor.
+and prints seconds and each one's ratio to the floor, with the machine's load average.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
-from datetime import timedelta
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))  # the trial writer lives with the tests
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(REPO / "src"))
 
-from posttrainbench.catalog import list_benchmarks, list_models  # noqa: E402
-from posttrainbench.results.collect import collect  # noqa: E402
-from posttrainbench.results.export import export  # noqa: E402
-from posttrainbench.results.outputs import write_leaderboard  # noqa: E402
-from posttrainbench.results.reference_scores import load_weights  # noqa: E402
-from posttrainbench.results.report.render import render_report, write_report  # noqa: E402
-from posttrainbench.results.store import ResultsStore  # noqa: E402
-from tests.results_fixtures import T0, TrialSpec, write_trial  # noqa: E402
+from sweep import write_sweep  # noqa: E402
 
-AGENTS = [
-    ("claude-code", "anthropic/claude-opus-4-1"),
-    ("codex", "openai/gpt-5"),
-    ("gemini-cli", "google/gemini-3-pro"),
-    ("opencode", "zai/glm-4.6"),
-    ("terminus-2", "openai/gpt-5-mini"),
-]
-
-
-def write_sweep(root: Path, n: int, rng: random.Random) -> None:
-    """N trials spread over jobs of at most 500 trials, like a real sweep's job dirs."""
-    benchmarks = [b.id for b in list_benchmarks()]
-    models = [m.id for m in list_models() if not m.offline]
-    for i in range(n):
-        agent, agent_model = AGENTS[i % len(AGENTS)]
-        roll = rng.random()
-        spec = TrialSpec(
-            agent=agent,
-            agent_model=agent_model,
-            benchmark=benchmarks[(i // 5) % len(benchmarks)],
-            model=models[(i // 35) % len(models)],
-            score=round(rng.random(), 4),
-            base_score=0.1,
-            started=T0 + timedelta(minutes=i),
-            agent_hours=rng.uniform(0.5, 10),
-            error="AgentTimeoutError" if roll < 0.05 else None,
-            flagged=("contamination",) if 0.05 <= roll < 0.08 else (),
-            cost_usd=round(rng.uniform(1, 60), 2),
-        )
-        write_trial(root / f"job-{i // 500:03d}", spec)
+PTB = REPO / ".venv" / "bin" / "ptb"
+GOALS = {"export (new store)": 2.0, "export again (nothing new)": 1.1}
 
 
 def floor(root: Path) -> float:
-    """Seconds to read and parse what any collector must read."""
+    """Seconds to read and parse the JSON files any collector must read."""
     started = time.perf_counter()
     for result in root.glob("*/*/result.json"):
         json.loads(result.read_bytes())
         verifier = result.parent / "verifier"
-        for path in [verifier / "metrics.json", *verifier.glob("judgement_*.json")]:
+        for path in [verifier / "task.json", verifier / "metrics.json"]:
             if path.is_file():
                 json.loads(path.read_bytes())
+        for path in verifier.glob("judgement_*.json"):
+            json.loads(path.read_bytes())
     return time.perf_counter() - started
 
 
-def timed(fn):
+def ptb(*args: str) -> tuple[float, str]:
+    """Run `ptb ARGS` as a subprocess; (wall seconds, stdout). Stops the bench on failure."""
+    env = {**os.environ, "HARBOR_TELEMETRY": "0"}
     started = time.perf_counter()
-    value = fn()
-    return value, time.perf_counter() - started
+    done = subprocess.run([str(PTB), *args], env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.exit(f"ptb {' '.join(args)} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+    return seconds, done.stdout
+
+
+def load() -> str:
+    """The 1, 5 and 15 minute load averages (other jobs on a shared machine skew timings)."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=10_000)
+    parser.add_argument("--trials", type=int, default=5_000)
     parser.add_argument(
         "--keep", type=Path, default=None, help="Work in this directory and keep it."
     )
     args = parser.parse_args()
+    if args.trials < 1:
+        sys.exit("error: --trials must be a positive integer")
     work = args.keep or Path(tempfile.mkdtemp(prefix="ptb-bench-collect-"))
-    jobs, store_dir = work / "jobs", work / "results"
+    jobs, store = work / "jobs", work / "results"
     try:
         print(f"writing {args.trials} trial directories under {jobs} ...", flush=True)
-        _, t_write = timed(lambda: write_sweep(jobs, args.trials, random.Random(0)))
-        print(f"  written in {t_write:.1f} s")
-        t_floor = floor(jobs)
-        summary, t_export = timed(lambda: export([jobs], store_dir))
-        again, t_again = timed(lambda: export([jobs], store_dir))
-
-        def collect_all():
-            records, skipped = ResultsStore.open(store_dir, create=False).load()
-            board = collect(
-                records,
-                results_dir=store_dir,
-                policy="mean",
-                weights=load_weights(),
-                skipped=skipped,
-            )
-            write_leaderboard(board, store_dir / "leaderboard")
-            return board
-
-        board, t_collect = timed(collect_all)
-
-        def report_all():
-            records, skipped = ResultsStore.open(store_dir, create=False).load()
-            board = collect(
-                records,
-                results_dir=store_dir,
-                policy="mean",
-                weights=load_weights(),
-                skipped=skipped,
-            )
-            return write_report(render_report(board, records, store_dir), work / "report.html")
-
-        report, t_report = timed(report_all)
-        assert len(summary.added) == args.trials and not summary.skipped, summary.skipped[:3]
-        assert again.unchanged == args.trials and not again.added
-        assert len(board.runs) == args.trials
-        print(f"\n{args.trials} trials, {len(board.agents)} agents, {len(board.cells)} cells\n")
-        print(f"{'step':<34}{'seconds':>9}{'x floor':>9}")
+        started = time.perf_counter()
+        copies = write_sweep(jobs, args.trials, random.Random(0))
+        print(f"  written in {time.perf_counter() - started:.1f} s ({copies} backup copies)")
+        load_start = load()
+        t_floor = [floor(jobs)]
+        t_start, _ = ptb("results", "--help")  # interpreter + CLI start-up, for reference
+        t_export, out = ptb("results", "export", str(jobs), "--to", str(store), "--json")
+        first = json.loads(out)
+        t_again, out = ptb("results", "export", str(jobs), "--to", str(store), "--json")
+        again = json.loads(out)
+        verdict = next((jobs / "job-000").glob("*/verifier/judgement_*.json"))
+        verdict.write_text(verdict.read_text())  # a new mtime: `ptb judge` ran again
+        t_changed, out = ptb("results", "export", str(jobs), "--to", str(store), "--json")
+        changed = json.loads(out)
+        t_collect, _ = ptb("results", "collect", str(store), "--json")
+        t_report, _ = ptb("report", str(store), "-o", str(work / "report.html"))
+        t_floor.append(floor(jobs))
+        load_end = load()
+        assert len(first["added"]) == args.trials, first["skipped"][:3]
+        assert len(first["skipped"]) == copies  # each backup copy: the same trial, skipped
+        assert again["unchanged"] == args.trials and not again["added"] and not again["updated"]
+        assert len(changed["updated"]) == 1 and changed["unchanged"] == args.trials - 1
+        print(f"\n{args.trials} trials (+{copies} copies), load average {load_start} -> {load_end}")
+        print(f"floor runs: {', '.join(f'{t:.2f}' for t in t_floor)} s (the smaller is used)\n")
+        base = min(t_floor)
+        print(f"{'step':<36}{'seconds':>9}{'x floor':>9}  goal")
         for name, seconds in (
-            ("floor: read + parse the inputs", t_floor),
+            ("floor: read + parse the JSON inputs", base),
+            ("ptb start-up (results --help)", t_start),
             ("export (new store)", t_export),
             ("export again (nothing new)", t_again),
+            ("export again (one verdict changed)", t_changed),
             ("collect (load, leaderboard, files)", t_collect),
             ("report (load, leaderboard, HTML)", t_report),
         ):
-            print(f"{name:<34}{seconds:>9.2f}{seconds / t_floor:>9.1f}")
-        print(f"\nreport.html: {report.stat().st_size / 1e6:.1f} MB")
+            goal = GOALS.get(name)
+            verdict_text = ""
+            if goal is not None:
+                verdict_text = f"<= {goal}x: {'met' if seconds / base <= goal else 'MISSED'}"
+            print(f"{name:<36}{seconds:>9.2f}{seconds / base:>9.2f}  {verdict_text}")
+        size = (work / "report.html").stat().st_size / 1e6
+        print(f"\nreport.html: {size:.1f} MB")
         return 0
     finally:
         if args.keep is None:

@@ -78,7 +78,9 @@ def test_no_canary_survives_a_real_trial(tmp_path: Path) -> None:
     (record_path,) = runs.glob("*/run.json")
     record = RunRecord.read(record_path)
     (trial,) = record.trials
-    assert trial.error is None and trial.reward == 0.0, trial
+    # The canary agent writes no model: its own result, scored 0 with the reason kept.
+    assert trial.outcome == "no_model" and trial.reward == 0.0, trial
+    assert trial.error is not None and "final model not found" in trial.error
 
     # The credential kind is recorded, never its value; the scrub ran and found the leaks.
     assert record.credentials is not None and record.credentials.kind == "subscription"

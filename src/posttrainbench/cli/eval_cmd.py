@@ -17,6 +17,42 @@ Backend = typer.Option(
 Split = typer.Option("test", "--split", help="Data split: test or dev.")
 Out = typer.Option(None, "-o", "--out", help="Write the metrics JSON here.")
 
+CompletionsOut = typer.Option(
+    None, "--completions-out", help="Also write each completion and its verdict here (JSONL)."
+)
+
+
+def _count_parser(flag: str):
+    """A typer parser for a positive count. It raises PtbError, not click's BadParameter, so
+    that any bad value (0, -4, "many") ends as the CLI's one unwrapped error line, exit 2."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise PtbError(f"invalid {flag} {text!r}: must be a positive integer")
+        return value
+
+    return parse
+
+
+MaxNewTokens = typer.Option(
+    None,
+    "--max-new-tokens",
+    parser=_count_parser("--max-new-tokens"),
+    metavar="N",
+    help="Cap each completion at N new tokens (default: the benchmark's own).",
+)
+BatchSize = typer.Option(
+    None,
+    "--batch-size",
+    parser=_count_parser("--batch-size"),
+    metavar="B",
+    help="Sequences decoded at once per forward pass (default: the backend's).",
+)
+
 
 def _evaluate(
     benchmark: str,
@@ -26,6 +62,9 @@ def _evaluate(
     split: str,
     out: Path | None,
     console: Console,
+    max_new_tokens: int | None = None,
+    batch_size: int | None = None,
+    completions_out: Path | None = None,
 ) -> None:
     from posttrainbench.catalog import get_benchmark
     from posttrainbench.data.prepare import data_root, prepare_benchmark
@@ -36,7 +75,14 @@ def _evaluate(
         raise PtbError(f"unknown split {split!r}; choose test or dev")
     prepare_benchmark(benchmark)
     args = ["--benchmark", benchmark, "--split", split, "--model-path", str(model_path)]
-    for flag, value in (("--limit", limit), ("--backend", backend), ("--json-out", out)):
+    for flag, value in (
+        ("--limit", limit),
+        ("--backend", backend),
+        ("--json-out", out),
+        ("--max-new-tokens", max_new_tokens),
+        ("--batch-size", batch_size),
+        ("--completions-out", completions_out),
+    ):
         if value is not None:
             args += [flag, str(value)]
     code = run_module(
@@ -56,6 +102,9 @@ def eval_model(
     backend: str | None = Backend,
     split: str = Split,
     out: Path | None = Out,
+    max_new_tokens: int | None = MaxNewTokens,
+    batch_size: int | None = BatchSize,
+    completions_out: Path | None = CompletionsOut,
 ) -> None:
     """Evaluate a model directory on a benchmark (the same code the verifier runs)."""
     from posttrainbench.catalog import get_benchmark
@@ -63,7 +112,18 @@ def eval_model(
     get_benchmark(benchmark)
     if not (model_path / "config.json").is_file():
         raise PtbError(f"{model_path} is not a model directory (no config.json)")
-    _evaluate(benchmark, model_path, limit, backend, split, out, Console())
+    _evaluate(
+        benchmark,
+        model_path,
+        limit,
+        backend,
+        split,
+        out,
+        Console(),
+        max_new_tokens,
+        batch_size,
+        completions_out,
+    )
 
 
 def baseline(
@@ -72,6 +132,8 @@ def baseline(
     limit: int | None = Limit,
     backend: str | None = Backend,
     out: Path | None = Out,
+    max_new_tokens: int | None = MaxNewTokens,
+    batch_size: int | None = BatchSize,
 ) -> None:
     """Measure a base model's zero-shot score on a benchmark (model fetched into the cache)."""
     from posttrainbench.catalog import get_model
@@ -90,4 +152,6 @@ def baseline(
         )
         if code != 0:
             raise PtbError(f"preparing model {spec.id} from {spec.source} failed (exit {code})")
-    _evaluate(benchmark, model_dir, limit, backend, "test", out, console)
+    _evaluate(
+        benchmark, model_dir, limit, backend, "test", out, console, max_new_tokens, batch_size
+    )

@@ -66,21 +66,25 @@ def export_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the export summary as JSON."),
 ) -> None:
     """Export finished trials (one run record each); again later adds only what is new or changed."""
-    from rich.progress import Progress
-
     from posttrainbench.results.export import export
+    from posttrainbench.results.export_progress import ExportProgress
 
     err = Console(stderr=True)
-    with Progress(console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
-        task = bar.add_task("exporting trials", total=None)
+    # Progress on stderr: one updating line on a terminal, a plain line every few seconds
+    # in a log; none with --json (machine-read output).
+    bar = None if as_json else ExportProgress()
+    try:
         summary = export(
             jobs,
             to,
             with_final_model=with_final_model,
             workers=workers,
             keep_volumes=keep_volumes,
-            progress=lambda done, total: bar.update(task, completed=done, total=total),
+            progress=bar,
         )
+    finally:
+        if bar is not None:
+            bar.close()
     if as_json:
         typer.echo(summary.model_dump_json(indent=2))
         return

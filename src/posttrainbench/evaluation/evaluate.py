@@ -9,6 +9,7 @@ scores the split the task's feedback mode allows: ``test`` (the scored test set)
 (no score at all). Standalone (``ptb eval``)::
 
     python -m posttrainbench.evaluation.evaluate --benchmark gsm8k --model-path DIR [--split test]
+        [--max-new-tokens N] [--batch-size B]
 
 Prints accuracy and n; ``--json-out`` also writes :class:`Metrics` JSON.
 """
@@ -66,6 +67,14 @@ def _task_split(task: TaskSpec, root: Path) -> tuple[str, str]:
     return split, _charge_budget(task, root / "state")
 
 
+def _positive_int(text: str) -> int:
+    """argparse type for counts: a zero or negative batch or token cap is a mistake."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive integer")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Evaluate a model on a benchmark")
     p.add_argument(
@@ -85,7 +94,13 @@ def main(argv: list[str] | None = None) -> int:
         "--completions-out", type=Path, default=None, help="JSONL of completions and verdicts"
     )
     p.add_argument("--backend", default=None)
-    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--batch-size", type=_positive_int, default=None)
+    p.add_argument(
+        "--max-new-tokens",
+        type=_positive_int,
+        default=None,
+        help="cap on new tokens per completion (default: the benchmark's)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--num-seeds",
@@ -129,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             completions_out=rows,
             num_seeds=args.num_seeds,
             split=split,
+            max_new_tokens=args.max_new_tokens,
         )
     except (ModelLoadError, GenerationFailed, JudgeConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)

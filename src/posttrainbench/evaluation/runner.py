@@ -284,11 +284,13 @@ def evaluate_model(
     deadline: Deadline | None = None,
     split: str = "test",
     progress: Progress | None = None,
+    max_new_tokens: int | None = None,
 ) -> Metrics:
     """Generate and score every sample (for each seed). Raises ModelLoadError or GenerationFailed.
 
     *deadline*: when all generation must have ended (the verifier's); attempts then run
     under the limits of :mod:`.time_budget`. *progress*: where questions done are reported.
+    *max_new_tokens*: replaces the benchmark's cap (``ptb eval --max-new-tokens``).
     """
     from .backends import make_backend
     from .chat_format import read_model_config, render_chat
@@ -304,6 +306,8 @@ def evaluate_model(
     config = read_model_config(model_path)
     prompts = [render_chat(benchmark.build_messages(s), tokenizer, config) for s in samples]
     settings = benchmark.generation
+    if max_new_tokens is not None:
+        settings = dataclasses.replace(settings, max_new_tokens=max_new_tokens)
     # Only a benchmark that can tell a hopeless prefix gets checked per step (and only
     # then is it sent to CPU worker processes).
     overrides = type(benchmark).cannot_succeed is not Benchmark.cannot_succeed

@@ -1,19 +1,25 @@
 """`ptb results export`: Harbor job and trial directories into a results store.
 
-Incremental: a trial already in the store with the same fingerprint is skipped before it
-is even parsed; one whose result or verdicts changed since (say `ptb judge` ran again)
-is replaced. A trial still running is left for a later export, and a malformed one is
-reported and skipped. Worker processes read and stage trials; only the parent renames
-staged runs into place, one at a time.
+Incremental: the store's index (`store_index`) maps each stored run to the trial
+directory it came from and that trial's fingerprint (sizes and mtimes of its result and
+verdict files), so a trial whose fingerprint is unchanged is skipped with a few stats,
+before its result.json is even opened; one whose result or verdicts changed since (say
+`ptb judge` ran again) is read and replaced. A trial still running is left for a later
+export, and a malformed one is reported and skipped. Worker processes read and stage
+trials while the parent is still walking the job directories; only the parent renames
+staged runs into place, one at a time, and saves the index at the end.
 """
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
+import re
 import shutil
 import stat
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -34,6 +40,7 @@ from posttrainbench.results.harbor_trial import (
 )
 from posttrainbench.results.run_files import stage_run_files
 from posttrainbench.results.store import ResultsStore
+from posttrainbench.results.store_index import IndexEntry, entry_for, load_index, save_index
 from posttrainbench.results.trial_volumes import release_volumes
 from posttrainbench.safe_fs import SafeDir
 
@@ -50,6 +57,9 @@ _LEAF_DIRS = {
 }
 MAX_DEPTH = 6
 POOL_THRESHOLD = 64  # below this many trials, starting workers costs more than it saves
+# Harbor writes `id` first; reading it with a pattern saves the parent a full JSON parse per
+# trial. Anything else (another writer, odd spacing) falls back to json.
+_LEADING_ID = re.compile(r'\s*\{\s*"id"\s*:\s*"([0-9A-Za-z-]{1,100})"')
 
 
 class ExportSummary(BaseModel):
@@ -84,6 +94,7 @@ class _Job:
     known: str | None  # the stored fingerprint of this trial id, if any
     staging: Path
     with_final_model: bool
+    seq: int = 0  # names the staging directory: two copies of one trial never share one
 
 
 @dataclass(frozen=True)
@@ -94,15 +105,21 @@ class _Outcome:
     fingerprint: str = ""
     message: str = ""
     warnings: tuple[str, ...] = ()
+    staged: Path | None = None
 
 
 @dataclass(frozen=True)
 class FoundTrial:
-    """A trial directory and its result.json text (None: Harbor has not written it yet)."""
+    """A trial directory and its result.json text (None: Harbor has not written it yet).
+
+    *indexed*: the store's index entry when the trial is stored and its fingerprint has not
+    changed since (its result.json was then not read at all).
+    """
 
     path: Path
     text: str | None
     readable: bool = True
+    indexed: IndexEntry | None = None
 
 
 def _is_regular(root: SafeDir, name: str) -> bool:
@@ -110,7 +127,11 @@ def _is_regular(root: SafeDir, name: str) -> bool:
     return found is not None and stat.S_ISREG(found.st_mode)
 
 
-def _classify(directory: Path) -> FoundTrial | None:
+def _classify(directory: Path, by_dir: dict[str, IndexEntry] | None = None) -> FoundTrial | None:
+    if by_dir:
+        entry = by_dir.get(str(directory))
+        if entry is not None and fingerprint(directory) == entry.fingerprint:
+            return FoundTrial(directory, None, indexed=entry)
     try:
         root = SafeDir.open(directory)
     except OSError:
@@ -129,24 +150,94 @@ def _classify(directory: Path) -> FoundTrial | None:
     return FoundTrial(directory, text, readable=False) if is_trial else None
 
 
-def find_trials(root: Path) -> Iterator[FoundTrial]:
-    """The trials under a jobs dir, a job dir, a ptb run dir or a trial dir, in path order."""
-    stack = [(Path(root), 0)]
+def find_trials(root: Path, by_dir: dict[str, IndexEntry] | None = None) -> Iterator[FoundTrial]:
+    """The trials under a jobs dir, a job dir, a ptb run dir or a trial dir, in path order.
+
+    *root* is resolved once; below it only real directories are entered (never a link), so
+    every path found is already canonical. *by_dir* (source dir -> index entry) lets a
+    stored trial whose fingerprint is unchanged be recognised without opening it.
+    """
+    stack = [(Path(root).resolve(), 0)]
     while stack:
         directory, depth = stack.pop()
-        found = _classify(directory)
+        found = _classify(directory, by_dir)
         if found is not None:
             yield found
             continue
         if depth >= MAX_DEPTH:
             continue
         try:
-            children = sorted(
-                (p for p in directory.iterdir() if p.is_dir() and not p.is_symlink()), reverse=True
-            )
+            # DirEntry.is_dir(follow_symlinks=False) answers from the listing: no stat per child.
+            with os.scandir(directory) as listing:
+                children = sorted(
+                    (e.name for e in listing if e.is_dir(follow_symlinks=False)), reverse=True
+                )
         except OSError:
             continue
-        stack.extend((child, depth + 1) for child in children if child.name not in _LEAF_DIRS)
+        stack.extend((directory / name, depth + 1) for name in children if name not in _LEAF_DIRS)
+
+
+def _run_id(text: str) -> str | None:
+    found = _LEADING_ID.match(text)
+    return found.group(1) if found else trial_id(text)
+
+
+class _Walk:
+    """Finds the trials to export and decides, in path order, which need a worker.
+
+    It may run in the pool's feeder thread while the parent commits outcomes, so it keeps
+    its own tallies (merged into the summary at the end) and a copy of the fingerprints.
+    """
+
+    def __init__(
+        self,
+        roots: list[Path],
+        index: dict[str, IndexEntry],
+        staging: Path,
+        with_final_model: bool,
+    ):
+        self.roots = roots
+        self.known = {run_id: e.fingerprint for run_id, e in index.items()}
+        self.by_dir = {e.source_dir: e for e in index.values()}
+        self.staging = staging
+        self.with_final_model = with_final_model
+        self.unchanged: list[tuple[Path, str]] = []  # (trial dir, run id)
+        self.skipped: list[str] = []
+        self.found = 0
+        self.finished = False
+
+    def jobs(self) -> Iterator[_Job]:
+        """The trials a worker must read, in path order; unchanged ones are tallied instead."""
+        seen: set[Path] = set()
+        first_of: dict[str, Path] = {}
+        for root in self.roots:
+            for trial in find_trials(Path(root), self.by_dir):
+                if trial.path in seen:
+                    continue
+                seen.add(trial.path)
+                self.found += 1
+                if trial.indexed is not None:
+                    run_id: str | None = trial.indexed.run_id
+                else:
+                    run_id = _run_id(trial.text) if trial.text and trial.readable else None
+                if run_id is not None and run_id in first_of:
+                    # A copy of a trial (same Harbor id): one run in the store, never two.
+                    self.skipped.append(
+                        f"{trial.path}: the same trial (id {run_id}) as {first_of[run_id]}"
+                    )
+                    continue
+                if run_id is not None:
+                    first_of[run_id] = trial.path
+                if trial.indexed is not None:
+                    self.unchanged.append((trial.path, trial.indexed.run_id))
+                    continue
+                stored_print = self.known.get(run_id) if run_id else None
+                if stored_print is not None and stored_print == fingerprint(trial.path):
+                    # the same trial found at another path (moved): unchanged, no worker
+                    self.unchanged.append((trial.path, run_id or ""))
+                    continue
+                yield _Job(trial, stored_print, self.staging, self.with_final_model, seq=self.found)
+        self.finished = True
 
 
 def _prepare(job: _Job) -> _Outcome:
@@ -161,7 +252,7 @@ def _prepare(job: _Job) -> _Outcome:
             message=f"{RESULT_FILE} is unreadable or not a trial result (half-written?)",
         )
     try:
-        source = read_trial(where, job.trial.text)
+        source = read_trial(where, job.trial.text, resolved=True)
     except TrialInProgress:
         return _Outcome("in_progress", where)
     except TrialReadError as exc:
@@ -169,15 +260,20 @@ def _prepare(job: _Job) -> _Outcome:
     record = source.record
     if job.known == record.fingerprint:
         return _Outcome("unchanged", where, record.id)
-    staged = job.staging / record.id
-    shutil.rmtree(staged, ignore_errors=True)
+    staged = job.staging / f"{job.seq}-{record.id}"
     try:
-        staged.mkdir(parents=True)
+        staged.mkdir()
+    except FileExistsError:  # left by a killed export (recover() normally clears staging)
+        shutil.rmtree(staged, ignore_errors=True)
+        staged.mkdir()
+    try:
         warnings = stage_run_files(staged, source, where, job.with_final_model)
     except OSError as exc:
         shutil.rmtree(staged, ignore_errors=True)
         return _Outcome("skipped", where, message=f"cannot copy its files ({exc.strerror or exc})")
-    return _Outcome("staged", where, record.id, record.fingerprint, warnings=tuple(warnings))
+    return _Outcome(
+        "staged", where, record.id, record.fingerprint, warnings=tuple(warnings), staged=staged
+    )
 
 
 def export(
@@ -187,13 +283,14 @@ def export(
     with_final_model: bool = False,
     workers: int | None = None,
     keep_volumes: bool = False,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int, bool], None] | None = None,
 ) -> ExportSummary:
     """Export every finished trial under *job_dirs* into the store at *results_dir*.
 
     A cloud trial's final_model volume is removed once its run is stored, unless
     *keep_volumes* (with *with_final_model*, only after its model was copied).
-    *progress* is called with (trials done, trials found) as the export goes.
+    *progress* is called with (trials done, trials found so far, whether the search of the
+    job directories has ended) as the export goes.
     """
     missing = [str(d) for d in job_dirs if not Path(d).is_dir()]
     if missing:
@@ -203,40 +300,44 @@ def export(
     store = ResultsStore.open(results_dir, create=True)
     summary = ExportSummary(results_dir=str(store.root))
     with store.locked():
-        known = store.fingerprints()
+        index, _ = load_index(store.root, store.runs)
+        walk = _Walk([Path(d) for d in job_dirs], index, store.staging, with_final_model)
         stored: list[tuple[Path, str]] = []  # (trial dir, run id) of every trial now in the store
-        jobs: list[_Job] = []
-        seen: set[Path] = set()
-        first_of: dict[str, Path] = {}
-        for root in job_dirs:
-            for trial in find_trials(Path(root)):
-                if trial.path.resolve() in seen:
-                    continue
-                seen.add(trial.path.resolve())
-                run_id = trial_id(trial.text) if trial.text and trial.readable else None
-                if run_id is not None and run_id in first_of:
-                    # A copy of a trial (same Harbor id): one run in the store, never two.
-                    summary.skipped.append(
-                        f"{trial.path}: the same trial (id {run_id}) as {first_of[run_id]}"
-                    )
-                    continue
-                if run_id is not None:
-                    first_of[run_id] = trial.path
-                stored_print = known.get(run_id) if run_id else None
-                if stored_print is not None and stored_print == fingerprint(trial.path):
-                    summary.unchanged += (
-                        1  # cheap check here: unchanged trials never reach a worker
-                    )
-                    stored.append((trial.path, run_id))
-                    continue
-                jobs.append(_Job(trial, stored_print, store.staging, with_final_model))
+        committed: set[str] = set()
         store.staging.mkdir(exist_ok=True)
-        for done, outcome in enumerate(_outcomes(jobs, workers or os.cpu_count() or 1), start=1):
-            _record(store, outcome, known, summary)
-            if outcome.kind in ("staged", "unchanged") and outcome.run_id:
-                stored.append((outcome.trial_dir, outcome.run_id))
-            if progress is not None:
-                progress(done, len(jobs))
+        done = 0
+        try:
+            for outcome in _outcomes(walk.jobs(), workers or os.cpu_count() or 1):
+                if outcome.kind == "staged" and outcome.run_id in committed:
+                    # Two trials with one id that the walk could not tell apart before
+                    # reading them: only the first in path order is kept.
+                    summary.skipped.append(
+                        f"{outcome.trial_dir}: the same trial (id {outcome.run_id}) as one "
+                        "exported just before it"
+                    )
+                else:
+                    _record(store, outcome, walk.known, summary)
+                    if outcome.kind in ("staged", "unchanged") and outcome.run_id:
+                        stored.append((outcome.trial_dir, outcome.run_id))
+                if outcome.kind == "staged" and outcome.run_id not in committed:
+                    committed.add(outcome.run_id)
+                    entry = entry_for(
+                        store.runs, outcome.run_id, str(outcome.trial_dir), outcome.fingerprint
+                    )
+                    if entry is not None:
+                        index[outcome.run_id] = entry
+                done += 1
+                if progress is not None:
+                    progress(done + len(walk.unchanged), walk.found, walk.finished)
+        finally:
+            # Saved even when interrupted: what was committed is indexed; the rest of the
+            # index is checked against the records on the next load anyway.
+            save_index(store.root, index)
+        if progress is not None:
+            progress(done + len(walk.unchanged), walk.found, True)
+        summary.unchanged += len(walk.unchanged)
+        summary.skipped[:0] = walk.skipped
+        stored.extend(walk.unchanged)
         store.recover()  # drops the (now empty) staging directory
         removed, warnings = release_volumes(
             [(trial, store.runs / run_id) for trial, run_id in stored],
@@ -248,14 +349,25 @@ def export(
     return summary
 
 
-def _outcomes(jobs: list[_Job], workers: int) -> Iterator[_Outcome]:
-    if workers == 1 or len(jobs) < POOL_THRESHOLD:
-        yield from map(_prepare, jobs)
+def _pool_context() -> multiprocessing.context.BaseContext:
+    """fork when this process runs no other thread (no lock can be held mid-fork, and the
+    workers start at once with everything imported); spawn otherwise (a library's thread
+    holding a lock at fork time could deadlock the child). Start-up: ~0 s vs ~1 s a worker."""
+    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def _outcomes(jobs: Iterable[_Job], workers: int) -> Iterator[_Outcome]:
+    jobs = iter(jobs)
+    head = list(itertools.islice(jobs, POOL_THRESHOLD))
+    if workers == 1 or len(head) < POOL_THRESHOLD:
+        yield from map(_prepare, itertools.chain(head, jobs))
         return
-    # spawn, not fork: the CLI's progress bar (and libraries) run threads, and forking a
-    # threaded process can deadlock the child. The start-up costs about a second.
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        yield from pool.imap(_prepare, jobs, chunksize=16)
+    # The pool reads the rest of the walk in its feeder thread: workers stage trials while
+    # the walk is still finding more.
+    with _pool_context().Pool(workers) as pool:
+        yield from pool.imap(_prepare, itertools.chain(head, jobs), chunksize=8)
 
 
 def _record(
@@ -271,6 +383,6 @@ def _record(
     else:
         summary.warnings.extend(outcome.warnings)
         previous = known.get(outcome.run_id)
-        store.commit(store.staging / outcome.run_id, outcome.run_id)
+        store.commit(outcome.staged or store.staging / outcome.run_id, outcome.run_id)
         known[outcome.run_id] = outcome.fingerprint
         (summary.updated if previous is not None else summary.added).append(where)

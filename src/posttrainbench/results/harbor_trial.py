@@ -81,31 +81,43 @@ def trial_id(text: str) -> str | None:
 def fingerprint(trial_dir: Path) -> str:
     """Changes when result.json, metrics.json or any verdict file changes (size and mtime)."""
     parts: list[str] = [READER_VERSION]
-    for sub, names in (("", (RESULT_FILE,)), ("verifier", None), ("judges", None)):
+    try:
+        # One lstat, not a listing of the trial directory: the same values a listing gives.
+        found = os.stat(os.path.join(trial_dir, RESULT_FILE), follow_symlinks=False)
+        parts.append(f"/{RESULT_FILE}:{found.st_mode:o}:{found.st_size}:{found.st_mtime_ns}")
+    except OSError:
+        pass
+    for sub in ("verifier", "judges"):
         try:
-            entries = sorted(os.scandir(trial_dir / sub), key=lambda e: e.name)
+            with os.scandir(os.path.join(trial_dir, sub)) as listing:
+                entries = sorted(
+                    (
+                        e
+                        for e in listing
+                        if e.name == "metrics.json" or e.name.startswith("judgement_")
+                    ),
+                    key=lambda e: e.name,
+                )
+                for entry in entries:
+                    try:
+                        found = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    parts.append(
+                        f"{sub}/{entry.name}:{found.st_mode:o}:{found.st_size}:{found.st_mtime_ns}"
+                    )
         except OSError:
             continue
-        for entry in entries:
-            wanted = (
-                entry.name in names
-                if names
-                else (entry.name == "metrics.json" or entry.name.startswith("judgement_"))
-            )
-            if wanted:
-                try:
-                    found = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                parts.append(
-                    f"{sub}/{entry.name}:{found.st_mode:o}:{found.st_size}:{found.st_mtime_ns}"
-                )
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
-def read_trial(trial_dir: Path, text: str | None = None) -> TrialSource:
-    """Read a finished trial; TrialInProgress or TrialReadError otherwise."""
-    trial_dir = Path(trial_dir)
+def read_trial(trial_dir: Path, text: str | None = None, *, resolved: bool = False) -> TrialSource:
+    """Read a finished trial; TrialInProgress or TrialReadError otherwise.
+
+    *resolved*: *trial_dir* is already canonical (the export's walk makes it so), which
+    spares a path resolution per trial.
+    """
+    trial_dir = Path(trial_dir) if resolved else Path(trial_dir).resolve()
     try:
         root = SafeDir.open(trial_dir)
     except OSError as exc:
@@ -190,7 +202,7 @@ def _read(root: SafeDir, trial_dir: Path, text: str | None) -> TrialSource:
         ),
         usage=_usage(result, root, scan.files, spec),
         time=_time(result, spec),
-        source_dir=str(trial_dir.resolve()),
+        source_dir=str(trial_dir),
         fingerprint=fingerprint(trial_dir),
         exported_at=datetime.now(UTC),
         refused_files=refused,
@@ -280,8 +292,9 @@ def _verdicts(root: SafeDir, refused: list[str]) -> list[Judgement]:
             if not fnmatchcase(name, "judgement_*.json"):
                 continue
             try:
-                verdict = Judgement.model_validate(
-                    json.loads(root.read_bytes(f"{sub}/{name}", MAX_JSON_BYTES))
+                # straight from bytes: one parse, not json.loads and then a validation
+                verdict = Judgement.model_validate_json(
+                    root.read_bytes(f"{sub}/{name}", MAX_JSON_BYTES)
                 )
             except Refused as exc:
                 refused.append(str(exc))
