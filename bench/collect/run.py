@@ -88,13 +88,13 @@ def main() -> int:
         load_start = load()
         t_floor = [floor(jobs)]
         t_start, _ = ptb("results", "--help")  # interpreter + CLI start-up, for reference
-        t_export, out = ptb("results", "export", str(jobs), "--to", str(store), "--json")
+        t_export, out = ptb("results", "export", str(jobs), "-o", str(store), "--json")
         first = json.loads(out)
-        t_again, out = ptb("results", "export", str(jobs), "--to", str(store), "--json")
+        t_again, out = ptb("results", "export", str(jobs), "-o", str(store), "--json")
         again = json.loads(out)
         verdict = next((jobs / "job-000").glob("*/verifier/judgement_*.json"))
         verdict.write_text(verdict.read_text())  # a new mtime: `ptb judge` ran again
-        t_changed, out = ptb("results", "export", str(jobs), "--to", str(store), "--json")
+        t_changed, out = ptb("results", "export", str(jobs), "-o", str(store), "--json")
         changed = json.loads(out)
         t_collect, _ = ptb("results", "collect", str(store), "--json")
         t_report, _ = ptb("report", str(store), "-o", str(work / "report.html"))

@@ -52,5 +52,5 @@ def test_task_ships_checker_tokenizer_and_reference(tmp_path: Path, feedback: st
 
 def test_requirements_pin_the_checkers_dependencies() -> None:
     text = (REPO / "src/posttrainbench/evaluation/requirements.txt").read_text()
-    for name in ("tiktoken==", "numba==", "llvmlite==", "pyarrow=="):
+    for name in ("tiktoken==", "numpy==", "pyarrow=="):
         assert name in text

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from posttrainbench.errors import PtbError
-from posttrainbench.integrity.traces.detect import detect_format
+from posttrainbench.integrity.traces.detect import detect_format, is_known_format
 from posttrainbench.integrity.traces.events import NormalizedTrace, TokenUsage
 from posttrainbench.integrity.traces.load import find_trial_traces, parse_trace
 from posttrainbench.integrity.traces.render import render_trace
@@ -318,6 +318,24 @@ def test_format_is_detected_from_content_not_name(tmp_path: Path, name: str, exp
     assert parse_trace(renamed).format == expected
 
 
+def test_is_known_format_agrees_with_detect_format() -> None:
+    """The trace scan's early-stopping check answers as `detect_format(...) is not None`."""
+    samples = [path.read_text() for path in sorted(FIXTURES.iterdir())]
+    doc = json.loads((FIXTURES / "trajectory.json").read_text())
+    samples += [
+        json.dumps(doc),
+        "",
+        "plain text\n",
+        '{"level": "info"}\n' * 300 + '{"type": "thread.started"}\n',  # past SNIFF_LINES
+        '{"level": "info"}\n{"type": "thread.started"}\n',
+        '{\n  "not": "atif"\n}\n',
+        '{"type": "result", "stats": {}}\n',
+        (FIXTURES / "claude-code.txt").read_text()[:500],  # cut mid-line
+    ]
+    for text in samples:
+        assert is_known_format(text) == (detect_format(text) is not None), text[:80]
+
+
 def test_harbor_trajectory_on_one_line_is_detected() -> None:
     doc = json.loads((FIXTURES / "trajectory.json").read_text())
     assert detect_format(json.dumps(doc)) == "harbor"
@@ -507,7 +525,7 @@ def test_cli_show_accepts_a_trial_directory(tmp_path: Path) -> None:
     ("args", "expected"),
     [
         (["traces", "show", "MISSING"], "trace file not found"),
-        (["traces", "show", "FIXTURE", "--format", "claude"], "unknown trace format 'claude'"),
+        (["traces", "show", "FIXTURE", "--format", "claude"], "'claude' is not one of"),
         (["traces", "show", "EMPTYDIR"], "no agent trace found"),
     ],
 )

@@ -57,6 +57,9 @@ _LEAF_DIRS = {
 }
 MAX_DEPTH = 6
 POOL_THRESHOLD = 64  # below this many trials, starting workers costs more than it saves
+# Trials a worker takes per message: at 8 the parent spent ~0.1 ms a trial more on pickling
+# and pipes (measured on 5,000 trials); past 32 nothing more was saved.
+_CHUNK = 32
 # Harbor writes `id` first; reading it with a pattern saves the parent a full JSON parse per
 # trial. Anything else (another writer, odd spacing) falls back to json.
 _LEADING_ID = re.compile(r'\s*\{\s*"id"\s*:\s*"([0-9A-Za-z-]{1,100})"')
@@ -137,17 +140,21 @@ def _classify(directory: Path, by_dir: dict[str, IndexEntry] | None = None) -> F
     except OSError:
         return None
     with root:
-        # Harbor writes trial.log only in trial directories (a job has job.log).
-        is_trial = _is_regular(root, TRIAL_LOG)
-        if root.lstat(RESULT_FILE) is None:
-            return FoundTrial(directory, None) if is_trial else None
+        # The common case costs one read: trial.log (Harbor writes it only in trial
+        # directories; a job has job.log) is looked at only when result.json does not tell.
         try:
-            text = read_harbor_file(root, RESULT_FILE)  # a link or FIFO in its place is refused
+            text: str | None = read_harbor_file(root, RESULT_FILE)  # a link or FIFO is refused
+        except FileNotFoundError:
+            text = None
         except (OSError, UnicodeDecodeError):
             text = ""
-    if text and is_trial_result(text):
-        return FoundTrial(directory, text)
-    return FoundTrial(directory, text, readable=False) if is_trial else None
+        if text and is_trial_result(text):
+            return FoundTrial(directory, text)
+        if not _is_regular(root, TRIAL_LOG):
+            return None
+    return (
+        FoundTrial(directory, None) if text is None else FoundTrial(directory, text, readable=False)
+    )
 
 
 def find_trials(root: Path, by_dir: dict[str, IndexEntry] | None = None) -> Iterator[FoundTrial]:
@@ -367,7 +374,7 @@ def _outcomes(jobs: Iterable[_Job], workers: int) -> Iterator[_Outcome]:
     # The pool reads the rest of the walk in its feeder thread: workers stage trials while
     # the walk is still finding more.
     with _pool_context().Pool(workers) as pool:
-        yield from pool.imap(_prepare, itertools.chain(head, jobs), chunksize=8)
+        yield from pool.imap(_prepare, itertools.chain(head, jobs), chunksize=_CHUNK)
 
 
 def _record(

@@ -46,7 +46,7 @@ class StoreIndex(BaseModel):
     runs: list[IndexEntry]
 
 
-def _record_stat(path: Path) -> tuple[int, int, int] | None:
+def _record_stat(path: Path | str) -> tuple[int, int, int] | None:
     try:
         found = os.stat(path, follow_symlinks=False)
     except OSError:
@@ -98,9 +98,10 @@ def load_index(root: Path, runs_dir: Path) -> tuple[dict[str, IndexEntry], int]:
         return {}, 0
     verified: dict[str, IndexEntry] = {}
     reread = 0
+    runs = str(runs_dir)  # string joins: pathlib costs ~15 us a run here, on every export
     for run_id in run_ids:
         entry = by_id.get(run_id)
-        if entry is not None and _record_stat(runs_dir / run_id / RECORD_FILE) == tuple(
+        if entry is not None and _record_stat(os.path.join(runs, run_id, RECORD_FILE)) == tuple(
             entry.record_stat
         ):
             verified[run_id] = entry

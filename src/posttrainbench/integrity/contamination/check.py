@@ -31,9 +31,6 @@ from posttrainbench.integrity.contamination.report import (
 from posttrainbench.integrity.contamination.scoring import DocGrams, overlap
 
 CHUNK_BYTES = 8 * 1024 * 1024
-# Up to this much input per worker, scan with numpy: loading the numba kernel (about 2 s
-# per process) takes longer than numpy's slower scan (25-40 MB/s against the kernel's ~80).
-NUMPY_BYTES_PER_WORKER = 48 * 1024 * 1024
 SNIPPET_CHARS = 160
 
 # Set in the parent before worker processes fork, so they share it without pickling.
@@ -95,7 +92,8 @@ def _read_block(task: _Task) -> tuple[RecordBlock, int, int]:
         with path.open("rb") as handle:
             handle.seek(task.start)
             data = handle.read(task.end - task.start if task.end >= 0 else -1)
-        return line_records(data, task.fmt, byte_offset=task.start), len(data), data.count(b"\n")
+        block = line_records(data, task.fmt, byte_offset=task.start)
+        return block, len(data), block.newlines
     return row_records(path, task.fmt), path.stat().st_size, 0
 
 
@@ -107,7 +105,7 @@ def _run_task(task: _Task) -> _TaskResult:
     except (OSError, InputError) as exc:
         return _TaskResult(error=f"{task.path}: {exc}")
     pairs: dict[int, list[int]] = {}
-    for rec, item in signatures.candidates(block.data, block.starts, _STATE["engine"]):
+    for rec, item in signatures.candidates(block.data, block.starts):
         pairs.setdefault(rec, []).append(item)
     matches = score_block(block, pairs, index, task.path)
     return _TaskResult(records=len(block.starts), bytes=size, matches=matches, newlines=newlines)
@@ -196,13 +194,8 @@ def check_inputs(
         signatures = Signatures.build(index)
     tasks = _tasks(files, chunk_bytes)
     workers = min(workers or default_workers(), max(1, len(tasks)))
-    small = sum(f.stat().st_size for f in files) <= NUMPY_BYTES_PER_WORKER * workers
-    if not small:
-        # Load the kernel once, before forking, rather than once in every worker.
-        from posttrainbench.integrity.contamination.kernel import warm_up
-
-        warm_up()
-    _STATE.update(index=index, signatures=signatures, engine="numpy" if small else "kernel")
+    _ = signatures.scan_tables  # built once here, shared by forked workers
+    _STATE.update(index=index, signatures=signatures)
     results = _run_all(tasks, workers, deadline)
     unfinished = tasks[len(results) :]
     _renumber_lines(tasks, results)

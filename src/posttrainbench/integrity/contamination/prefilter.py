@@ -5,9 +5,9 @@ MB/s). A record can only reach the threshold for an item if it contains at least
 `min_question_hits` of the item's question n-grams, and it can only contain an n-gram
 if it contains every substring of that n-gram's text. So each n-gram gets one
 *signature*: an 8-byte window of its normalized text that starts at a word, chosen to
-be rare among the test items. The compiled kernel (kernel.py) normalizes raw file bytes
-on the fly, with no JSON parsing, and counts per record and item the n-grams whose
-signature occurs. Only records reaching an item's minimum go on to exact tokenization.
+be rare among the test items. The scan (vectorscan.py) normalizes raw file bytes with
+no JSON parsing and counts per record and item the n-grams whose signature occurs.
+Only records reaching an item's minimum go on to exact tokenization.
 
 Signatures never contain bytes whose raw encoding may differ from the decoded text
 (non-ASCII, quotes, slashes, backslashes and the byte after one, characters some
@@ -17,16 +17,17 @@ flag; tests compare it with the naive checker.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from posttrainbench.integrity.contamination import vectorscan
 from posttrainbench.integrity.contamination.index import ReferenceIndex
 
 WINDOW = 8
 HOT_DF = 4  # a signature found in more test items than this is "hot"
-_HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
 # Bytes whose raw encoding may differ between a file and its decoded text.
 _UNSAFE = frozenset(range(0, 0x20)) | frozenset(range(0x7F, 0x100)) | frozenset(b'"\\/<>&')
 
@@ -39,7 +40,7 @@ def _byte_table() -> np.ndarray:
     return table
 
 
-_TABLE = _byte_table()
+_TABLE = _byte_table().tobytes()
 
 
 @dataclass
@@ -47,9 +48,6 @@ class Signatures:
     """Signature windows of all question n-grams, and which items each belongs to."""
 
     values: np.ndarray  # sorted uint64 window values
-    slot_values: np.ndarray  # open-addressing hash table of the values (0 = empty)
-    slot_ids: np.ndarray  # signature index of each slot
-    shift: np.uint64  # hash -> slot: (value * _HASH_MUL) >> shift
     item_ptr: np.ndarray  # CSR: signature i -> items[item_ptr[i]:item_ptr[i+1]]
     items: np.ndarray
     weights: np.ndarray  # how many of the item's n-grams share this signature
@@ -105,16 +103,9 @@ class Signatures:
         item_ptr = np.concatenate(
             [[0], np.cumsum(np.bincount(sig_of, minlength=len(values)))]
         ).astype(np.int64)
-        # A table at most half full keeps probes short; small enough to stay in cache.
-        bits = max(10, int(2 * max(1, len(values)) - 1).bit_length())
-        shift = np.uint64(64 - bits)
-        slot_values, slot_ids = _build_slots(values, bits)
         always = [i for i, g in enumerate(index.grams) if g.question and unsigned[i] >= min_hits[i]]
         return cls(
             values,
-            slot_values,
-            slot_ids,
-            shift,
             item_ptr,
             np.array([r[1] for r in rows], dtype=np.int64),
             np.array([r[2] for r in rows], dtype=np.int64),
@@ -125,10 +116,8 @@ class Signatures:
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The signatures as named arrays (for the on-disk cache); see from_arrays."""
-        names = ("values", "slot_values", "slot_ids", "item_ptr", "items", "weights")
+        names = ("values", "item_ptr", "items", "weights", "min_hits", "unsigned")
         out = {name: getattr(self, name) for name in names}
-        out.update(min_hits=self.min_hits, unsigned=self.unsigned)
-        out["shift"] = np.array([self.shift], dtype=np.uint64)
         out["always"] = np.array(self.always, dtype=np.int64)
         return out
 
@@ -137,9 +126,6 @@ class Signatures:
         """Signatures from what arrays() gave (raises KeyError, ValueError when malformed)."""
         sig = cls(
             values=arrays["values"].astype(np.uint64),
-            slot_values=arrays["slot_values"].astype(np.uint64),
-            slot_ids=arrays["slot_ids"].astype(np.int64),
-            shift=np.uint64(arrays["shift"][0]),
             item_ptr=arrays["item_ptr"].astype(np.int64),
             items=arrays["items"].astype(np.int64),
             weights=arrays["weights"].astype(np.int64),
@@ -147,95 +133,34 @@ class Signatures:
             unsigned=arrays["unsigned"].astype(np.int64),
             always=arrays["always"].astype(np.int64).tolist(),
         )
-        # The kernel indexes these without bounds checks: refuse inconsistent arrays.
+        # The scan indexes with these: refuse inconsistent arrays rather than fail there.
         n_sig, n_items = sig.values.size, sig.min_hits.size
-        size = sig.slot_values.size
         if (
-            size == 0
-            or size & (size - 1)
-            or int(sig.shift) != 64 - (size.bit_length() - 1)
-            or sig.slot_ids.size != size
+            np.any(sig.values[1:] <= sig.values[:-1])  # sorted, distinct: found by bisection
             or sig.item_ptr.size != n_sig + 1
+            or sig.item_ptr[0] != 0
             or sig.unsigned.size != n_items
             or sig.items.size != sig.weights.size
             or sig.items.size != int(sig.item_ptr[-1])
             or np.any(np.diff(sig.item_ptr) < 0)
             or (sig.items.size and (sig.items.min() < 0 or sig.items.max() >= n_items))
-            or (n_sig and (sig.slot_ids.min() < 0 or sig.slot_ids.max() >= n_sig))
         ):
             raise ValueError("inconsistent signature arrays")
         return sig
 
-    def candidates(
-        self, data: bytes, starts: list[int], engine: str = "kernel"
-    ) -> set[tuple[int, int]]:
-        """(record, item) pairs that may reach the threshold; record i starts at starts[i].
+    @functools.cached_property
+    def scan_tables(self) -> vectorscan.ScanTables:
+        """The scan's lookup tables, built on first use (in each process that scans)."""
+        return vectorscan.ScanTables(self)
 
-        engine "kernel" scans with the numba kernel (fast, but about 2 s to load per
-        process), "numpy" with whole-array numpy operations (no load time); both give
-        the same pairs.
-        """
+    def candidates(self, data: bytes, starts: list[int]) -> set[tuple[int, int]]:
+        """(record, item) pairs that may reach the threshold; record i starts at starts[i]."""
         out = {(r, i) for r in range(len(starts)) for i in self.always}
         if len(self.values) == 0 or not starts:
             return out
-        if engine == "numpy":
-            from posttrainbench.integrity.contamination import vectorscan
-
-            norm, norm_starts = vectorscan.normalize_block(
-                np.frombuffer(data, dtype=np.uint8), _TABLE, np.asarray(starts, dtype=np.int64)
-            )
-            pairs = vectorscan.count_candidates(norm, norm_starts, self, self.shift, _HASH_MUL)
-            out.update(map(tuple, pairs.tolist()))
-            return out
-        from posttrainbench.integrity.contamination.kernel import count_candidates, normalize
-
-        raw = np.frombuffer(data, dtype=np.uint8)
-        norm = np.empty(len(raw) + 1, dtype=np.uint8)
-        rec_starts = np.asarray(starts, dtype=np.int64)
-        norm_starts = np.empty(len(rec_starts), dtype=np.int64)
-        length = normalize(raw, _TABLE, rec_starts, norm, norm_starts)
-        n_items = len(self.min_hits)
-        capacity = 4 * len(rec_starts) + 64
-        while True:
-            pairs = np.empty((capacity, 2), dtype=np.int64)
-            found = count_candidates(
-                norm,
-                length,
-                norm_starts,
-                self.slot_values,
-                self.slot_ids,
-                self.shift,
-                _HASH_MUL,
-                self.item_ptr,
-                self.items,
-                self.weights,
-                self.min_hits,
-                self.unsigned,
-                np.zeros(len(self.values), dtype=np.int64),
-                np.zeros(n_items, dtype=np.int64),
-                np.empty(n_items, dtype=np.int64),
-                pairs,
-            )
-            if found >= 0:
-                break
-            capacity *= 4
-        out.update(map(tuple, pairs[:found].tolist()))
+        pairs = vectorscan.scan(data, np.asarray(starts, dtype=np.int64), _TABLE, self.scan_tables)
+        out.update(map(tuple, pairs.tolist()))
         return out
-
-
-def _build_slots(values: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """Open-addressing hash table of the values, linear probing (0 marks an empty slot)."""
-    size = 1 << bits
-    with np.errstate(over="ignore"):
-        home = ((values * _HASH_MUL) >> np.uint64(64 - bits)).tolist()
-    slot_values = [0] * size
-    slot_ids = [0] * size
-    for sid, (value, slot) in enumerate(zip(values.tolist(), home)):
-        while slot_values[slot] != 0:
-            slot = (slot + 1) & (size - 1)
-        slot_values[slot] = value
-        slot_ids[slot] = sid
-    return np.array(slot_values, dtype=np.uint64), np.array(slot_ids, dtype=np.int64)
 
 
 def _safe_mask(raw: bytes) -> list[bool]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +24,6 @@ ROW_FORMATS = {
     ".arrow": "arrow",
 }
 SUPPORTED = {**LINE_FORMATS, **ROW_FORMATS}
-_PARAGRAPH_BREAK = re.compile(rb"\n[ \t\r]*\n")
 
 
 class InputError(PtbError):
@@ -67,6 +65,7 @@ class RecordBlock:
     numbers: list[int]  # what the locator shows: line, row or byte number
     label: str  # 'line', 'row', 'item', 'document', 'paragraph at byte'
     is_json: bool  # records are JSON values (parse them for the text)
+    newlines: int = 0  # newline bytes in `data`, counted for jsonl (to number lines)
 
     def record(self, i: int) -> bytes:
         """The raw bytes of record i."""
@@ -94,15 +93,11 @@ def line_records(data: bytes, fmt: str, first_line: int = 1, byte_offset: int = 
             (keep + first_line).tolist(),
             "line",
             True,
+            newlines.size,
         )
-    starts, ends = [], []
-    pos = 0
-    for brk in [*_PARAGRAPH_BREAK.finditer(data), None]:
-        end = brk.start() if brk else len(data)
-        if data[pos:end].strip():
-            starts.append(pos)
-            ends.append(end)
-        pos = brk.end() if brk else pos
+    from posttrainbench.integrity.contamination.paragraphs import paragraph_spans
+
+    starts, ends = paragraph_spans(data)
     return RecordBlock(
         data, starts, ends, [s + byte_offset for s in starts], "paragraph at byte", False
     )

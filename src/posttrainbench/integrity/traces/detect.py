@@ -55,6 +55,16 @@ def line_vote(obj: dict[str, Any]) -> TraceFormat | None:
 
 def detect_format(text: str) -> TraceFormat | None:
     """The trace format of *text*, or None when no known format matches (callers fall back to raw)."""
+    return _sniff(text, first_vote_wins=False)
+
+
+def is_known_format(text: str) -> bool:
+    """Whether `detect_format(text)` is not None, stopping at the first line that votes: a
+    trace scan only needs to know that some format matches, not which wins."""
+    return _sniff(text, first_vote_wins=True) is not None
+
+
+def _sniff(text: str, *, first_vote_wins: bool) -> TraceFormat | None:
     stripped = text.lstrip()
     if stripped.startswith("{") and not _first_line_is_object(stripped):
         # A multi-line JSON document: only ATIF trajectories are single documents.
@@ -74,6 +84,8 @@ def detect_format(text: str) -> TraceFormat | None:
             return "harbor"
         vote = line_vote(obj)
         if vote is not None:
+            if first_vote_wins:
+                return vote  # type: ignore[return-value]
             votes[vote] += 1
         seen += 1
         if seen >= SNIFF_LINES:

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from posttrainbench.integrity.traces.detect import detect_format
-from posttrainbench.safe_fs import Refused, SafeDir, kind_of
+from posttrainbench.integrity.traces.detect import is_known_format
+from posttrainbench.safe_fs import FileRead, Refused, SafeDir, kind_of
 
 # Best first: the agent's own stream is the most direct record of what it ran and what it
 # cost; Harbor's conversion comes next; session files and anything else last.
@@ -32,22 +32,32 @@ MAX_DOCUMENT_BYTES = 64 * 2**20  # a whole-document (.json) trace is sniffed who
 MAX_TRACE_BYTES = 1024 * 2**20  # the most of one trace file that is read or copied
 MAX_SESSION_DEPTH = 8
 MAX_CANDIDATES = 2_000  # files looked at per trial: a directory of millions only costs this much
+# What a scan keeps of the files it read whole, for the export to store without reading them
+# again: a trial of thousands of session files costs this much memory, the rest is re-read.
+MAX_KEPT_BYTES = 16 * 2**20
 TRIAL_LOG = "trial.log"  # Harbor writes it in every trial directory when the trial starts
 
 
 @dataclass
 class TraceScan:
     """A trial's trace files (paths relative to the directory scanned), best first, and the
-    candidates refused, as '<path>: <why>'."""
+    candidates refused, as '<path>: <why>'.
+
+    *reads*: the trace files the scan read whole (those of at most SNIFF_BYTES), by path, so
+    that a caller storing them writes these very bytes instead of reading each file again.
+    """
 
     files: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    reads: dict[str, FileRead] = field(default_factory=dict)
+    kept_bytes: int = 0
 
 
-def _sniff(root: SafeDir, relative: str) -> str | None:
+def _sniff(root: SafeDir, relative: str) -> tuple[bool, FileRead]:
+    """Whether the file's head is a known trace format, and what was read of it."""
     limit = MAX_DOCUMENT_BYTES if relative.endswith(".json") else SNIFF_BYTES
-    head, _ = root.read_head(relative, limit)
-    return detect_format(head.decode("utf-8", errors="replace"))
+    read = root.read_file(relative, limit)
+    return is_known_format(read.data.decode("utf-8", errors="replace")), read
 
 
 class _Scanner:
@@ -81,15 +91,23 @@ class _Scanner:
         if st.st_size == 0:
             return
         try:
-            fmt = _sniff(self.root, relative)
+            known, read = _sniff(self.root, relative)
         except Refused as exc:
             self.scan.refused.append(str(exc))
             return
         except (OSError, ValueError):
             return
-        if fmt is None and not keep_unknown:
+        if not known and not keep_unknown:
             return
-        self.ranked.append((rank if fmt is not None else rank + 10, relative))
+        self.ranked.append((rank if known else rank + 10, relative))
+        size = read.st.st_size
+        if (
+            read.whole is not None
+            and size <= SNIFF_BYTES
+            and self.scan.kept_bytes + size <= MAX_KEPT_BYTES
+        ):
+            self.scan.reads[relative] = read
+            self.scan.kept_bytes += size
 
     def listing(self, *names: str) -> dict:
         try:
@@ -156,6 +174,21 @@ def scan_trial_traces(root: SafeDir) -> TraceScan:
     if agent is not None and not stat.S_ISDIR(agent.st_mode):
         return TraceScan(refused=[f"agent: {kind_of(agent.st_mode)}"])
     return _Scanner(root, "agent" if agent is not None else "").run()
+
+
+def plain_agent_log(root: SafeDir) -> str | None:
+    """For an agent that left no trace in a known format (oracle, nop, a custom agent): its
+    largest plain `agent/*.txt` or `*.log` file, as a readable record of what it did."""
+    try:
+        entries = dict(root.entries("agent"))
+    except OSError:  # safe_fs.Refused included: no agent directory, or not a real one
+        return None
+    logs = [
+        (st.st_size, name)
+        for name, st in entries.items()
+        if stat.S_ISREG(st.st_mode) and st.st_size > 0 and name.endswith((".txt", ".log"))
+    ]
+    return f"agent/{max(logs)[1]}" if logs else None
 
 
 def find_trial_traces(trial_dir: Path) -> list[Path]:
