@@ -26,7 +26,7 @@ def test_sweep_on_docker_runs_once_and_resumes(docker_ready: None, tmp_path: Pat
         "sweep",
         "-b",
         BENCHMARK,
-        "-m",
+        "-M",
         MODEL,
         "-a",
         "nop",

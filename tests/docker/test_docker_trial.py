@@ -43,7 +43,7 @@ def test_oracle_trial_with_harbor_run_on_docker(docker_ready: None, tmp_path: Pa
         "generate",
         "-b",
         BENCHMARK,
-        "-m",
+        "-M",
         MODEL,
         "--hours",
         "0.05",

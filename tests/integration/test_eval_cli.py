@@ -24,7 +24,7 @@ pytestmark = [
 
 def test_prepare_baseline_then_eval(tmp_path: Path) -> None:
     env = {"PTB_CACHE_DIR": str(tmp_path / "cache"), "PTB_EVAL_PYTHON": str(TASK_PYTHON)}
-    prep = run_ptb("data", "prepare", "-b", "bfcl", "-m", "smollm2-135m", env=env)
+    prep = run_ptb("data", "prepare", "-b", "bfcl", "-M", "smollm2-135m", env=env)
     assert prep.returncode == 0, prep.stderr
     assert "bfcl: dev 80, test 400 (carved dev)" in prep.stdout
     model_dir = tmp_path / "cache" / "models" / "smollm2-135m"
@@ -36,7 +36,7 @@ def test_prepare_baseline_then_eval(tmp_path: Path) -> None:
         "baseline",
         "-b",
         "bfcl",
-        "-m",
+        "-M",
         "smollm2-135m",
         "--limit",
         "4",
@@ -47,6 +47,10 @@ def test_prepare_baseline_then_eval(tmp_path: Path) -> None:
     assert base.returncode == 0, base.stderr
     baseline = Metrics.load(tmp_path / "b.json")
     assert baseline.n == 4 and baseline.split == "test" and baseline.attempts[0].ok
+    # Kept where `ptb list baselines` finds it, with the machine and the date.
+    listed = run_ptb("list", "baselines", "-b", "bfcl", "--json", env=env)
+    (mine,) = [e for e in json.loads(listed.stdout) if "ptb baseline" in e["provenance"]]
+    assert mine["score"] == baseline.accuracy and "first 4 questions only" in mine["provenance"]
 
     ev = run_ptb(
         "eval",

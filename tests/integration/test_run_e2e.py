@@ -14,6 +14,7 @@ import pytest
 from posttrainbench.runner.record import RunRecord
 from posttrainbench.schemas import Metrics
 from tests.helpers import run_ptb
+from tests.rescore_checks import check_rescore
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +31,7 @@ def test_run_without_final_model_scores_zero_with_reason(tmp_path: Path) -> None
         "run",
         "--benchmark",
         "bfcl",
-        "--model",
+        "--base-model",
         "smollm2-135m",
         "--agent",
         "nop",
@@ -40,10 +41,14 @@ def test_run_without_final_model_scores_zero_with_reason(tmp_path: Path) -> None
         "0.5",
         "--runs-dir",
         str(tmp_path),
+        "--json",
         timeout=1800,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     record = _only_run(tmp_path)
+    # --json: stdout is the run record alone (Harbor's progress went to stderr).
+    printed = RunRecord.model_validate_json(result.stdout)
+    assert printed.run_id == record.run_id and printed.status == record.status
     # No model is the trial's outcome in run.json as in the results store (issue 19).
     assert record.status == "no_model"
     (trial,) = record.trials
@@ -66,7 +71,7 @@ def test_run_without_final_model_scores_zero_with_reason(tmp_path: Path) -> None
         assert verdicts[judge].flagged is None and "trace" in verdicts[judge].justification
     # Exported, the run is an error (no model to score), not a score of 0, so the
     # leaderboard falls back to the base model rather than ranking a zero.
-    exported = run_ptb("results", "export", str(tmp_path), "--to", str(tmp_path / "results"))
+    exported = run_ptb("results", "export", str(tmp_path), "-o", str(tmp_path / "results"))
     assert exported.returncode == 0 and "1 added" in exported.stdout, (
         exported.stdout + exported.stderr
     )
@@ -122,7 +127,7 @@ def test_demo(tmp_path: Path) -> None:
     assert verdicts["disallowed_model"].flagged is False, verdicts["disallowed_model"]
     assert verdicts["contamination"].flagged is False, verdicts["contamination"]
     # The results pipeline on the real trial: export, leaderboard, no flagged runs.
-    exported = run_ptb("results", "export", str(tmp_path), "--to", str(tmp_path / "results"))
+    exported = run_ptb("results", "export", str(tmp_path), "-o", str(tmp_path / "results"))
     assert exported.returncode == 0 and "1 added" in exported.stdout, (
         exported.stdout + exported.stderr
     )
@@ -155,7 +160,7 @@ def test_harbor_cli_runs_a_generated_task_on_the_local_sandbox(tmp_path: Path) -
         "generate",
         "-b",
         "bfcl",
-        "-m",
+        "-M",
         "smollm2-135m",
         "--hours",
         "0.05",
@@ -199,7 +204,12 @@ def test_harbor_cli_runs_a_generated_task_on_the_local_sandbox(tmp_path: Path) -
     assert next((trial_result.parent / "artifacts").rglob("final_model/config.json"))
     # A plain Harbor jobs dir exports too: the verifier left the task spec beside its results.
     exported = run_ptb(
-        "results", "export", str(tmp_path / "jobs"), "--to", str(tmp_path / "results")
+        "results",
+        "export",
+        str(tmp_path / "jobs"),
+        "-o",
+        str(tmp_path / "results"),
+        "--with-final-model",
     )
     assert exported.returncode == 0 and "1 added" in exported.stdout, (
         exported.stdout + exported.stderr
@@ -211,3 +221,5 @@ def test_harbor_cli_runs_a_generated_task_on_the_local_sandbox(tmp_path: Path) -
         0.05,
         metrics.accuracy,
     )
+    assert run.task_version and run.task_version.startswith("tv-") and run.final_model_dir
+    check_rescore(tmp_path, run)

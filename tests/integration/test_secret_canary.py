@@ -42,7 +42,7 @@ def test_no_canary_survives_a_real_trial(tmp_path: Path) -> None:
         "run",
         "-b",
         "bfcl",
-        "-m",
+        "-M",
         "smollm2-135m",
         "-a",
         "tests.canary_agent:CanaryAgent",

@@ -20,13 +20,13 @@ ARGS = (
     "sweep",
     "-b",
     "bfcl",
-    "-m",
+    "-M",
     "smollm2-135m",
     "-a",
     "nop",
-    "--attempts",
+    "--n-attempts",
     "2",
-    "--concurrency",
+    "--n-concurrent",
     "2",
     "--hours",
     "0.1",
@@ -42,7 +42,8 @@ ARGS = (
 
 
 def _trials(sweep: Path) -> list[Path]:
-    return sorted(p for p in (sweep / "jobs" / "sweep").iterdir() if p.is_dir())
+    # The job is named after the sweep, so its trials carry the sweep's name into results.
+    return sorted(p for p in (sweep / "jobs" / sweep.name).iterdir() if p.is_dir())
 
 
 def test_sweep_runs_resumes_and_retries_errored_trials(tmp_path: Path) -> None:
@@ -94,7 +95,11 @@ def test_sweep_runs_resumes_and_retries_errored_trials(tmp_path: Path) -> None:
     now = _trials(sweep)
     assert len(now) == 2 and trials[1] in now and victim not in now
     # And the whole sweep exports into the results store like any Harbor job.
-    exported = run_ptb("results", "export", str(sweep / "jobs"), "--to", str(tmp_path / "results"))
+    exported = run_ptb("results", "export", str(sweep / "jobs"), "-o", str(tmp_path / "results"))
     assert exported.returncode == 0 and "2 added" in exported.stdout, (
         exported.stdout + exported.stderr
     )
+    from posttrainbench.results.store import ResultsStore
+
+    records, _ = ResultsStore.open(tmp_path / "results", create=False).load()
+    assert {r.job_name for r in records} == {"s"}  # the sweep's own name, for provenance

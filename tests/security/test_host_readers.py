@@ -82,7 +82,7 @@ def test_export_report_and_traces_carry_nothing_of_the_host(
         "results",
         "export",
         str(tmp_path / "jobs"),
-        "--to",
+        "-o",
         str(tmp_path / "res"),
         "--with-final-model",
         "--json",

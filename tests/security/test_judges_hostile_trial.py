@@ -32,7 +32,7 @@ def _compile(tmp_path: Path) -> Path:
         "generate",
         "-b",
         "bfcl",
-        "-m",
+        "-M",
         "smollm2-135m",
         "--hours",
         "0.05",

@@ -196,7 +196,7 @@ def test_runtime_attacks_reach_nothing_of_the_host_and_end_at_the_deadline(
         "results",
         "export",
         str(tmp_path / "jobs"),
-        "--to",
+        "-o",
         str(results),
         "--with-final-model",
         timeout=CLI_TIMEOUT,

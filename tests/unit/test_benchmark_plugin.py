@@ -81,7 +81,7 @@ def test_one_folder_adds_a_benchmark_end_to_end(with_toy: Path, tmp_path: Path) 
         "generate",
         "-b",
         "toyqa",
-        "-m",
+        "-M",
         MODEL,
         "--offline",
         "-o",

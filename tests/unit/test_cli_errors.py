@@ -21,38 +21,38 @@ def _one_error_line(stderr: str) -> str:
     ("args", "expected"),
     [
         (
-            ["tasks", "generate", "-b", "nosuch", "-m", "qwen3-1.7b", "-o", "OUT"],
+            ["tasks", "generate", "-b", "nosuch", "-M", "qwen3-1.7b", "-o", "OUT"],
             "unknown benchmark 'nosuch'",
         ),
-        (["tasks", "generate", "-b", "bfcl", "-m", "gpt-9", "-o", "OUT"], "unknown model 'gpt-9'"),
+        (["tasks", "generate", "-b", "bfcl", "-M", "gpt-9", "-o", "OUT"], "unknown model 'gpt-9'"),
         (
             [
                 "tasks",
                 "generate",
                 "-b",
                 "bfcl",
-                "-m",
+                "-M",
                 "qwen3-1.7b",
                 "--feedback",
                 "val",
                 "-o",
                 "OUT",
             ],
-            "invalid --feedback",
+            "Invalid value for '--feedback'",
         ),
         (["eval", "-b", "gsm8k", "--model-path", "OUT"], "is not a model directory"),
         (["eval", "-b", "nosuch", "--model-path", "OUT"], "unknown benchmark 'nosuch'"),
-        (["baseline", "-b", "gsm8k", "-m", "gpt-9"], "unknown model 'gpt-9'"),
+        (["baseline", "-b", "gsm8k", "-M", "gpt-9"], "unknown model 'gpt-9'"),
         (["data", "prepare", "-b", "bfcl,nosuch"], "unknown benchmark 'nosuch'"),
-        (["data", "prepare", "-b", "bfcl", "-m", "gpt-9"], "unknown model 'gpt-9'"),
+        (["data", "prepare", "-b", "bfcl", "-M", "gpt-9"], "unknown model 'gpt-9'"),
         (
-            ["tasks", "generate", "-b", "bfcl", "-m", "qwen3-1.7b", "--hours", "-1", "-o", "OUT"],
+            ["tasks", "generate", "-b", "bfcl", "-M", "qwen3-1.7b", "--hours", "-1", "-o", "OUT"],
             "invalid --hours",
         ),
-        (["tasks", "generate", "-o", "OUT"], "either --benchmark and --model, or --all"),
+        (["tasks", "generate", "-o", "OUT"], "either --benchmark and --base-model, or --all"),
         (
-            ["run", "-b", "bfcl", "-m", "qwen3-1.7b", "-a", "oracle", "--env", "moon"],
-            "unknown environment 'moon'",
+            ["run", "-b", "bfcl", "-M", "qwen3-1.7b", "-a", "oracle", "--env", "moon"],
+            "'moon' is not one of 'local', 'docker', 'modal', 'daytona'",
         ),
         (["list", "nothing"], "No such command"),
     ],
@@ -68,7 +68,7 @@ def test_unwritable_output_dir_keeps_existing_files(tmp_path: Path) -> None:
     blocker = tmp_path / "blocker"
     blocker.write_text("precious")
     result = run_ptb(
-        "tasks", "generate", "-b", "bfcl", "-m", "smollm2-135m", "-o", str(blocker / "tasks")
+        "tasks", "generate", "-b", "bfcl", "-M", "smollm2-135m", "-o", str(blocker / "tasks")
     )
     assert result.returncode == 2
     assert "cannot write to output directory" in _one_error_line(result.stderr)
@@ -76,12 +76,12 @@ def test_unwritable_output_dir_keeps_existing_files(tmp_path: Path) -> None:
 
 
 def test_failed_recompile_keeps_the_previous_task(tmp_path: Path) -> None:
-    ok = run_ptb("tasks", "generate", "-b", "bfcl", "-m", "smollm2-135m", "-o", str(tmp_path))
+    ok = run_ptb("tasks", "generate", "-b", "bfcl", "-M", "smollm2-135m", "-o", str(tmp_path))
     assert ok.returncode == 0, ok.stderr
     task = tmp_path / "bfcl-smollm2-135m"
     before = (task / "task.toml").read_text()
     bad = run_ptb(
-        "tasks", "generate", "-b", "bfcl", "-m", "smollm2-135m", "--hours", "0", "-o", str(tmp_path)
+        "tasks", "generate", "-b", "bfcl", "-M", "smollm2-135m", "--hours", "0", "-o", str(tmp_path)
     )
     assert bad.returncode == 2
     assert (task / "task.toml").read_text() == before
@@ -97,7 +97,7 @@ def test_run_of_a_judged_benchmark_without_a_key_fails_before_any_work(
         "run",
         "-b",
         "healthbench",
-        "-m",
+        "-M",
         "qwen3-1.7b",
         "-a",
         "oracle",
@@ -108,3 +108,20 @@ def test_run_of_a_judged_benchmark_without_a_key_fails_before_any_work(
     line = _one_error_line(result.stderr)
     assert "scored by an LLM judge" in line and "OPENAI_API_KEY" in line
     assert not (tmp_path / "runs").exists()
+
+
+def test_short_help_and_version() -> None:
+    """`-h` works like `--help` on every level, `--version` names the package's version."""
+    import posttrainbench
+
+    version = run_ptb("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"ptb {posttrainbench.__version__}"
+    for args in (["-h"], ["results", "collect", "-h"], ["rescore", "-h"]):
+        shown = run_ptb(*args)
+        assert shown.returncode == 0 and "Usage: ptb" in shown.stdout, (args, shown.stderr)
+    # Docstring paragraphs are reflowed, not wrapped twice (a lone "task, in" line).
+    rescore = run_ptb("rescore", "-h").stdout
+    assert "current task, in the same kind" in " ".join(rescore.split())
+    assert not any(line.strip(" │") == "task, in" for line in rescore.splitlines())
+    bare = run_ptb()
+    assert "Usage: ptb" in bare.stdout and "error" not in bare.stderr, bare.stderr

@@ -195,7 +195,7 @@ def test_offline_compile_without_prepared_data_is_one_clear_error(tmp_path: Path
         "generate",
         "-b",
         "gsm8k",
-        "-m",
+        "-M",
         "qwen3-1.7b",
         "--offline",
         "-o",

@@ -74,7 +74,7 @@ def verdicts(out: Path) -> dict[str, Judgement]:
 
 def test_clean_trial_writes_five_clean_judgements(tmp_path):
     trial, base = make_trial(tmp_path, "clean_claude_code.txt")
-    result = run_ptb("judge", str(trial), "--base-model", str(base), env=NO_LLM, timeout=120)
+    result = run_ptb("judge", str(trial), "--base-model-dir", str(base), env=NO_LLM, timeout=120)
     assert result.returncode == 0, result.stderr
     got = verdicts(trial / "judges")
     assert {j: v.flagged for j, v in got.items()} == dict.fromkeys(JUDGE_IDS, False), {
@@ -104,7 +104,7 @@ def test_cheating_trial_is_flagged_and_override_clears_one(tmp_path):
     result = run_ptb(
         "judge",
         str(trial),
-        "--base-model",
+        "--base-model-dir",
         str(base),
         "--override",
         str(overrides),
@@ -131,7 +131,7 @@ def test_missing_final_model_and_judge_subset(tmp_path):
     result = run_ptb(
         "judge",
         str(trial),
-        "--base-model",
+        "--base-model-dir",
         str(base),
         "--judges",
         "disallowed_model",

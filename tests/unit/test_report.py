@@ -10,10 +10,13 @@ import pytest
 
 from posttrainbench.cli.results_cmd import build_leaderboard
 from posttrainbench.results.export import export
+from posttrainbench.results.record import ResultRecord
 from posttrainbench.results.report import charts
 from posttrainbench.results.report.render import ReportOutputError, render_report, write_report
+from posttrainbench.results.store import ResultsStore
 from tests.helpers import run_ptb
 from tests.report_fixtures import EVIL_AGENT, IDS, Built, build_results
+from tests.results_fixtures import TrialSpec, write_job
 
 
 class Dom(HTMLParser):
@@ -84,6 +87,15 @@ def test_leaderboard_shows_cost_tokens_and_time(built, html):
         "time used",
     ):
         assert header in board_html
+
+
+def test_the_wide_tables_fit_a_laptop_screen(html):
+    """At most 10 columns in the leaderboard (with 2 benchmarks) and 9 in the runs table:
+    secondary figures sit on a second line of the same cell."""
+    board_head = section(html, "leaderboard").split("</thead>")[0]
+    runs_head = section(html, "runs").split("</thead>")[0]
+    columns = re.compile(r"<th[\s>]")
+    assert len(columns.findall(board_head)) <= 10 and len(columns.findall(runs_head)) <= 9
 
 
 def test_fallback_cells_are_marked_with_their_reason(html):
@@ -192,13 +204,38 @@ def test_charts_one_per_benchmark_plus_two_scatters(built, html):
     assert "1 scored run(s) not shown" in scatter  # the evil agent's run has no cost
 
 
+def test_a_store_of_the_previous_layout_still_shows_its_traces(built, tmp_path):
+    """Stores exported before traces moved into the run directory name `trace/00-<name>` in
+    their records: the report reads whatever path the record names."""
+    import shutil
+
+    copy = tmp_path / "results"
+    shutil.copytree(built.results_dir, copy)
+    run_dir = copy / "runs" / IDS["strong1"]
+    record = ResultRecord.model_validate_json((run_dir / "record.json").read_bytes())
+    (run_dir / "trace").mkdir()
+    old_names = []
+    for relative in record.trace_files:
+        old = f"trace/{relative.removeprefix('trace-')}"
+        os.replace(run_dir / relative, run_dir / old)
+        old_names.append(old)
+    record.trace_files = old_names
+    record.write(run_dir)
+    board, records = build_leaderboard(copy, "mean", None, None)
+    page = section(render_report(board, records, copy), f"run-{IDS['strong1']}")
+    assert "cannot read trace" not in page and old_names[0] in page
+
+
 def test_missing_trace_file_does_not_stop_the_report(built, tmp_path):
     import shutil
 
     copy = tmp_path / "results"
     shutil.copytree(built.results_dir, copy)
-    for f in (copy / "runs" / IDS["strong1"] / "trace").iterdir():
-        f.unlink()
+    run_dir = copy / "runs" / IDS["strong1"]
+    for relative in ResultRecord.model_validate_json(
+        (run_dir / "record.json").read_bytes()
+    ).trace_files:
+        (run_dir / relative).unlink()
     board, records = build_leaderboard(copy, "mean", None, None)
     page = section(render_report(board, records, copy), f"run-{IDS['strong1']}")
     assert "cannot read trace" in page
@@ -298,3 +335,43 @@ def test_agent_names_split_from_labels_with_mixed_budgets(tmp_path):
             "anthropic/claude-opus-4-1@10h",
         ),
     }
+
+
+def test_run_page_answers_the_researchers_questions(html):
+    """The base model on the same questions, and no fake '± 0.000' for a run without a score."""
+    page = section(html, f"run-{IDS['strong2']}")
+    assert "base model, same questions" in page and "0.200" in page and "+0.500" in page
+    errored = section(html, f"run-{IDS['errored']}")
+    assert "± " not in errored.split("<h2>Judges</h2>")[0]
+
+
+def test_an_errored_agent_never_ranks_above_a_scored_one_on_a_tie(tmp_path):
+    """Equal averages: the agent whose cells are its own scores ranks first."""
+    from posttrainbench.results.collect import collect
+
+    write_job(
+        tmp_path / "jobs",
+        "job",
+        [
+            TrialSpec(agent="aaa-errored", error="AgentTimeoutError", score=None),
+            TrialSpec(agent="zzz-scored", score=0.2),  # exactly the baseline (base_score)
+        ],
+    )
+    export([tmp_path / "jobs"], tmp_path / "res")
+    records, _ = ResultsStore.open(tmp_path / "res", create=False).load()
+    board = collect(records, results_dir=tmp_path, policy="mean", weights={})
+    assert [a.weighted_average for a in board.agents] == [0.2, 0.2]
+    assert [a.agent.split(":")[0] for a in board.agents] == ["zzz-scored", "aaa-errored"]
+
+
+def test_an_agent_without_a_trace_shows_its_plain_log(tmp_path):
+    """oracle, nop or a custom agent: the head of its plain log stands in for a trace."""
+    job = write_job(tmp_path / "jobs", "job", [TrialSpec(agent="oracle", trace=False)])
+    (trial,) = [p for p in job.iterdir() if p.is_dir()]
+    (trial / "agent" / "oracle.txt").write_text("step 1: training <b>20 steps</b>\n" * 3)
+    export([tmp_path / "jobs"], tmp_path / "res")
+    board, records = build_leaderboard(tmp_path / "res", "mean", None, None)
+    (record,) = records
+    assert record.trace_files == [] and record.agent_log == "agent-log.txt"
+    page = section(render_report(board, records, tmp_path / "res"), f"run-{record.id}")
+    assert "the agent's plain log" in page and "&lt;b&gt;20 steps&lt;/b&gt;" in page

@@ -19,7 +19,7 @@ def _store(tmp_path: Path) -> Path:
             TrialSpec(agent="codex", agent_model="openai/gpt-5", score=0.4),
         ],
     )
-    result = run_ptb("results", "export", str(tmp_path / "jobs"), "--to", str(tmp_path / "res"))
+    result = run_ptb("results", "export", str(tmp_path / "jobs"), "-o", str(tmp_path / "res"))
     assert result.returncode == 0, result.stderr
     assert "3 added, 0 updated, 0 unchanged" in result.stdout
     return tmp_path / "res"
@@ -27,7 +27,7 @@ def _store(tmp_path: Path) -> Path:
 
 def test_export_collect_flagged(tmp_path: Path) -> None:
     res = _store(tmp_path)
-    again = run_ptb("results", "export", str(tmp_path / "jobs"), "--to", str(res), "--json")
+    again = run_ptb("results", "export", str(tmp_path / "jobs"), "-o", str(res), "--json")
     assert json.loads(again.stdout)["unchanged"] == 3
     collected = run_ptb("results", "collect", str(res), "--policy", "best")
     assert collected.returncode == 0, collected.stderr
@@ -53,7 +53,10 @@ def test_bad_input_is_one_line_and_exit_2_and_keeps_what_was_written(tmp_path: P
     bad_weights.write_text('{"weights": {"gsm8k": "heavy"}}')
     cases = [
         (("results", "collect", str(tmp_path / "nowhere")), "is not a results store"),
-        (("results", "collect", str(res), "--policy", "median"), "unknown --policy 'median'"),
+        (
+            ("results", "collect", str(res), "--policy", "median"),
+            "'median' is not one of 'latest', 'best', 'mean'",
+        ),
         (
             (
                 "results",
@@ -70,10 +73,10 @@ def test_bad_input_is_one_line_and_exit_2_and_keeps_what_was_written(tmp_path: P
             ("results", "collect", str(res), "--baselines", str(tmp_path / "missing.json")),
             "cannot read baselines",
         ),
-        (("results", "flagged", str(res), "--judge", "vibes"), "unknown judge 'vibes'"),
-        (("results", "export", str(tmp_path / "no-jobs"), "--to", str(res)), "not a directory"),
+        (("results", "flagged", str(res), "--judge", "vibes"), "'vibes' is not one of"),
+        (("results", "export", str(tmp_path / "no-jobs"), "-o", str(res)), "not a directory"),
         (
-            ("results", "export", str(tmp_path / "jobs"), "--to", str(tmp_path / "jobs")),
+            ("results", "export", str(tmp_path / "jobs"), "-o", str(tmp_path / "jobs")),
             "not an empty directory",
         ),
     ]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.sweep.plan import JOB_NAME, default_sweep_dir, open_sweep_dir
+from posttrainbench.sweep.plan import LEGACY_JOB_NAME, default_sweep_dir, open_sweep_dir
 from posttrainbench.sweep.runner import retire, sweep_lock, trials_to_retry
 from posttrainbench.sweep.spec import AgentChoice, SweepError, SweepSpec, parse_agents
 from posttrainbench.sweep.status import sweep_status
@@ -47,9 +47,11 @@ def test_same_command_same_directory_and_a_different_matrix_is_refused(tmp_path:
     open_sweep_dir(tmp_path / "s", spec)
     open_sweep_dir(tmp_path / "s", _spec(retry="none"))  # the retry policy may change
     assert json.loads((tmp_path / "s" / "sweep.json").read_text())["retry"] == "none"
-    with pytest.raises(SweepError, match="other models"):
+    with pytest.raises(
+        SweepError, match=r"models: started with \['qwen3-1.7b'\], now \['qwen3-4b'\]"
+    ):
         open_sweep_dir(tmp_path / "s", _spec(models=["qwen3-4b"]))
-    with pytest.raises(SweepError, match="other concurrency"):
+    with pytest.raises(SweepError, match="concurrency: started with 1, now 4"):
         open_sweep_dir(tmp_path / "s", _spec(concurrency=4))
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
@@ -68,7 +70,7 @@ def test_a_second_runner_is_refused_while_the_first_holds_the_lock(tmp_path: Pat
 
 
 def _job(sweep: Path) -> Path:
-    job = sweep / "jobs" / JOB_NAME
+    job = sweep / "jobs" / LEGACY_JOB_NAME
     job.mkdir(parents=True)
     return job
 
@@ -121,7 +123,9 @@ def test_status_counts_progress_cost_and_gpu_hours(tmp_path: Path) -> None:
     by = {a.agent: a for a in status.agents}
     claude, codex = by["claude-code:anthropic/claude-opus-4-1"], by["codex:openai/gpt-5"]
     assert (claude.scored, claude.no_model, claude.errored, claude.to_retry) == (1, 1, 1, 0)
-    assert (claude.running, claude.pending) == (1, 0)
+    # No runner holds the sweep's lock: the unfinished trial was interrupted, not running.
+    assert (claude.running, claude.interrupted, claude.pending) == (0, 1, 0)
+    assert status.runner == "stopped"
     assert claude.cost_usd == 3.0 and claude.gpu_hours == pytest.approx(4.0)
     assert (codex.scored, codex.pending, codex.cost_usd, codex.gpu_hours) == (
         1,
@@ -137,11 +141,11 @@ def test_cli_dry_run_writes_everything_and_runs_nothing(tmp_path: Path) -> None:
         "sweep",
         "-b",
         "bfcl",
-        "-m",
+        "-M",
         "smollm2-135m",
         "-a",
         "nop,oracle",
-        "--attempts",
+        "--n-attempts",
         "2",
         "--hours",
         "0.1",
@@ -167,13 +171,13 @@ def test_cli_dry_run_writes_everything_and_runs_nothing(tmp_path: Path) -> None:
 
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     cases = [
-        (("sweep", "-b", "bfcl", "-a", "nop"), "needs --models"),
+        (("sweep", "-b", "bfcl", "-a", "nop"), "needs -M/--base-model"),
         (
-            ("sweep", "-b", "bfcl", "-m", "smollm2-135m", "-a", "nop", "--env", "mars"),
-            "unknown --env 'mars'",
+            ("sweep", "-b", "bfcl", "-M", "smollm2-135m", "-a", "nop", "--env", "mars"),
+            "'mars' is not one of",
         ),
         (
-            ("sweep", "-b", "nope", "-m", "smollm2-135m", "-a", "nop", "--dry-run"),
+            ("sweep", "-b", "nope", "-M", "smollm2-135m", "-a", "nop", "--dry-run"),
             "unknown benchmark 'nope'",
         ),
         (
@@ -181,11 +185,11 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
                 "sweep",
                 "-b",
                 "bfcl",
-                "-m",
+                "-M",
                 "smollm2-135m",
                 "-a",
                 "nop",
-                "--attempts",
+                "--n-attempts",
                 "0",
                 "--dry-run",
             ),
@@ -197,7 +201,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
                 "sweep",
                 "-b",
                 "bfcl",
-                "-m",
+                "-M",
                 "smollm2-135m",
                 "-a",
                 "nop",
@@ -212,7 +216,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
                 "sweep",
                 "-b",
                 "bfcl",
-                "-m",
+                "-M",
                 "smollm2-135m",
                 "-a",
                 "nop",
@@ -238,7 +242,7 @@ def test_cloud_sweep_config_reprompts_pins_and_mounts_the_cache(tmp_path: Path) 
         "sweep",
         "-b",
         "bfcl",
-        "-m",
+        "-M",
         "qwen3-1.7b",
         "-a",
         "claude-code:anthropic/claude-opus-4-1",

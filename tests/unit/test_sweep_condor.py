@@ -309,7 +309,7 @@ def test_cli_prints_condor_submit_commands_without_contacting_a_cluster(
         "condor",
         "-b",
         "bfcl",
-        "-m",
+        "-M",
         MODEL,
         "-a",
         "nop",
@@ -339,7 +339,7 @@ def test_cli_prints_condor_submit_commands_without_contacting_a_cluster(
         "condor",
         "-b",
         "bfcl",
-        "-m",
+        "-M",
         MODEL,
         "-a",
         "nop",
@@ -352,6 +352,10 @@ def test_cli_prints_condor_submit_commands_without_contacting_a_cluster(
     )
     assert bad.returncode == 2, bad.stderr
     lines = [line for line in bad.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error:") and "--condor-env 'podman'" in lines[0]
+    assert (
+        len(lines) == 1
+        and lines[0].startswith("error:")
+        and "'podman' is not one of 'docker', 'singularity'" in lines[0]
+    )
     assert not (tmp_path / "bad").exists()
     json.loads((out / "sweep.json").read_text())  # the sweep's spec is on disk for a resume

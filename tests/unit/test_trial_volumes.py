@@ -172,14 +172,18 @@ def test_cache_push_uploads_prepared_models_up_to_network_call(tmp_path: Path) -
         volume.batch_upload.return_value = Batch()
         return volume
 
-    with mock.patch.object(modal.Volume, "from_name", from_name):
+    # The login check (tested in test_cli_preflight) would ask Modal for a token first.
+    with (
+        mock.patch.object(modal.Volume, "from_name", from_name),
+        mock.patch("posttrainbench.runner.preflight.check_cloud_login", lambda *a, **k: None),
+    ):
         result = CliRunner().invoke(
             app,
             [
                 "cache",
                 "push",
                 "ptb-cache",
-                "--models",
+                "-M",
                 "qwen3-1.7b",
                 "--cache-dir",
                 str(tmp_path / "cache"),
@@ -199,7 +203,7 @@ def test_cache_flags_are_checked_before_anything_runs(tmp_path: Path) -> None:
                 "sweep",
                 "-b",
                 "bfcl",
-                "-m",
+                "-M",
                 "qwen3-1.7b",
                 "-a",
                 "nop",
@@ -212,10 +216,10 @@ def test_cache_flags_are_checked_before_anything_runs(tmp_path: Path) -> None:
             "--model-from cache needs --cache-volume",
         ),
         (
-            ("run", "-b", "bfcl", "-m", "qwen3-1.7b", "-a", "nop", "--cache-volume", "c"),
+            ("run", "-b", "bfcl", "-M", "qwen3-1.7b", "-a", "nop", "--cache-volume", "c"),
             "--cache-volume: only with --env modal or daytona",
         ),
-        (("cache", "push", "v", "--models", "no-such-model"), "unknown"),
+        (("cache", "push", "v", "-M", "no-such-model"), "unknown"),
     ]
     for args, message in cases:
         result = run_ptb(*args, cwd=tmp_path)

@@ -1,4 +1,4 @@
-"""OpenCode with Zhipu's GLM models: `--agents opencode:zai/glm-4.6`.
+"""OpenCode with Zhipu's GLM models: `ptb sweep -a opencode:zai/glm-4.6`.
 
 OpenCode takes its providers from models.dev, where Zhipu's GLM models are served by
 three providers that all read `ZHIPU_API_KEY`: `zai` (Z.AI, pay as you go),

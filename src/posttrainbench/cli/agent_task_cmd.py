@@ -7,6 +7,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from posttrainbench.cli.options import out_option
+
 app = typer.Typer(
     help="Agent-optimization tasks (budgeted evaluation service, hidden splits).",
     no_args_is_help=True,
@@ -15,16 +17,16 @@ app = typer.Typer(
 
 @app.command("build")
 def build(
-    config: Path = typer.Argument(..., help="Agent-task YAML config."),
-    out: Path = typer.Option(
-        ..., "-o", "--out", help="Directory to write the task directory <name>/ into."
+    config: Path = typer.Argument(..., metavar="CONFIG", help="Agent-task YAML config."),
+    out: Path = out_option(..., "Directory to write the task directory <name>/ into."),
+    port: int = typer.Option(
+        8765, "--port", metavar="PORT", help="The evaluation service's port on 127.0.0.1."
     ),
-    port: int = typer.Option(8765, "--port", help="The evaluation service's port on 127.0.0.1."),
     agent_user: str = typer.Option(
-        "agent", "--agent-user", help="Unprivileged user the agent runs as."
+        "agent", "--agent-user", metavar="USER", help="Unprivileged user the agent runs as."
     ),
     agent_timeout_sec: int = typer.Option(
-        3600, "--agent-timeout-sec", help="The agent's time limit."
+        3600, "--agent-timeout-sec", metavar="SECONDS", help="The agent's time limit."
     ),
     no_network: bool = typer.Option(
         False,
@@ -32,10 +34,13 @@ def build(
         help="No network for the agent (a private loopback in the local sandbox).",
     ),
     base_image: str | None = typer.Option(
-        None, "--base-image", help="Default base image of the Dockerfile."
+        None, "--base-image", metavar="IMAGE", help="Default base image of the Dockerfile."
     ),
 ) -> None:
-    """Write the Harbor task for CONFIG into OUT/<name> (replacing an older one atomically)."""
+    """Write the Harbor task for CONFIG into OUT/<name> (replacing an older one atomically).
+
+    Example: ptb agent-task build examples/agent-task-gsm8k/task.yaml -o tasks/
+    """
     from pydantic import ValidationError
 
     from posttrainbench.errors import PtbError

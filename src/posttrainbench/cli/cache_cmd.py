@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from posttrainbench.cli.options import Json
 from posttrainbench.errors import PtbError
 
 app = typer.Typer(
@@ -20,9 +21,13 @@ app = typer.Typer(
 
 @app.command("push")
 def push(
-    volume: str = typer.Argument(..., help="The Modal volume (created if new)."),
-    models: str = typer.Option(
-        ..., "--models", "-m", help="Comma-separated base model ids, or 'all'."
+    volume: str = typer.Argument(..., metavar="VOLUME", help="The Modal volume (created if new)."),
+    base_model: list[str] = typer.Option(
+        ...,
+        "-M",
+        "--base-model",
+        metavar="ID",
+        help="Base model id, or 'all'; repeatable, or comma-separated.",
     ),
     cache_dir: Path | None = typer.Option(
         None,
@@ -33,20 +38,27 @@ def push(
     force: bool = typer.Option(False, "--force", help="Prepare the models again even if prepared."),
 ) -> None:
     """Prepare base models here (once) and upload them to VOLUME as models/<id>/, which
-    tasks compiled with `--model-from cache` read when their sandbox starts."""
+    tasks compiled with `--model-from cache` read when their sandbox starts.
+
+    Example: ptb cache push ptb-cache -M qwen3-1.7b,smollm2-135m
+    """
     from posttrainbench.catalog import get_model, list_models
     from posttrainbench.data.models import prepare_models
     from posttrainbench.data.prepare import default_cache_dir
     from posttrainbench.envs.cloud_volumes import VolumeError, upload_models
+    from posttrainbench.runner.preflight import check_cloud_login
 
+    models = ",".join(base_model)
     ids = (
         [m.id for m in list_models()]
         if models == "all"
         else [p.strip() for p in models.split(",") if p.strip()]
     )
     if not ids:
-        raise PtbError("--models names no model")
+        raise PtbError("-M/--base-model names no model")
     specs = [get_model(m) for m in ids]  # every id checked before anything is fetched
+    # The login is checked before minutes of model preparation, not at the upload after it.
+    check_cloud_login("modal", label="ptb cache push")
     console = Console()
     prepared = prepare_models(
         specs, cache_dir or default_cache_dir(), force=force, say=console.print
@@ -76,10 +88,13 @@ def _when(stamp: float) -> str:
 
 @app.command("list")
 def list_entries(
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = Json,
 ) -> None:
     """The local sandbox's layer cache ($PTB_CACHE_DIR/envs): each entry's size, last use and
-    the running trials that hold it."""
+    the running trials that hold it.
+
+    Example: ptb cache list --json
+    """
     import json
 
     from posttrainbench.envs.cache_admin import list_entries as entries_of
@@ -127,17 +142,25 @@ def prune_entries(
         None,
         "--max-size",
         min=0,
+        metavar="GB",
         help="Remove the least recently used entries until the cache is at most this many GB.",
     ),
     older_than: float | None = typer.Option(
-        None, "--older-than", min=0, help="Remove entries unused for this many days."
+        None,
+        "--older-than",
+        min=0,
+        metavar="DAYS",
+        help="Remove entries unused for this many days.",
     ),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Say what would be removed; remove nothing."
     ),
 ) -> None:
     """Remove local layer cache entries that no running trial holds (never one that a trial uses).
-    Builds also prune past $PTB_CACHE_MAX_GB when it is set."""
+    Builds also prune past $PTB_CACHE_MAX_GB when it is set.
+
+    Example: ptb cache prune --max-size 200 --dry-run
+    """
     from posttrainbench.envs.cache_admin import list_entries as entries_of
     from posttrainbench.envs.cache_admin import prune
 

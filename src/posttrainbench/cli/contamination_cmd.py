@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from posttrainbench.cli.options import Json
 from posttrainbench.integrity.contamination.command import (
     EXIT_CLEAN,
     EXIT_CONTAMINATED,
@@ -23,20 +24,30 @@ app = typer.Typer(
 def check(
     inputs: list[Path] = typer.Option(
         ...,
-        "--input",
         "-i",
+        "--input",
+        metavar="PATH",
         help="file or directory (repeatable; more paths may follow as arguments)",
     ),
     more: list[Path] | None = typer.Argument(
-        None, help="more files or directories", show_default=False
+        None, metavar="PATH...", help="more files or directories", show_default=False
     ),
     reference: str | None = typer.Option(
-        None, "--reference", "-r", help="TEST.json: a JSON array of {question, answer} objects"
+        None,
+        "-r",
+        "--reference",
+        metavar="FILE",
+        help="TEST.json: a JSON array of {question, answer} objects",
     ),
-    as_json: bool = typer.Option(False, "--json", help="print the full report as JSON"),
-    workers: int | None = typer.Option(None, "--workers", help="processes (default: one per CPU)"),
+    as_json: bool = Json,
+    workers: int | None = typer.Option(
+        None, "--workers", metavar="N", help="processes (default: one per CPU)"
+    ),
 ) -> None:
-    """Report training records whose n-grams cover a test item (exit 1 when any does)."""
+    """Report training records whose n-grams cover a test item (exit 1 when any does).
+
+    Example: ptb contamination check -i train.jsonl -r test.json
+    """
     report = run_check(resolve_reference(reference), [*inputs, *(more or [])], workers)
     typer.echo(report.model_dump_json(indent=2) if as_json else render_report(report))
     raise typer.Exit(EXIT_CONTAMINATED if report.contaminated else EXIT_CLEAN)

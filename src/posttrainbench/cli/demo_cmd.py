@@ -11,6 +11,7 @@ from rich import get_console
 from rich.console import Console
 from rich.table import Table
 
+from posttrainbench.cli.options import runs_dir_option
 from posttrainbench.errors import PtbError
 from posttrainbench.runner.preflight import check_local_sandbox
 from posttrainbench.schemas import VerifierProgress
@@ -20,19 +21,23 @@ PRINT_EVERY_S = 10.0
 
 
 def demo(
-    runs_dir: Path = typer.Option(
-        Path("ptb-runs"), "--runs-dir", help="Where the demo run is written."
+    runs_dir: Path = runs_dir_option(Path("ptb-runs"), "Where the demo run is written."),
+    limit: int = typer.Option(
+        50, "--limit", metavar="N", help="BFCL questions scored for both models."
     ),
-    limit: int = typer.Option(50, "--limit", help="BFCL questions scored for both models."),
     train_steps: int | None = typer.Option(
         None,
         "--train-steps",
         min=1,
+        metavar="N",
         help="Optimizer steps of the reference fine-tune (default: the solution's, 20): a fixed amount of "
         "training, so the result does not depend on how busy the machine is, only its time.",
     ),
 ) -> None:
-    """Post-train SmolLM2-135M for BFCL offline on this machine and compare with the base model."""
+    """Post-train SmolLM2-135M for BFCL offline on this machine and compare with the base model.
+
+    Example: ptb demo --limit 20
+    """
     from posttrainbench.runner.demo import DemoSettings, run_demo
 
     check_local_sandbox()

@@ -10,7 +10,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from posttrainbench.cli.json_output import stdout_to_stderr
+from posttrainbench.cli.options import Json, out_option
 from posttrainbench.errors import PtbError
+from posttrainbench.integrity.judges.verdict import JUDGE_IDS
 
 
 class JudgeOptionError(PtbError):
@@ -96,40 +99,57 @@ def judge(
         ..., help="A Harbor trial directory (agent/, artifacts/, config.json)."
     ),
     judges: str = typer.Option(
-        None, "--judges", help="Comma-separated judge ids (default: all five)."
+        None,
+        "--judges",
+        metavar="ID,...",
+        help=f"Comma-separated judge ids (default: all): {', '.join(JUDGE_IDS)}.",
     ),
     llm_votes: int = typer.Option(
         1,
         "--llm-votes",
+        metavar="N",
         help="LLM reviews per judge (majority vote; 0 = none). Needs PTB_INTEGRITY_JUDGE_MODEL.",
     ),
     override: Path = typer.Option(
-        None, "--override", help="overrides.json: manual verdicts that win over all."
-    ),
-    out_dir: Path = typer.Option(
         None,
-        "-o",
-        "--out-dir",
-        help="Where to write judgement_<id>.json (default TRIAL_DIR/judges).",
+        "--override",
+        metavar="FILE",
+        help="overrides.json: manual verdicts that win over all.",
+    ),
+    out_dir: Path = out_option(
+        None, "The directory for judgement_<id>.json (default TRIAL_DIR/judges)."
     ),
     task: Path = typer.Option(
-        None, "--task", help="The task directory (default: from the trial's config.json)."
+        None,
+        "--task",
+        metavar="DIR",
+        help="The task directory (default: from the trial's config.json).",
     ),
     base_model: Path = typer.Option(
         None,
-        "--base-model",
+        "--base-model-dir",
+        metavar="DIR",
         help="The base model directory (default: the task's cached environment).",
     ),
     reference: Path = typer.Option(
         None,
         "--reference",
+        metavar="FILE",
         help="The sealed test set (default: the task's tests/data/<benchmark>/test.jsonl).",
     ),
     allow_api: list[str] = typer.Option(
-        [], "--allow-api", help="A paid-API provider id the agent may use."
+        [],
+        "--allow-api",
+        metavar="PROVIDER",
+        show_default=False,
+        help="A paid-API provider id the agent may use (repeatable).",
     ),
+    as_json: bool = Json,
 ) -> None:
-    """Judge a finished trial: contamination, disallowed model, API usage, benchmark lookup, anomalies."""
+    """Judge a finished trial: contamination, disallowed model, API usage, benchmark lookup, anomalies.
+
+    Example: ptb judge ptb-runs/<run id>/jobs/<run id>/<trial> --judges contamination,anomaly
+    """
     from posttrainbench.integrity.judges.inputs import JudgeContext, JudgeInputError, JudgeInputs
     from posttrainbench.integrity.judges.precedence import load_overrides
     from posttrainbench.integrity.judges.runner import parse_judge_ids, run_judges
@@ -139,7 +159,7 @@ def judge(
         raise JudgeOptionError(f"trial directory {trial_dir} does not exist")
     if llm_votes < 0:
         raise JudgeOptionError("--llm-votes must be 0 or more")
-    for name, path in (("--base-model", base_model), ("--reference", reference)):
+    for name, path in (("--base-model-dir", base_model), ("--reference", reference)):
         if path is not None and not path.exists():
             raise JudgeOptionError(f"{name} {path} does not exist")
     try:
@@ -179,7 +199,11 @@ def judge(
         Console(stderr=True).print(
             f"warning: refused: {escape(line)}", highlight=False, soft_wrap=True
         )
-    results = run_judges(JudgeContext(inputs), out, ids, llm_votes, overrides)
+    with stdout_to_stderr(as_json):
+        results = run_judges(JudgeContext(inputs), out, ids, llm_votes, overrides)
+    if as_json:
+        typer.echo(json.dumps([j.model_dump(mode="json") for j in results], indent=2))
+        return
     for j in results:
         state = {
             True: "[bold red]flagged[/]",

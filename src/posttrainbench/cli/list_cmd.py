@@ -9,15 +9,17 @@ from rich.console import Console
 from rich.table import Table
 
 from posttrainbench.catalog import list_benchmarks, list_models
+from posttrainbench.cli.options import Json as JsonFlag
 
 app = typer.Typer(help="Show the benchmarks and base models in the catalog.", no_args_is_help=True)
-
-JsonFlag = typer.Option(False, "--json", help="Print JSON instead of a table.")
 
 
 @app.command("benchmarks")
 def benchmarks(as_json: bool = JsonFlag) -> None:
-    """List the benchmarks."""
+    """List the benchmarks.
+
+    Example: ptb list benchmarks --json
+    """
     items = list_benchmarks()
     if as_json:
         typer.echo(json.dumps([b.model_dump() for b in items], indent=2))
@@ -30,7 +32,10 @@ def benchmarks(as_json: bool = JsonFlag) -> None:
 
 @app.command("models")
 def models(as_json: bool = JsonFlag) -> None:
-    """List the base models."""
+    """List the base models (the ids -M/--base-model takes).
+
+    Example: ptb list models
+    """
     items = list_models()
     if as_json:
         typer.echo(json.dumps([m.model_dump() for m in items], indent=2))
@@ -43,13 +48,22 @@ def models(as_json: bool = JsonFlag) -> None:
 
 @app.command("baselines")
 def baselines(
-    benchmark: str | None = typer.Option(None, "--benchmark", "-b", help="Only this benchmark."),
+    benchmark: str | None = typer.Option(
+        None, "-b", "--benchmark", metavar="ID", help="Only this benchmark."
+    ),
     as_json: bool = JsonFlag,
 ) -> None:
-    """List the reference scores (base and instruct models) with their provenance."""
-    from posttrainbench.catalog.baselines import list_baselines
+    """List the reference scores (base and instruct models) with their provenance: the
+    benchmarks' published numbers and what `ptb baseline` measured on this machine.
 
-    items = [b for b in list_baselines() if benchmark is None or b.benchmark == benchmark]
+    Example: ptb list baselines -b gsm8k
+    """
+    from posttrainbench.catalog.baselines import list_baselines
+    from posttrainbench.data.measured_baselines import load_measured
+
+    # The published numbers, then what `ptb baseline` measured here (machine and date).
+    found = [*list_baselines(), *(m.entry() for m in load_measured())]
+    items = [b for b in found if benchmark is None or b.benchmark == benchmark]
     if as_json:
         typer.echo(json.dumps([b.model_dump() for b in items], indent=2))
         return

@@ -8,30 +8,48 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from posttrainbench.cli.results_cmd import BaselinesOpt, PolicyOpt, WeightsOpt, build_leaderboard
+from posttrainbench.cli.options import out_option
+from posttrainbench.cli.results_cmd import (
+    AllVersionsOpt,
+    BaselinesOpt,
+    PolicyOpt,
+    WeightsOpt,
+    build_leaderboard,
+)
+from posttrainbench.results.table import Policy
 
 
 def report(
     results_dir: Path = typer.Argument(..., help="A results store (from `ptb results export`)."),
-    out: Path = typer.Option(
-        ..., "-o", "--out", help="The HTML file to write (replaced atomically)."
-    ),
-    policy: str = PolicyOpt,
+    out: Path = out_option(..., "The HTML file to write (replaced atomically)."),
+    policy: Policy = PolicyOpt,
     weights: Path | None = WeightsOpt,
     baselines: Path | None = BaselinesOpt,
+    all_versions: bool = AllVersionsOpt,
     max_events: int = typer.Option(
-        200, "--max-events", min=1, help="Trace events shown per run (the rest is cut)."
+        200,
+        "--max-events",
+        min=1,
+        metavar="N",
+        help="Trace events shown per run (the rest is cut).",
     ),
     max_chars: int = typer.Option(
-        2000, "--max-chars", min=100, help="Characters shown per trace event (head and tail kept)."
+        2000,
+        "--max-chars",
+        min=100,
+        metavar="N",
+        help="Characters shown per trace event (head and tail kept).",
     ),
 ) -> None:
-    """Write the leaderboard, charts and a page per run (verdicts, trace) into one HTML file."""
+    """Write the leaderboard, charts and a page per run (verdicts, trace) into one HTML file.
+
+    Example: ptb report results/ -o report.html
+    """
     from posttrainbench.results.report.render import check_output_path, render_report, write_report
 
     # Check the destination first, so a bad -o fails before any work and touches nothing.
     check_output_path(out)
-    board, records = build_leaderboard(results_dir, policy, weights, baselines)
+    board, records = build_leaderboard(results_dir, policy, weights, baselines, all_versions)
     html = render_report(board, records, results_dir, max_events=max_events, max_chars=max_chars)
     write_report(html, out)
     for line in board.skipped:

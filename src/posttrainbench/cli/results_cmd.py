@@ -10,7 +10,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from posttrainbench.cli.options import Json, out_option
 from posttrainbench.errors import PtbError
+from posttrainbench.integrity.judges.verdict import JudgeId
+from posttrainbench.results.table import Policy
 
 app = typer.Typer(
     help="Export Harbor jobs into a results store; build the leaderboard; list flagged runs.",
@@ -18,19 +21,27 @@ app = typer.Typer(
 )
 
 PolicyOpt = typer.Option(
-    "mean",
+    "mean",  # a Policy (results.table)
     "--policy",
     help="Which runs make a cell's score when there are several: "
     "mean (of all scored runs), latest or best.",
 )
+AllVersionsOpt = typer.Option(
+    False,
+    "--all-versions",
+    help="Let a cell mix scores from several task versions (default: the newest version "
+    "only, with a note; see `ptb rescore`).",
+)
 WeightsOpt = typer.Option(
     None,
     "--weights",
+    metavar="FILE",
     help='Per-benchmark weights JSON: {"weights": {"<benchmark>": w}} (default: equal).',
 )
 BaselinesOpt = typer.Option(
     None,
     "--baselines",
+    metavar="FILE",
     help="Extra base/instruct scores: a JSON list of "
     "{benchmark, model, kind, score, provenance} (wins over the catalog).",
 )
@@ -48,14 +59,14 @@ def _warn(console: Console, lines: list[str], what: str) -> None:
 @app.command("export")
 def export_cmd(
     jobs: list[Path] = typer.Argument(
-        ..., help="Harbor jobs dirs, job dirs, trial dirs or ptb run dirs."
+        ..., metavar="JOBS...", help="Harbor jobs dirs, job dirs, trial dirs or ptb run dirs."
     ),
-    to: Path = typer.Option(..., "--to", help="The results store (created if new)."),
+    to: Path = out_option(..., "The results store (created if new)."),
     with_final_model: bool = typer.Option(
         False, "--with-final-model", help="Also copy each run's final_model/."
     ),
     workers: int | None = typer.Option(
-        None, "--workers", help="Processes reading trials (default: one per CPU)."
+        None, "--workers", metavar="N", help="Processes reading trials (default: one per CPU)."
     ),
     keep_volumes: bool = typer.Option(
         False,
@@ -63,9 +74,12 @@ def export_cmd(
         help="Keep cloud trials' final_model volumes "
         "(by default each is removed once its run is stored).",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print the export summary as JSON."),
+    as_json: bool = Json,
 ) -> None:
-    """Export finished trials (one run record each); again later adds only what is new or changed."""
+    """Export finished trials (one run record each); again later adds only what is new or changed.
+
+    Example: ptb results export ptb-runs/ ptb-sweeps/my-sweep -o results/
+    """
     from posttrainbench.results.export import export
     from posttrainbench.results.export_progress import ExportProgress
 
@@ -110,7 +124,13 @@ def load_store(results_dir: Path):
     return ResultsStore.open(results_dir, create=False).load()
 
 
-def build_leaderboard(results_dir: Path, policy: str, weights: Path | None, baselines: Path | None):
+def build_leaderboard(
+    results_dir: Path,
+    policy: str,
+    weights: Path | None,
+    baselines: Path | None,
+    all_versions: bool = False,
+):
     """Load the store and collect its leaderboard (shared with `ptb report`)."""
     from posttrainbench.results.collect import collect
     from posttrainbench.results.reference_scores import load_baseline_file, load_weights
@@ -128,6 +148,7 @@ def build_leaderboard(results_dir: Path, policy: str, weights: Path | None, base
         weights=weight_map,
         baselines=extra,
         skipped=skipped,
+        all_versions=all_versions,
     )
     return board, records
 
@@ -135,20 +156,20 @@ def build_leaderboard(results_dir: Path, policy: str, weights: Path | None, base
 @app.command("collect")
 def collect_cmd(
     results_dir: Path = typer.Argument(..., help="A results store (from `ptb results export`)."),
-    policy: str = PolicyOpt,
+    policy: Policy = PolicyOpt,
     weights: Path | None = WeightsOpt,
     baselines: Path | None = BaselinesOpt,
-    out: Path | None = typer.Option(
-        None, "-o", "--out", help="Output directory (default RESULTS_DIR/leaderboard)."
-    ),
-    as_json: bool = typer.Option(
-        False, "--json", help="Print leaderboard.json instead of the table."
-    ),
+    all_versions: bool = AllVersionsOpt,
+    out: Path | None = out_option(None, "Output directory (default RESULTS_DIR/leaderboard)."),
+    as_json: bool = Json,
 ) -> None:
-    """Build the leaderboard: leaderboard.json, agents.csv, cells.csv and runs.csv."""
+    """Build the leaderboard: leaderboard.json, agents.csv, cells.csv and runs.csv.
+
+    Example: ptb results collect results/ --policy best
+    """
     from posttrainbench.results.outputs import write_leaderboard
 
-    board, _ = build_leaderboard(results_dir, policy, weights, baselines)
+    board, _ = build_leaderboard(results_dir, policy, weights, baselines, all_versions)
     write_leaderboard(board, out or results_dir / "leaderboard")
     if as_json:
         typer.echo(board.model_dump_json(indent=2))
@@ -194,16 +215,27 @@ def collect_cmd(
     if not console.is_terminal:  # piped or logged: no need to squeeze into 80 columns
         console = Console(width=max(console.width, 140))
     console.print(table)
+    for cell in board.cells:
+        if cell.version_note:
+            console.print(
+                f"note: {escape(cell.agent)} on {cell.benchmark}/{cell.base_model}: "
+                f"{escape(cell.version_note)}",
+                highlight=False,
+                soft_wrap=True,
+            )
     console.print(f"written to {escape(str(out or results_dir / 'leaderboard'))}", highlight=False)
 
 
 @app.command("flagged")
 def flagged_cmd(
     results_dir: Path = typer.Argument(..., help="A results store."),
-    judge: str | None = typer.Option(None, "--judge", help="Only runs this judge flagged."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    judge: JudgeId | None = typer.Option(None, "--judge", help="Only runs this judge flagged."),
+    as_json: bool = Json,
 ) -> None:
-    """List the runs a judge flagged, with each judge's justification."""
+    """List the runs a judge flagged, with each judge's justification.
+
+    Example: ptb results flagged results/ --judge contamination
+    """
     from posttrainbench.results.flagged import flagged_runs
 
     records, skipped = load_store(results_dir)

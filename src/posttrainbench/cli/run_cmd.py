@@ -7,22 +7,36 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from posttrainbench.cli.json_output import stdout_to_stderr
 from posttrainbench.cli.options import (
+    Agent,
+    AgentModel,
+    AuthName,
+    AuthOpt,
     BaseImage,
+    BaseModelId,
     Benchmark,
     CacheVolume,
     Cpus,
+    EnvName,
     EvalBudget,
     EvalLimit,
     Feedback,
+    FeedbackName,
     Gpus,
     GpuType,
     Hours,
+    Json,
     MemoryGb,
-    Model,
     ModelFrom,
+    ModelSource,
+    NAttempts,
+    NConcurrent,
+    RepromptMinMinutes,
+    SecretsDir,
     check_cache_flags,
     compile_options,
+    runs_dir_option,
 )
 from posttrainbench.errors import PtbError
 
@@ -32,58 +46,39 @@ ENV_NAMES = ("local", "docker", "modal", "daytona")
 
 def run(
     benchmark: str = Benchmark,
-    model: str = Model,
-    agent: str = typer.Option(
-        ...,
-        "--agent",
-        "-a",
-        help="Harbor agent name (oracle, claude-code, codex, ...) or module:Class.",
-    ),
-    agent_model: str | None = typer.Option(
-        None, "--agent-model", help="Model the agent uses, e.g. anthropic/claude-opus-4-1."
-    ),
-    env: str = typer.Option(
-        "local", "--env", "-e", help=f"Where trials run: {', '.join(ENV_NAMES)}."
-    ),
+    model: str = BaseModelId,
+    agent: str = Agent,
+    agent_model: str | None = AgentModel,
+    env: EnvName = typer.Option("local", "-e", "--env", help="Where trials run."),
     hours: float = Hours,
     gpus: int | None = Gpus,
     cpus: int = Cpus,
     memory_gb: int = MemoryGb,
     base_image: str | None = BaseImage,
     gpu_type: str | None = GpuType,
-    model_from: str = ModelFrom,
+    model_from: ModelSource = ModelFrom,
     cache_volume: str | None = CacheVolume,
     eval_limit: int | None = EvalLimit,
-    feedback: str = Feedback,
+    feedback: FeedbackName = Feedback,
     eval_budget: int | None = EvalBudget,
-    n_concurrent: int = typer.Option(1, "-n", "--n-concurrent", help="Trials run at once."),
-    attempts: int = typer.Option(1, "--attempts", "-k", help="Trials per task."),
-    runs_dir: Path = typer.Option(Path("ptb-runs"), "--runs-dir", help="Where runs are written."),
-    auth: str = typer.Option(
-        "auto",
-        "--auth",
-        help="How the agent authenticates: auto (a subscription credential if its file exists, "
-        "else an API key), api-key or subscription.",
-    ),
-    secrets_dir: Path | None = typer.Option(
-        None,
-        "--secrets-dir",
-        help="Directory of subscription credential files, outside the repository "
-        "(default $PTB_SECRETS_DIR, else ~/.config/posttrainbench/secrets).",
-    ),
-    reprompt_min_minutes: float | None = typer.Option(
-        None,
-        "--reprompt-min-minutes",
-        help="Start an agent that stops early again (with a continuation "
-        "prompt) while at least this many minutes of its time are left.",
-    ),
+    n_concurrent: int = NConcurrent,
+    attempts: int = NAttempts,
+    runs_dir: Path = runs_dir_option(Path("ptb-runs"), "Where runs are written (<DIR>/<run id>/)."),
+    auth: AuthName = AuthOpt,
+    secrets_dir: Path | None = SecretsDir,
+    reprompt_min_minutes: float | None = RepromptMinMinutes,
     credentials: str | None = typer.Option(
         None,
         "--credentials",
+        metavar="PROFILE",
         help="Credential profile for a custom module:Class agent: claude-code, codex, gemini-cli or opencode.",
     ),
+    as_json: bool = Json,
 ) -> None:
-    """Run an agent on one (benchmark, model) task through Harbor's Job API."""
+    """Run an agent on one (benchmark, base model) task through Harbor's Job API.
+
+    Example: ptb run -b gsm8k -M qwen3-1.7b -a claude-code -m anthropic/claude-opus-4-1 -e modal
+    """
     from posttrainbench.cli.summary import print_trials
     from posttrainbench.credentials.resolve import AuthMode
     from posttrainbench.runner.job_runner import RunRequest
@@ -92,7 +87,7 @@ def run(
     if env not in ENV_NAMES:
         raise PtbError(f"unknown environment {env!r}; choose one of: {', '.join(ENV_NAMES)}")
     if n_concurrent < 1 or attempts < 1:
-        raise PtbError("-n and --attempts must be at least 1")
+        raise PtbError("-n/--n-concurrent and -k/--n-attempts must be at least 1")
     if auth not in {mode.value for mode in AuthMode}:
         raise PtbError(
             f"unknown --auth {auth!r}; choose one of: {', '.join(mode.value for mode in AuthMode)}"
@@ -129,5 +124,9 @@ def run(
             agent_eval_budget=eval_budget,
         ),
     )
-    record = run_job(request)
+    with stdout_to_stderr(as_json):
+        record = run_job(request)
+    if as_json:
+        typer.echo(record.model_dump_json(indent=2))
+        return
     print_trials(Console(), record)

@@ -3,35 +3,66 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from posttrainbench.cli.options import (
+    AuthName,
+    AuthOpt,
     BaseImage,
+    BaseModelIds,
+    Benchmarks,
     CacheVolume,
     Cpus,
     EvalLimit,
     Gpus,
     GpuType,
     Hours,
+    Json,
     MemoryGb,
     ModelFrom,
+    ModelSource,
+    NAttempts,
+    NConcurrent,
+    RepromptMinMinutes,
+    SecretsDir,
     check_cache_flags,
     compile_options,
+    not_a_base_model,
+    out_option,
 )
 from posttrainbench.errors import PtbError
+from posttrainbench.sweep.condor import CondorEnv
+from posttrainbench.sweep.spec import AgentChoice, RetryPolicy, SweepEnv
+
+if TYPE_CHECKING:
+    from posttrainbench.sweep.status import SweepStatus
 
 app = typer.Typer(
-    help="Run the benchmark x model x agent matrix as one resumable Harbor job.",
+    help="Run the benchmark x model x agent matrix as one resumable Harbor job "
+    "(`ptb sweep status DIR` shows its progress).\n\n"
+    "Example: ptb sweep -b gsm8k,bfcl -M qwen3-1.7b -a claude-code:anthropic/claude-opus-4-1 "
+    "-e modal -n 4",
     invoke_without_command=True,
     no_args_is_help=True,
 )
 
 SWEEP_ENVS = ("local", "docker", "modal", "daytona", "condor")
+
+
+def _with_model(choices: list[AgentChoice], model: str | None) -> list[AgentChoice]:
+    """`-m MODEL`, as in `harbor run`: the model of each agent that names none of its own."""
+    if model is None:
+        return choices
+    return [c if c.model else c.model_copy(update={"model": model}) for c in choices]
 
 
 def _ids(text: str, what: str) -> list[str]:
@@ -44,23 +75,28 @@ def _ids(text: str, what: str) -> list[str]:
 @app.callback()
 def sweep(
     ctx: typer.Context,
-    benchmarks: str | None = typer.Option(
-        None, "--benchmarks", "-b", help="Comma-separated benchmark ids."
-    ),
-    models: str | None = typer.Option(
-        None, "--models", "-m", help="Comma-separated base model ids."
-    ),
-    agents: str | None = typer.Option(
-        None,
-        "--agents",
+    benchmarks: list[str] = Benchmarks,
+    models: list[str] = BaseModelIds,
+    agents: list[str] = typer.Option(
+        [],
         "-a",
-        help="AGENT[:MODEL],... e.g. claude-code:anthropic/claude-opus-4-1,codex:openai/gpt-5",
+        "--agent",
+        metavar="AGENT[:MODEL]",
+        show_default=False,
+        help="Harbor agent, with the model it uses after a colon; repeatable, or "
+        "comma-separated, e.g. claude-code:anthropic/claude-opus-4-1,codex:openai/gpt-5",
     ),
-    env: str = typer.Option(
-        "local", "--env", "-e", help=f"Where trials run: {', '.join(SWEEP_ENVS)}."
+    agent_model: str | None = typer.Option(
+        None,
+        "-m",
+        "--model",
+        metavar="MODEL",
+        callback=not_a_base_model,
+        help="The model of every agent given without its own :MODEL, as in `harbor run`.",
     ),
-    attempts: int = typer.Option(1, "--attempts", "-k", help="Trials per (task, agent)."),
-    concurrency: int = typer.Option(1, "--concurrency", "-n", help="Trials run at once."),
+    env: SweepEnv = typer.Option("local", "-e", "--env", help="Where trials run."),
+    attempts: int = NAttempts,
+    concurrency: int = NConcurrent,
     hours: float = Hours,
     gpus: int | None = Gpus,
     cpus: int = Cpus,
@@ -68,48 +104,36 @@ def sweep(
     base_image: str | None = BaseImage,
     gpu_type: str | None = GpuType,
     eval_limit: int | None = EvalLimit,
-    retry: str = typer.Option(
+    retry: RetryPolicy = typer.Option(
         "errored",
         "--retry",
         help="On a resume: errored (run trials with an infra or verifier error again; "
         "the old ones move to retired/) or none. Completed, no-model and agent-error "
         "trials are the agent's result and are never run again.",
     ),
-    out: Path | None = typer.Option(
-        None,
-        "-o",
-        "--out",
-        help="The sweep directory (default ./ptb-sweeps/<--name or a digest of the matrix>).",
+    out: Path | None = out_option(
+        None, "The sweep directory (default ./ptb-sweeps/<--name or a digest of the matrix>)."
     ),
     name: str | None = typer.Option(
-        None, "--name", help="Name of the sweep directory under ./ptb-sweeps/."
+        None, "--name", metavar="NAME", help="Name of the sweep directory under ./ptb-sweeps/."
     ),
     dry_run: bool = typer.Option(
         False,
         "--dry-run",
         help="Compile the tasks and write every file; print the command instead of running it.",
     ),
-    auth: str = typer.Option(
-        "auto", "--auth", help="auto, api-key or subscription (see `ptb run`)."
-    ),
-    secrets_dir: Path | None = typer.Option(
-        None, "--secrets-dir", help="Subscription credential files."
-    ),
+    auth: AuthName = AuthOpt,
+    secrets_dir: Path | None = SecretsDir,
     condor_requirements: str | None = typer.Option(
         None,
         "--condor-requirements",
         help="--env condor: a ClassAd requirements expression, e.g. "
         "'(CUDACapability >= 8.0)' or a GPU name pin.",
     ),
-    reprompt_min_minutes: float | None = typer.Option(
-        None,
-        "--reprompt-min-minutes",
-        help="Start an agent that stops early again (with a continuation "
-        "prompt) while at least this many minutes of its time are left.",
-    ),
+    reprompt_min_minutes: float | None = RepromptMinMinutes,
     cache_volume: str | None = CacheVolume,
-    model_from: str = ModelFrom,
-    condor_env: str | None = typer.Option(
+    model_from: ModelSource = ModelFrom,
+    condor_env: CondorEnv | None = typer.Option(
         None,
         "--condor-env",
         help="--env condor: Harbor's environment on the execute node: docker (default) "
@@ -128,9 +152,9 @@ def sweep(
     missing = [
         flag
         for flag, value in (
-            ("--benchmarks", benchmarks),
-            ("--models", models),
-            ("--agents", agents),
+            ("-b/--benchmark", benchmarks),
+            ("-M/--base-model", models),
+            ("-a/--agent", agents),
         )
         if not value
     ]
@@ -156,9 +180,9 @@ def sweep(
     )
     try:
         spec = SweepSpec(
-            benchmarks=_ids(benchmarks, "benchmarks"),
-            models=_ids(models, "models"),
-            agents=parse_agents(agents),
+            benchmarks=_ids(",".join(benchmarks), "benchmark"),
+            models=_ids(",".join(models), "base-model"),
+            agents=_with_model(parse_agents(",".join(agents)), agent_model),
             env=env,
             attempts=attempts,
             concurrency=concurrency,
@@ -172,6 +196,8 @@ def sweep(
         raise PtbError(
             f"invalid --{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
         ) from None
+    # The argv that started this sweep is what `ptb sweep status` offers to resume it.
+    command = ["ptb", *sys.argv[1:]] if Path(sys.argv[0]).name == "ptb" else None
     outcome = run_sweep(
         SweepRequest(
             spec=spec,
@@ -182,6 +208,7 @@ def sweep(
             secrets_dir=secrets_dir,
             condor_requirements=condor_requirements,
             condor_env=condor_env or "docker",
+            command=command,
         )
     )
     console = Console()
@@ -239,38 +266,51 @@ def _print_status(console: Console, sweep_dir: Path) -> None:
     from posttrainbench.sweep.status import sweep_status
 
     status = sweep_status(sweep_dir)
+    stopped = status.runner == "stopped"
+    # Light borders, one space between columns and two-line headers: the numbers keep
+    # their width at 80 columns (a COLUMNS=80 terminal), the agent column shrinks.
     table = Table(
-        title=f"sweep {sweep_dir.name}: {status.planned} trials planned, {status.retired} retried"
+        title=f"sweep {sweep_dir.name}: {status.planned} trials planned, {status.retired} retried",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 0, 0, 1),
+        pad_edge=False,
     )
-    for column in (
+    headers = [
         "agent",
         "scored",
-        "no model",
-        "errored",
-        "to retry",
-        "running",
+        "no\nmodel",
+        "errored\n(retry)",
+        "stopped" if stopped else "running",
         "pending",
-        "cost $",
-        "tokens in/out",
-        "GPU-h",
-        "agent h",
-    ):
+        "cost\n$",
+        "tokens\nin/out",
+        "GPU\nhours",
+        "agent\nhours",
+    ]
+    for column in headers:
+        agent = column == "agent"
         table.add_column(
-            column, justify="left" if column == "agent" else "right", no_wrap=column != "agent"
+            column,
+            justify="left" if agent else "right",
+            no_wrap=not agent,
+            overflow="fold",
+            ratio=1 if agent else None,
         )
-    for a in status.agents:
+    # The numbers take about 70 columns; where the longest label does not fit beside them
+    # (an 80-column terminal), the rows name agents by number and a legend follows.
+    numbered = console.width < 72 + max((len(a.agent) for a in status.agents), default=0)
+    for n, a in enumerate(status.agents, 1):
         tokens = (
             "-"
             if a.input_tokens is None and a.output_tokens is None
-            else f"{a.input_tokens or 0:,}/{a.output_tokens or 0:,}"
+            else f"{_short(a.input_tokens or 0)}/{_short(a.output_tokens or 0)}"
         )
         table.add_row(
-            escape(a.agent),
+            f"#{n}" if numbered else escape(a.agent),
             str(a.scored),
             str(a.no_model),
-            str(a.errored),
-            str(a.to_retry),
-            str(a.running),
+            f"{a.errored} ({a.to_retry})" if a.to_retry else str(a.errored),
+            str(a.interrupted if stopped else a.running),
             str(a.pending),
             _fmt(a.cost_usd),
             tokens,
@@ -278,22 +318,54 @@ def _print_status(console: Console, sweep_dir: Path) -> None:
             _fmt(a.agent_hours, 1),
         )
     console.print(table)
+    if numbered:
+        for n, a in enumerate(status.agents, 1):
+            console.print(f" #{n}  {escape(a.agent)}", highlight=False, soft_wrap=True)
+    _print_runner(console, status)
     for line in status.unreadable:
         Console(stderr=True).print(f"warning: {escape(line)}", highlight=False, soft_wrap=True)
 
 
+def _short(count: int) -> str:
+    """A token count in at most five characters (12k, 3.4M): keeps the column narrow."""
+    for size, suffix in ((10**9, "G"), (10**6, "M"), (10**3, "k")):
+        if count >= size:
+            value = count / size
+            return f"{value:.1f}{suffix}" if value < 10 else f"{value:.0f}{suffix}"
+    return str(count)
+
+
+def _print_runner(console: Console, status: SweepStatus) -> None:
+    """One line on the runner: at work, or gone, and then the exact command that resumes."""
+    pid = f" (pid {status.runner_pid})" if status.runner_pid else ""
+    if status.runner == "running":
+        console.print(f"runner: running{pid}", highlight=False)
+    elif status.resume_command:
+        interrupted = sum(a.interrupted for a in status.agents)
+        what = f"{interrupted} trial(s) were interrupted; " if interrupted else ""
+        console.print(
+            f"runner: not running{pid}; {what}resume with: {escape(status.resume_command)}",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
 @app.command("status")
 def status_cmd(
-    sweep_dir: Path = typer.Argument(..., help="A sweep directory."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    sweep_dir: Path = typer.Argument(..., help="A sweep directory (from `ptb sweep`)."),
+    as_json: bool = Json,
 ) -> None:
-    """Progress, LLM cost and GPU-hours of a sweep so far."""
+    """Progress, LLM cost and GPU-hours of a sweep so far.
+
+    Example: ptb sweep status ptb-sweeps/my-sweep
+    """
     from posttrainbench.sweep.status import sweep_status
 
     if as_json:
         typer.echo(sweep_status(sweep_dir).model_dump_json(indent=2))
         return
     console = Console()
-    if not console.is_terminal:
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        # Piped into a log or a pager: one line per agent. A COLUMNS the user set wins.
         console = Console(width=max(console.width, 140))
     _print_status(console, sweep_dir)

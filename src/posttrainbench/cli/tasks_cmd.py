@@ -14,13 +14,16 @@ from posttrainbench.cli.options import (
     EvalBudget,
     EvalLimit,
     Feedback,
+    FeedbackName,
     Gpus,
     GpuType,
     Hours,
     MemoryGb,
     ModelFrom,
+    ModelSource,
     Offline,
     compile_options,
+    out_option,
 )
 from posttrainbench.errors import PtbError
 
@@ -29,11 +32,13 @@ app = typer.Typer(help="Compile PostTrainBench tasks for Harbor.", no_args_is_he
 
 @app.command("generate")
 def generate(
-    out: Path = typer.Option(
-        ..., "-o", "--out", help="Directory to write the task directories into."
+    out: Path = out_option(..., "Directory to write the task directories into."),
+    benchmark: str | None = typer.Option(
+        None, "-b", "--benchmark", metavar="ID", help="Benchmark id (see `ptb list benchmarks`)."
     ),
-    benchmark: str | None = typer.Option(None, "--benchmark", "-b", help="Benchmark id."),
-    model: str | None = typer.Option(None, "--model", "-m", help="Base model id."),
+    model: str | None = typer.Option(
+        None, "-M", "--base-model", metavar="ID", help="Base model id (see `ptb list models`)."
+    ),
     all_pairs: bool = typer.Option(
         False, "--all", help="Every implemented benchmark x every model."
     ),
@@ -43,19 +48,22 @@ def generate(
     memory_gb: int = MemoryGb,
     base_image: str | None = BaseImage,
     gpu_type: str | None = GpuType,
-    model_from: str = ModelFrom,
+    model_from: ModelSource = ModelFrom,
     eval_limit: int | None = EvalLimit,
-    feedback: str = Feedback,
+    feedback: FeedbackName = Feedback,
     eval_budget: int | None = EvalBudget,
     offline: bool = Offline,
 ) -> None:
-    """Write one Harbor task directory per (benchmark, model) pair."""
+    """Write one Harbor task directory per (benchmark, base model) pair.
+
+    Example: ptb tasks generate -b gsm8k -M qwen3-1.7b -o tasks/
+    """
     from posttrainbench.tasks.compiler import compile_task
 
     if all_pairs == bool(benchmark or model):
-        raise PtbError("give either --benchmark and --model, or --all")
+        raise PtbError("give either --benchmark and --base-model, or --all")
     if not all_pairs and not (benchmark and model):
-        raise PtbError("--benchmark and --model are both required without --all")
+        raise PtbError("--benchmark and --base-model are both required without --all")
     options = compile_options(
         hours=hours,
         gpus=gpus,

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import typer
 
+from posttrainbench.cli.options import Json
 from posttrainbench.errors import PtbError
+from posttrainbench.integrity.traces.events import TraceFormat
 
 app = typer.Typer(
     help="Inspect agent traces (Claude Code, Codex, Gemini CLI, OpenCode, Harbor).",
@@ -17,22 +19,25 @@ app = typer.Typer(
 @app.command("show")
 def show(
     file: Path = typer.Argument(
-        ..., help="A trace file, or a Harbor trial directory (its best trace is shown)."
+        ...,
+        metavar="PATH",
+        help="A trace file, or a Harbor trial directory (its best trace is shown).",
     ),
-    fmt: str | None = typer.Option(
-        None,
-        "--format",
-        "-f",
-        help="Force a format: claude-code, codex, gemini-cli, opencode, harbor, raw (default: detected).",
+    fmt: TraceFormat | None = typer.Option(
+        None, "-f", "--format", help="Force a format (default: detected)."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print the normalized trace as JSON."),
+    as_json: bool = Json,
     max_chars: int = typer.Option(
         2000,
         "--max-chars",
+        metavar="N",
         help="Cut each message and tool output to this many characters (0: no limit).",
     ),
 ) -> None:
-    """Print a trace as numbered events with a usage summary, or as normalized JSON."""
+    """Print a trace as numbered events with a usage summary, or as normalized JSON.
+
+    Example: ptb traces show ptb-runs/<run id>/jobs/<run id>/<trial>
+    """
     from rich.console import Console
     from rich.markup import escape
 

@@ -65,7 +65,7 @@ class AgentCredentialSpec(BaseModel):
 
 
 # API-key variables per model provider: used for agents whose provider follows from
-# --agent-model (OpenCode), and for the provider of the fixed-provider agents.
+# -m/--model (OpenCode), and for the provider of the fixed-provider agents.
 PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
     "anthropic": ("ANTHROPIC_API_KEY",),
     "openai": ("OPENAI_API_KEY",),
@@ -359,7 +359,7 @@ def _subscription(
 
 def _missing_message(spec: AgentCredentialSpec, directory: Path, mode: AuthMode) -> str:
     if not spec.api_key_vars:
-        return f"{spec.profile} needs credentials, but its provider is unknown; set --agent-model provider/model"
+        return f"{spec.profile} needs credentials, but its provider is unknown; set -m/--model provider/model"
     keys = " or ".join(spec.api_key_vars)
     if spec.subscription is None or mode is AuthMode.API_KEY:
         return f"{spec.profile} needs {keys} in the environment"

@@ -24,6 +24,7 @@ def prepare_models(
             say(f"{spec.id}: already at {out}")
             continue
         python = python or evaluation_python(say)
+        say(f"{spec.id}: fetching from {spec.source} into {out} ...")
         code = run_module(
             python,
             "posttrainbench.evaluation.prepare_model",

@@ -81,9 +81,16 @@ def evaluation_python(log=print) -> str:
 
 
 def run_module(python: str, module: str, args: list[str], env_extra: dict[str, str]) -> int:
-    """Run ``python -m module args`` with this package importable; stream its output."""
+    """Run ``python -m module args`` with this package importable; stream its output.
+
+    When stderr is not a terminal (a log file, CI), the Hugging Face and tqdm progress
+    bars are switched off: their carriage-return redraws would fill the log with one
+    enormous line. The module's own plain progress lines still appear."""
     package_parent = Path(__file__).resolve().parents[2]
     env = {**os.environ, **env_extra}
+    if not sys.stderr.isatty():
+        env.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        env.setdefault("TQDM_DISABLE", "1")
     env["PYTHONPATH"] = os.pathsep.join([str(package_parent), env.get("PYTHONPATH", "")]).rstrip(
         os.pathsep
     )

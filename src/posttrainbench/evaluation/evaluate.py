@@ -103,6 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
+        "--progress",
+        action="store_true",
+        help="report loading and answers done on stderr (ptb eval, ptb baseline)",
+    )
+    p.add_argument(
         "--num-seeds",
         type=int,
         default=None,
@@ -133,6 +138,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     rows: list = []
+    progress = None
+    if args.progress:
+        from .progress import LineProgress
+
+        progress = LineProgress(f"{bench.name} [{split}]")
+        progress.say(f"loading the model from {args.model_path}")
     try:
         metrics = evaluate_model(
             bench,
@@ -145,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             num_seeds=args.num_seeds,
             split=split,
             max_new_tokens=args.max_new_tokens,
+            progress=progress,
         )
     except (ModelLoadError, GenerationFailed, JudgeConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)

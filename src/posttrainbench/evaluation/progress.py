@@ -8,9 +8,10 @@ never sees half a file and the generation loop never waits on the disk.
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TextIO
 
 from posttrainbench.atomic_write import write_text_atomic
 
@@ -35,6 +36,55 @@ class NoProgress:
 
     def advance(self, questions: int) -> None:
         """Nothing to do."""
+
+
+class LineProgress:
+    """Reports to a stream (stderr) for ``ptb eval`` and ``ptb baseline``: on a terminal one
+    line updated in place, elsewhere (a log, CI) a plain line at most every *every_s*
+    seconds, never a carriage return."""
+
+    def __init__(self, label: str, stream: TextIO | None = None, every_s: float = 10.0):
+        self.label = label
+        self.stream = stream or sys.stderr
+        self.every_s = every_s
+        self.tty = self.stream.isatty()
+        self._total = self._done = 0
+        self._attempt = 1
+        self._started = self._shown = time.monotonic()
+
+    def say(self, text: str) -> None:
+        """A one-off line (a phase: loading the model, scoring)."""
+        self._end_line()
+        print(f"{self.label}: {text}", file=self.stream, flush=True)
+
+    def start_attempt(self, total: int, attempt: int, max_new_tokens: int) -> None:
+        """A new attempt (a retry halves the token cap): the count starts at 0 again."""
+        self._total, self._done, self._attempt = total, 0, attempt
+        self._started = time.monotonic()
+        retry = f" (attempt {attempt}, at most {max_new_tokens} new tokens)" if attempt > 1 else ""
+        self.say(f"generating {total} answers{retry}")
+        self._shown = time.monotonic()
+
+    def advance(self, questions: int) -> None:
+        """*questions* more answers are finished."""
+        self._done = min(self._total, self._done + max(0, questions))
+        now = time.monotonic()
+        finished = self._done == self._total
+        if self.tty:
+            end = "\n" if finished else ""
+            print(f"\r{self.label}: {self._line(now)}", end=end, file=self.stream, flush=True)
+        elif finished or now - self._shown >= self.every_s:
+            print(f"{self.label}: {self._line(now)}", file=self.stream, flush=True)
+            self._shown = now
+
+    def _line(self, now: float) -> str:
+        elapsed = max(now - self._started, 1e-9)
+        rate = 60.0 * self._done / elapsed
+        return f"{self._done}/{self._total} answers, {elapsed:.0f}s, {rate:.1f}/min"
+
+    def _end_line(self) -> None:
+        if self.tty and 0 < self._done < self._total:
+            print(file=self.stream, flush=True)  # leave the in-place line before a new one
 
 
 class ProgressFile:

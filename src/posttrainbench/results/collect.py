@@ -16,6 +16,7 @@ from pathlib import Path
 
 from posttrainbench.catalog import list_benchmarks, list_models
 from posttrainbench.catalog.baselines import BaselineEntry
+from posttrainbench.results.judge_agreement import judge_agreement
 from posttrainbench.results.record import ResultRecord
 from posttrainbench.results.reference_scores import ReferenceScores
 from posttrainbench.results.selection import select, start_order
@@ -27,6 +28,7 @@ from posttrainbench.results.table import (
     Policy,
     RunRow,
 )
+from posttrainbench.results.task_versions import current_runs
 from posttrainbench.trial_outcome import ERROR_KINDS
 
 
@@ -66,7 +68,12 @@ def _cell(
     runs: list[ResultRecord],
     policy: Policy,
     refs: ReferenceScores,
+    all_versions: bool = False,
 ) -> Cell:
+    # Cost and time belong to the agent's own runs; a re-score only scores one again.
+    agent_runs = [r for r in runs if r.rescore_of is None]
+    versioned = current_runs(runs, all_versions=all_versions)
+    runs = versioned.runs
     scored = [r for r in runs if r.status == "completed"]
     flagged = [r for r in scored if r.flagged]
     candidates = [r for r in scored if not r.flagged]
@@ -82,14 +89,7 @@ def _cell(
     else:
         fallback, fallback_reason = _fallback(flagged, no_model, errored)
         score, source = (base.score, "baseline") if base else (None, "none")
-    normalized = None
-    if (
-        score is not None
-        and base is not None
-        and instruct is not None
-        and instruct.score > base.score
-    ):
-        normalized = (score - base.score) / (instruct.score - base.score)
+    normalized = normalize(score, refs, benchmark, model)
     return Cell(
         agent=agent,
         benchmark=benchmark,
@@ -100,6 +100,8 @@ def _cell(
         fallback_reason=fallback_reason,
         selected=pick.selected,
         note=pick.note,
+        task_version=versioned.version,
+        version_note=versioned.note,
         n_runs=len(candidates),
         n_no_model=len(no_model),
         n_errored=len(errored),
@@ -113,14 +115,25 @@ def _cell(
         baseline_source=base.source if base else None,
         instruct=instruct.score if instruct else None,
         normalized=normalized,
-        cost_usd=_sum(r.usage.cost_usd for r in runs),
-        input_tokens=_sum(r.usage.input_tokens for r in runs),
-        output_tokens=_sum(r.usage.output_tokens for r in runs),
-        gpu_hours=sum(r.usage.gpu_hours for r in runs),
-        agent_hours=_mean(r.time.agent_hours for r in runs),
-        budget_hours=next((r.time.budget_hours for r in runs if r.time.budget_hours), None),
-        time_fraction=_mean(r.time.fraction for r in runs),
+        cost_usd=_sum(r.usage.cost_usd for r in agent_runs),
+        input_tokens=_sum(r.usage.input_tokens for r in agent_runs),
+        output_tokens=_sum(r.usage.output_tokens for r in agent_runs),
+        gpu_hours=sum(r.usage.gpu_hours for r in agent_runs),
+        agent_hours=_mean(r.time.agent_hours for r in agent_runs),
+        budget_hours=next((r.time.budget_hours for r in agent_runs if r.time.budget_hours), None),
+        time_fraction=_mean(r.time.fraction for r in agent_runs),
     )
+
+
+def normalize(
+    score: float | None, refs: ReferenceScores, benchmark: str, model: str
+) -> float | None:
+    """(score - base) / (instruct - base): the share of the gap to the instruct model closed."""
+    base = refs.base(benchmark, model)
+    instruct = refs.instruct(benchmark, model)
+    if score is None or base is None or instruct is None or instruct.score <= base.score:
+        return None
+    return (score - base.score) / (instruct.score - base.score)
 
 
 def _weighted(cells: list[Cell], weights: dict[str, float]) -> float | None:
@@ -160,12 +173,22 @@ def _summary(
 
 
 def _run_rows(
-    by_cell: dict[tuple[str, str, str], list[ResultRecord]], cells: list[Cell]
+    by_cell: dict[tuple[str, str, str], list[ResultRecord]],
+    cells: list[Cell],
+    refs: ReferenceScores,
 ) -> list[RunRow]:
     selected = {run_id for cell in cells for run_id in cell.selected}
     rows: list[RunRow] = []
     for (agent, benchmark, model), runs in sorted(by_cell.items()):
-        for attempt, r in enumerate(sorted(runs, key=start_order), start=1):
+        # A re-score is the same attempt as the run it scored again.
+        attempts = {
+            r.id: n
+            for n, r in enumerate(
+                sorted((r for r in runs if r.rescore_of is None), key=start_order), start=1
+            )
+        }
+        for r in sorted(runs, key=start_order):
+            attempt = attempts.get(r.rescore_of or r.id, len(attempts) + 1)
             rows.append(
                 RunRow(
                     id=r.id,
@@ -175,6 +198,7 @@ def _run_rows(
                     attempt=attempt,
                     status=r.status,
                     score=r.score,
+                    normalized=normalize(r.score, refs, benchmark, model),
                     flagged=r.flagged,
                     flagged_by=[v.judge for v in r.flagging_judges],
                     selected=r.id in selected,
@@ -188,6 +212,8 @@ def _run_rows(
                     started_at=r.time.started_at,
                     job_name=r.job_name,
                     trial_name=r.trial_name,
+                    task_version=r.task_version,
+                    rescore_of=r.rescore_of,
                 )
             )
     return rows
@@ -210,6 +236,7 @@ def collect(
     weights: dict[str, float],
     baselines: Iterable[BaselineEntry] = (),
     skipped: Iterable[str] = (),
+    all_versions: bool = False,
 ) -> Leaderboard:
     """Build the leaderboard of *records* (one store's runs)."""
     refs = ReferenceScores(records, baselines)
@@ -223,7 +250,7 @@ def collect(
     models = _catalog_order({r.base_model for r in records}, [m.id for m in list_models()])
     agents = sorted(runs_by_agent)
     cells = [
-        _cell(a, b, m, by_cell.get((a, b, m), []), policy, refs)
+        _cell(a, b, m, by_cell.get((a, b, m), []), policy, refs, all_versions)
         for a in agents
         for b in benchmarks
         for m in models
@@ -232,8 +259,16 @@ def collect(
         _summary(a, [c for c in cells if c.agent == a], runs_by_agent[a], weights, benchmarks)
         for a in agents
     ]
+    # On equal averages, the agent with more cells scored by its own runs ranks first: a
+    # baseline standing in for errored runs never ranks above a score the agent earned.
     summaries.sort(
-        key=lambda s: (s.weighted_average is None, -(s.weighted_average or 0.0), s.agent)
+        key=lambda s: (
+            s.weighted_average is None,
+            -(s.weighted_average or 0.0),
+            s.n_fallback,
+            s.n_errored,
+            s.agent,
+        )
     )
     ranked = [s.model_copy(update={"rank": i}) for i, s in enumerate(summaries, start=1)]
     return Leaderboard(
@@ -245,7 +280,8 @@ def collect(
         base_models=models,
         agents=ranked,
         cells=cells,
-        runs=_run_rows(by_cell, cells),
+        runs=_run_rows(by_cell, cells, refs),
         baselines=sorted(refs.used.values(), key=lambda u: (u.benchmark, u.base_model, u.kind)),
+        judge_agreement=judge_agreement(records),
         skipped=list(skipped),
     )

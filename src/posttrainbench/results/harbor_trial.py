@@ -28,11 +28,14 @@ from posttrainbench.integrity.judges.verdict import JUDGE_IDS, VERDICT_IDS, Judg
 from posttrainbench.integrity.traces.trial_files import (
     MAX_TRACE_BYTES,
     artifacts_subdir,
+    plain_agent_log,
     scan_trial_traces,
 )
 from posttrainbench.results.record import ResultRecord, TimeUsed, Usage, combine_flags
-from posttrainbench.safe_fs import Refused, SafeDir, kind_of
+from posttrainbench.results.rescore_origin import REPLAY_AGENT_NAME, origin_of
+from posttrainbench.safe_fs import FileRead, Refused, SafeDir, kind_of
 from posttrainbench.schemas import Metrics, TaskSpec
+from posttrainbench.tasks.task_version import TASK_VERSION_FILE, TaskVersion
 from posttrainbench.trial_outcome import TrialOutcome, classify
 
 RESULT_FILE = "result.json"
@@ -62,6 +65,8 @@ class TrialSource:
     traces: list[str] = field(default_factory=list)
     snapshot: str | None = None
     final_model: str | None = None
+    trace_reads: dict[str, FileRead] = field(default_factory=dict)  # read whole by the scan
+    agent_log: str | None = None  # without a trace: the agent's plain log, to keep its head
 
 
 def is_trial_result(text: str) -> bool:
@@ -165,6 +170,7 @@ def _read(root: SafeDir, trial_dir: Path, text: str | None) -> TrialSource:
         raise TrialInProgress(result.trial_name)
     refused: list[str] = []
     spec = _task_spec(root, result, refused)
+    version = _task_version(root, refused)
     metrics = _metrics(root)
     benchmark, base_model = _benchmark_and_model(result.task_name, spec, metrics)
     verdicts = _verdicts(root, refused)
@@ -190,6 +196,9 @@ def _read(root: SafeDir, trial_dir: Path, text: str | None) -> TrialSource:
         base_model=base_model,
         hours=spec.hours if spec else None,
         feedback=spec.feedback if spec else None,
+        task_spec=spec,
+        task_version=version.version if version else None,
+        task_compiled_at=version.compiled_at if version else None,
         status=outcome.kind,
         error=None if outcome.kind == "completed" else outcome.reason,
         score=score,
@@ -207,7 +216,19 @@ def _read(root: SafeDir, trial_dir: Path, text: str | None) -> TrialSource:
         exported_at=datetime.now(UTC),
         refused_files=refused,
     )
-    return TrialSource(record=record, traces=scan.files, snapshot=snapshot, final_model=final_model)
+    if result.agent_info.name == REPLAY_AGENT_NAME:
+        origin = origin_of(result.config.agent.kwargs)
+        if origin is None:
+            raise TrialReadError("a re-score trial (ptb rescore) whose config names no origin run")
+        record = origin.apply(record)
+    return TrialSource(
+        record=record,
+        traces=scan.files,
+        snapshot=snapshot,
+        final_model=final_model,
+        trace_reads=scan.reads,
+        agent_log=None if scan.files else plain_agent_log(root),
+    )
 
 
 def _artifact_dir(root: SafeDir, relative: str, refused: list[str]) -> str | None:
@@ -244,6 +265,21 @@ def _task_spec(root: SafeDir, result: TrialResult, refused: list[str]) -> TaskSp
                 return TaskSpec.load(path)
             except (OSError, ValueError):
                 pass
+    return None
+
+
+def _task_version(root: SafeDir, refused: list[str]) -> TaskVersion | None:
+    """The verifier's copy of the task's version; None for a trial scored before tasks had
+    one (or whose copy is unreadable: the run is then shown as unversioned)."""
+    name = f"verifier/{TASK_VERSION_FILE}"
+    if root.lstat(name) is None:
+        return None
+    try:
+        return TaskVersion.model_validate_json(root.read_bytes(name, MAX_JSON_BYTES))
+    except Refused as exc:
+        refused.append(str(exc))
+    except (OSError, ValueError):
+        pass
     return None
 
 

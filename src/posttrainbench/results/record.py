@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from posttrainbench.integrity.judges.verdict import Judgement
-from posttrainbench.schemas import Metrics, legacy_failure
+from posttrainbench.schemas import Metrics, TaskSpec, legacy_failure
 from posttrainbench.trial_outcome import OutcomeKind, exception_kind
 
 RECORD_FILE = "record.json"
@@ -79,6 +79,20 @@ class ResultRecord(BaseModel):
     base_model: str
     hours: float | None = Field(default=None, description="the task's time budget")
     feedback: str | None = None
+    task_spec: TaskSpec | None = Field(
+        default=None, description="the task as the verifier saw it (what a re-score compiles)"
+    )
+    task_version: str | None = Field(
+        default=None,
+        description="the scorer's version (posttrainbench.tasks.task_version); None: unversioned",
+    )
+    task_compiled_at: datetime | None = Field(
+        default=None, description="when that version was compiled: orders versions"
+    )
+    rescore_of: str | None = Field(
+        default=None,
+        description="for a re-score (`ptb rescore`): the id of the run whose model it scored",
+    )
     status: RunStatus = Field(description="the trial's outcome kind (posttrainbench.trial_outcome)")
     error: str | None = Field(
         default=None, description="the outcome's one-line reason when it is not completed"
@@ -92,6 +106,11 @@ class ResultRecord(BaseModel):
     time: TimeUsed = Field(default_factory=TimeUsed)
     trace_files: list[str] = Field(
         default_factory=list, description="paths relative to the record's directory"
+    )
+    agent_log: str | None = Field(
+        default=None,
+        description="for an agent without a structured trace (oracle, nop, custom): the "
+        "head of its plain log, relative",
     )
     snapshot_dir: str | None = Field(
         default=None, description="the agent's code snapshot, relative"

@@ -2,10 +2,12 @@
 
 Base model (the fallback where a run is missing or flagged), first found wins:
 1. ``--baselines FILE`` entries of kind zero_shot/few_shot for this benchmark and model;
-2. the catalog's (the benchmark plugins' published baselines) for this exact model;
-3. measured in the store: the mean of the base-model scores the verifiers measured next
+2. measured here with ``ptb baseline`` on the whole test set, for this exact model
+   (posttrainbench.data.measured_baselines);
+3. the catalog's (the benchmark plugins' published baselines) for this exact model;
+4. measured in the store: the mean of the base-model scores the verifiers measured next
    to the runs (``metrics.base_model``, on the same questions as those runs);
-4. the catalog's mean over the base models (model ``"*"``).
+5. the catalog's mean over the base models (model ``"*"``).
 
 Instruct model (the normalization target): the file's, else the catalog's, exact model
 before ``"*"``.
@@ -21,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from posttrainbench.benchmarks.plugin import plugins
 from posttrainbench.catalog.baselines import BaselineEntry, list_baselines
+from posttrainbench.data.measured_baselines import measured_entries
 from posttrainbench.errors import PtbError
 from posttrainbench.results.record import ResultRecord
 from posttrainbench.results.table import BaselineUsed
@@ -70,8 +73,14 @@ def load_baseline_file(path: Path) -> list[BaselineEntry]:
 class ReferenceScores:
     """Looks up base and instruct scores per (benchmark, base model), remembering what it used."""
 
-    def __init__(self, records: Iterable[ResultRecord], extra: Iterable[BaselineEntry] = ()):
+    def __init__(
+        self,
+        records: Iterable[ResultRecord],
+        extra: Iterable[BaselineEntry] = (),
+        measured: Iterable[BaselineEntry] | None = None,
+    ):
         self._extra = list(extra)
+        self._here = list(measured_entries() if measured is None else measured)
         self._catalog = list(list_baselines())
         sums: dict[tuple[str, str], list[float]] = {}
         for record in records:
@@ -85,9 +94,11 @@ class ReferenceScores:
     def base(self, benchmark: str, model: str) -> BaselineUsed | None:
         """The base model's score, or None when nothing is known."""
         kinds = ("zero_shot", "few_shot")
-        found = self._entry(
-            self._extra, benchmark, model, kinds, "baselines file", exact=False
-        ) or self._entry(self._catalog, benchmark, model, kinds, "catalog", exact=True)
+        found = (
+            self._entry(self._extra, benchmark, model, kinds, "baselines file", exact=False)
+            or self._entry(self._here, benchmark, model, kinds, "ptb baseline", exact=True)
+            or self._entry(self._catalog, benchmark, model, kinds, "catalog", exact=True)
+        )
         if found is None and (benchmark, model) in self._measured:
             n = self._measured_n[(benchmark, model)]
             found = BaselineUsed(

@@ -1,7 +1,9 @@
 """Copying a trial's files into its staged run: traces, code snapshot and (when asked) final_model.
 
 The agent wrote every one of them, so each is copied through `safe_fs` (no link followed,
-only real directories and plain single-name files, nothing sparse) under a cap per kind.
+only real directories and plain single-name files, nothing sparse) under a cap per kind. A
+trace the trace scan already read whole through `safe_fs` is stored from those bytes
+(`write_read`), so what the store keeps is what was checked, and the file is read once.
 What was left out goes into the run's `refused_files` with why, and into one warning line.
 """
 
@@ -13,11 +15,16 @@ from posttrainbench.copy_caps import CopyCaps
 from posttrainbench.integrity.traces.trial_files import MAX_TRACE_BYTES
 from posttrainbench.results.harbor_trial import TrialSource
 from posttrainbench.results.trial_volumes import fetch_into
-from posttrainbench.safe_fs import CopyBudget, Refused, SafeDir
+from posttrainbench.safe_fs import CopyBudget, Refused, SafeDir, write_read
 
-TRACE_DIR = "trace"
+# Traces lie in the run directory itself, as `trace-00-<name>` (best first): a `trace/`
+# directory per run cost one more mkdir, the dearest operation of a store write here. Stores
+# written before name `trace/00-<name>` in their records; readers take the record's path.
+TRACE_PREFIX = "trace-"
 SNAPSHOT_DIR = "snapshot"
 FINAL_MODEL_DIR = "final_model"
+AGENT_LOG_FILE = "agent-log.txt"
+AGENT_LOG_BYTES = 256 * 1024  # the head is what a reader looks at; the trial keeps the rest
 
 
 def stage_run_files(
@@ -38,11 +45,19 @@ def stage_run_files(
         )
         record.trace_files = []
         for i, relative in enumerate(source.traces):
-            name = f"{i:02d}-{Path(relative).name}"
-            (staged / TRACE_DIR).mkdir(exist_ok=True)
-            if root.copy_file(relative, staged / TRACE_DIR, name, traces):
-                record.trace_files.append(f"{TRACE_DIR}/{name}")
+            name = f"{TRACE_PREFIX}{i:02d}-{Path(relative).name}"
+            read = source.trace_reads.get(relative)
+            # A trace the scan read whole is stored from those bytes (one read per trace);
+            # a larger one is copied from the trial, through the same checks.
+            if (
+                write_read(read, staged, name, traces)
+                if read is not None
+                else root.copy_file(relative, staged, name, traces)
+            ):
+                record.trace_files.append(name)
         refused += traces.refusal_lines()
+        if source.agent_log is not None:
+            record.agent_log = _keep_log_head(root, source.agent_log, staged, refused)
         if source.snapshot is not None:
             refused += _copy_dir(
                 root,
@@ -72,6 +87,19 @@ def stage_run_files(
         )
     record.write(staged)
     return warnings
+
+
+def _keep_log_head(root: SafeDir, relative: str, staged: Path, refused: list[str]) -> str | None:
+    """The first AGENT_LOG_BYTES of the agent's plain log (a link or special file refused)."""
+    try:
+        read = root.read_file(relative, AGENT_LOG_BYTES)
+    except Refused as exc:
+        refused.append(str(exc))
+        return None
+    except OSError:
+        return None
+    (staged / AGENT_LOG_FILE).write_bytes(read.data)
+    return AGENT_LOG_FILE
 
 
 def _copy_dir(root: SafeDir, relative: str, dest: Path, budget: CopyBudget) -> list[str]:

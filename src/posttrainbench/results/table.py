@@ -44,6 +44,12 @@ class Cell(BaseModel):
     note: str | None = Field(
         default=None, description="e.g. that the latest run is below the best one"
     )
+    task_version: str | None = Field(
+        default=None, description="the task version the cell's scores come from"
+    )
+    version_note: str | None = Field(
+        default=None, description="set when the cell's runs were scored by several versions"
+    )
     n_runs: int = Field(default=0, description="scored runs that no judge flagged")
     n_no_model: int = Field(default=0, description="runs that left no usable final model")
     n_errored: int = Field(default=0, description="runs with an agent, infra or verifier error")
@@ -111,6 +117,9 @@ class RunRow(BaseModel):
     attempt: int = Field(description="1-based, by start time within its cell")
     status: RunStatus
     score: float | None = None
+    normalized: float | None = Field(
+        default=None, description="the run's share of the base-to-instruct gap closed"
+    )
     flagged: bool | None = None
     flagged_by: list[str] = Field(default_factory=list)
     selected: bool = Field(default=False, description="whether the cell's score uses this run")
@@ -124,6 +133,8 @@ class RunRow(BaseModel):
     started_at: datetime | None = None
     job_name: str
     trial_name: str
+    task_version: str | None = None
+    rescore_of: str | None = Field(default=None, description="a re-score of this run id")
 
 
 class BaselineUsed(BaseModel):
@@ -136,6 +147,20 @@ class BaselineUsed(BaseModel):
     kind: Literal["base", "instruct"]
     score: float
     source: str
+
+
+class JudgeAgreement(BaseModel):
+    """How much one judge's LLM votes agreed, over every run it reviewed with 2+ votes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judge: str
+    n_verdicts: int = Field(description="verdicts with two or more LLM votes")
+    n_votes: int
+    mean_agreement: float = Field(description="mean share of votes agreeing with the majority")
+    low_agreement: list[str] = Field(
+        default_factory=list, description="ids of the runs whose verdict had low agreement"
+    )
 
 
 class Leaderboard(BaseModel):
@@ -153,6 +178,9 @@ class Leaderboard(BaseModel):
     cells: list[Cell]
     runs: list[RunRow]
     baselines: list[BaselineUsed] = Field(default_factory=list)
+    judge_agreement: list[JudgeAgreement] = Field(
+        default_factory=list, description="per judge, over verdicts with several LLM votes"
+    )
     skipped: list[str] = Field(
         default_factory=list, description="records that could not be read, with why"
     )

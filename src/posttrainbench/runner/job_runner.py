@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import shutil
 from datetime import datetime
 from importlib.metadata import version
 from pathlib import Path
@@ -20,10 +22,16 @@ from posttrainbench.credentials.resolve import AuthMode
 from posttrainbench.credentials.scrub import Scrubber
 from posttrainbench.errors import RunError
 from posttrainbench.runner.environments import harbor_environment, local_resources
-from posttrainbench.runner.preflight import check_cloud_login, check_credentials, check_judge
+from posttrainbench.runner.preflight import (
+    check_agent,
+    check_cloud_login,
+    check_credentials,
+    check_ids,
+    check_judge,
+    check_local_sandbox,
+)
 from posttrainbench.runner.record import RunRecord, TrialRecord, run_status
 from posttrainbench.safe_fs import SafeDir
-from posttrainbench.schemas import Metrics
 from posttrainbench.tasks.compiler import compile_task
 from posttrainbench.tasks.options import CompileOptions
 from posttrainbench.trial_outcome import classify
@@ -109,17 +117,23 @@ def _trial_record(result: TrialResult) -> TrialRecord:
     )
 
 
-def _metrics(trial_dir: Path) -> Metrics | None:
-    """The verifier's metrics.json; None when it wrote none or it cannot be read (the trial's
-    outcome then rests on Harbor's result alone). The agent could write below verifier/,
-    so no link is followed and no special file opened (safe_fs)."""
+def _metrics(trial_dir: Path) -> dict[str, str] | None:
+    """What the verifier's metrics.json says went wrong (its `error` and `failure`); None
+    when it wrote none or it cannot be read (the trial's outcome then rests on Harbor's
+    result alone). Read leniently, not as the full Metrics schema: a file from another
+    version must still explain a missing model, not leave its row without a reason. The
+    agent could write below verifier/, so no link is followed and no special file opened
+    (safe_fs), and only string values are taken."""
     try:
         with SafeDir.open(trial_dir) as root:
             if root.lstat(METRICS_FILE) is None:
                 return None
-            return Metrics.model_validate_json(root.read_bytes(METRICS_FILE, MAX_METRICS_BYTES))
+            data = json.loads(root.read_bytes(METRICS_FILE, MAX_METRICS_BYTES))
     except (OSError, ValueError):  # safe_fs.Refused is an OSError
         return None
+    if not isinstance(data, dict):
+        return None
+    return {k: data[k] for k in ("error", "failure") if isinstance(data.get(k), str)}
 
 
 def job_config(
@@ -171,7 +185,14 @@ async def execute(request: RunRequest) -> RunRecord:
         f"{started:%Y%m%d-%H%M%S}"
     )
     run_dir = request.runs_dir.resolve() / run_id
-    # Before anything is compiled, built or billed: a missing secret stops here.
+    # Before anything is compiled, built or billed: a misspelt id or agent, a missing
+    # secret or login stops here, and nothing is written.
+    check_ids(request.benchmark, request.model)
+    check_agent(request.agent)
+    if request.reprompt_min_minutes is not None:
+        from posttrainbench.agents.reprompt import inner_agent_class
+
+        inner_agent_class(request.agent)
     credentials = check_credentials(
         request.agent,
         request.agent_model,
@@ -182,12 +203,22 @@ async def execute(request: RunRequest) -> RunRecord:
     )
     check_judge(request.benchmark)
     check_cloud_login(request.env)
+    if request.env == "local":
+        check_local_sandbox()
     if credentials.message:
         Console(stderr=True).print(
             credentials.message, highlight=False, markup=False, soft_wrap=True
         )
     scrubber = Scrubber.for_run(os.environ, credentials.secret_values)
-    task_dir = compile_task(request.benchmark, request.model, run_dir / "tasks", request.options)
+    fresh = not run_dir.exists()
+    try:
+        task_dir = compile_task(
+            request.benchmark, request.model, run_dir / "tasks", request.options
+        )
+    except BaseException:
+        if fresh:  # a run that never started leaves no directory behind
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     jobs_dir = run_dir / "jobs"
     record = RunRecord(
         run_id=run_id,

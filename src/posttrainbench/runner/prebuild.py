@@ -7,6 +7,7 @@ here lets the user watch a first run install packages and convert the base model
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -15,13 +16,12 @@ from posttrainbench.envs.env_cache import Layer, ensure_layers, plan_layers, res
 from posttrainbench.errors import RunError
 
 
-def _last_line(layers: list[Layer]) -> str:
+def _building(layers: list[Layer]) -> tuple[str, Path] | None:
+    """The layer being built now and its build log (None between layers)."""
     for layer in layers:
         for log in layer.build_logs():
-            lines = log.read_text(errors="replace").strip().splitlines()
-            if lines:
-                return f"{layer.spec.name}: {lines[-1][:100]}"
-    return ""
+            return layer.spec.name, log
+    return None
 
 
 def prebuild_local_environment(task_dir: Path, console: Console) -> list[Path]:
@@ -45,16 +45,30 @@ def prebuild_local_environment(task_dir: Path, console: Console) -> list[Path]:
         except Exception as exc:  # reported below, on the main thread
             result["error"] = exc
 
+    # The build's own output (pip's warnings included) goes to its log file only: the
+    # spinner names the layer and the time, and a failure names the log. Without a
+    # terminal (a log, CI) each layer is one plain line instead of a spinner.
     worker = threading.Thread(target=build, daemon=True)
+    started = time.monotonic()
+    shown: str | None = None
     with console.status("building the task environment (first run only)") as status:
         worker.start()
         while worker.is_alive():
             worker.join(timeout=1.0)
-            line = _last_line(layers)
-            if line:
-                status.update(f"building the task environment (first run only): {line}")
+            current = _building(layers)
+            if current is None:
+                continue
+            name, log = current
+            if name != shown and not console.is_terminal:
+                console.print(f"building layer {name} of the task environment (log: {log})")
+            shown = name
+            status.update(
+                f"building the task environment (first run only): layer {name}, "
+                f"{time.monotonic() - started:.0f}s"
+            )
     if "error" in result:
-        raise RunError(str(result["error"]).splitlines()[0])
+        # One line: the failed step and the kept log (<cache>/envs/failed/<layer>.log).
+        raise RunError(" ".join(str(result["error"]).split()))
     console.print(
         f"task environment: built {', '.join(result['built']) or 'nothing'} "
         f"({result['entries'][-1].parent})"

@@ -5,7 +5,7 @@ SWEEP_DIR/
   sweep.json          the spec (SweepSpec)
   tasks/<b>-<m>/      compiled once, reused on every resume
   harbor-job.json     the Harbor JobConfig (`harbor run -c` runs the same thing)
-  jobs/sweep/<trial>/ Harbor's trial directories
+  jobs/<name>/<trial>/ Harbor's trial directories (the job is named after the sweep)
   retired/<trial>/    infra/verifier-error trials moved aside before a retry (never deleted)
 ```
 """
@@ -23,7 +23,18 @@ from posttrainbench.runner.job_runner import LOCAL_ENVS, agent_config
 from posttrainbench.sweep.spec import SWEEP_FILE, SweepError, SweepSpec
 from posttrainbench.tasks.compiler import compile_task, task_name
 
-JOB_NAME = "sweep"
+# Sweeps started before each job took its sweep's name; they keep it, so they resume.
+LEGACY_JOB_NAME = "sweep"
+
+
+def job_name_of(sweep_dir: Path) -> str:
+    """The sweep's Harbor job name: the sweep directory's own name, so that its trials
+    carry it into the results store (`job_name` of each record)."""
+    if (sweep_dir / "jobs" / LEGACY_JOB_NAME).is_dir():
+        return LEGACY_JOB_NAME
+    return sweep_dir.resolve().name
+
+
 JOB_FILE = "harbor-job.json"
 
 
@@ -42,8 +53,10 @@ def open_sweep_dir(sweep_dir: Path, spec: SweepSpec) -> SweepSpec:
             raise SweepError(f"{path} is not a valid sweep spec") from None
         differs = existing.differences(spec)
         if differs:
+            was, now = existing.model_dump(mode="json"), spec.model_dump(mode="json")
+            changes = "; ".join(f"{k}: started with {was[k]!r}, now {now[k]!r}" for k in differs)
             raise SweepError(
-                f"{sweep_dir} holds a sweep with other {', '.join(differs)} (see {path}); "
+                f"{sweep_dir} holds a sweep with other settings ({changes}; see {path}); "
                 "resume it with the same settings, or use another -o or --name"
             )
         spec.dump(path)  # the retry policy may change between resumes
@@ -89,7 +102,7 @@ def job_config(
         memory_mb = min(spec.options.memory_gb * 1024, host_mb)
     envs = agent_envs or {}
     return JobConfig(
-        job_name=JOB_NAME,
+        job_name=job_name_of(sweep_dir),
         jobs_dir=(sweep_dir / "jobs").resolve(),
         n_attempts=spec.attempts,
         n_concurrent_trials=spec.concurrency,

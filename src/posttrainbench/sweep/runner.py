@@ -16,6 +16,7 @@ import asyncio
 import fcntl
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,16 +33,19 @@ from posttrainbench.sweep.condor import (
     write_condor_files,
 )
 from posttrainbench.sweep.plan import (
-    JOB_NAME,
     check_catalog,
     compile_tasks,
     default_sweep_dir,
     job_config,
+    job_name_of,
     open_sweep_dir,
     write_job_config,
 )
+from posttrainbench.sweep.runner_state import LOCK_FILE, write_runner_info
 from posttrainbench.sweep.spec import SweepError, SweepSpec
 from posttrainbench.sweep.trials import trials_to_retry
+
+LOCK_TRIES = 10
 
 
 class SweepRequest(BaseModel):
@@ -60,6 +64,9 @@ class SweepRequest(BaseModel):
     )
     condor_env: CondorEnv = Field(
         default="docker", description="--env condor: Harbor's environment on the node"
+    )
+    command: list[str] | None = Field(
+        default=None, description="argv that started the sweep: `ptb sweep status`'s resume hint"
     )
 
 
@@ -89,24 +96,33 @@ class SweepOutcome(BaseModel):
 
 
 @contextmanager
-def sweep_lock(sweep_dir: Path) -> Iterator[None]:
-    """Hold the sweep's lock; a second runner stops with the first one's pid."""
-    path = sweep_dir / ".lock"
+def sweep_lock(sweep_dir: Path, command: list[str] | None = None) -> Iterator[None]:
+    """Hold the sweep's lock; a second runner stops with the first one's pid. While held,
+    `runner.json` names this process and *command* (what `ptb sweep status` offers as the
+    resume command once the lock is gone)."""
+    path = sweep_dir / LOCK_FILE
     handle = open(path, "a+")
     try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            pid = handle.read().strip() or "?"
-            raise SweepError(
-                f"a sweep is already running in {sweep_dir} (pid {pid}); wait for it or stop it "
-                "first: a second runner would start duplicates of its trials"
-            ) from None
+        # A few tries: `ptb sweep status` probes the lock for a moment (runner_state).
+        for attempt in range(LOCK_TRIES):
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if attempt + 1 < LOCK_TRIES:
+                    time.sleep(0.1)
+                    continue
+                handle.seek(0)
+                pid = handle.read().strip() or "?"
+                raise SweepError(
+                    f"a sweep is already running in {sweep_dir} (pid {pid}); wait for it or stop "
+                    "it first: a second runner would start duplicates of its trials"
+                ) from None
         handle.seek(0)
         handle.truncate()
         handle.write(str(os.getpid()))
         handle.flush()
+        write_runner_info(sweep_dir, command)
         yield
     finally:
         handle.close()
@@ -134,10 +150,22 @@ def retire(trials: list[Path], retired_dir: Path) -> tuple[list[str], list[str]]
 
 def run_sweep(request: SweepRequest) -> SweepOutcome:
     """Plan, compile and (unless a dry run) run or resume the sweep."""
-    from posttrainbench.runner.preflight import check_cloud_login, check_credentials, check_judge
+    from posttrainbench.runner.preflight import (
+        check_agent,
+        check_cloud_login,
+        check_credentials,
+        check_judge,
+        check_local_sandbox,
+    )
 
     spec = request.spec
     check_catalog(spec)
+    for choice in spec.agents:  # a misspelt agent stops before any task is compiled or built
+        check_agent(choice.agent)
+        if spec.reprompt_min_minutes is not None:
+            from posttrainbench.agents.reprompt import inner_agent_class
+
+            inner_agent_class(choice.agent)
     sweep_dir = (request.out or default_sweep_dir(spec, request.name)).resolve()
     credentials = {}
     condor = None
@@ -152,6 +180,8 @@ def run_sweep(request: SweepRequest) -> SweepOutcome:
             check_condor_credentials(spec, os.environ)  # getenv copies the keys at submit time
     if not request.dry_run:
         check_cloud_login(spec.env)
+        if spec.env == "local":
+            check_local_sandbox()
         for benchmark in spec.benchmarks:  # an LLM-judged benchmark needs its judge's key
             check_judge(benchmark)
     if not request.dry_run and spec.env != "condor":
@@ -165,7 +195,7 @@ def run_sweep(request: SweepRequest) -> SweepOutcome:
                 secrets_dir=request.secrets_dir,
             )
     spec = open_sweep_dir(sweep_dir, spec)
-    with sweep_lock(sweep_dir):
+    with sweep_lock(sweep_dir, request.command):
         tasks = compile_tasks(sweep_dir, spec)
         config = job_config(
             sweep_dir, spec, tasks, {k: c.agent_env for k, c in credentials.items()}
@@ -177,7 +207,7 @@ def run_sweep(request: SweepRequest) -> SweepOutcome:
         if request.dry_run:
             outcome.commands = [f"harbor run -c {job_file}"]
             return outcome
-        job_dir = sweep_dir / "jobs" / JOB_NAME
+        job_dir = sweep_dir / "jobs" / job_name_of(sweep_dir)
         if spec.retry == "errored":
             outcome.retired, outcome.warnings = retire(
                 trials_to_retry(job_dir), sweep_dir / "retired"
@@ -234,7 +264,7 @@ def _run_job(config, sweep_dir: Path, spec: SweepSpec, credentials: dict) -> Non
         except (FileExistsError, ValueError) as exc:
             # Harbor refuses to resume a job whose trials no longer match the plan.
             raise SweepError(
-                f"Harbor cannot resume {sweep_dir / 'jobs' / JOB_NAME}: "
+                f"Harbor cannot resume {sweep_dir / 'jobs' / job_name_of(sweep_dir)}: "
                 f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
             ) from None
     finally:

@@ -56,9 +56,9 @@ def parse_agents(text: str) -> list[AgentChoice]:
                 raise SweepError(f"bad agent {item!r}: expected AGENT[:MODEL]")
             choices.append(AgentChoice(agent=head, model=rest or None))
     if not choices:
-        raise SweepError("--agents names no agent; give AGENT[:MODEL],...")
+        raise SweepError("-a/--agent names no agent; give AGENT[:MODEL],...")
     if len(set(choices)) != len(choices):
-        raise SweepError(f"--agents repeats an agent: {text}")
+        raise SweepError(f"-a/--agent repeats an agent: {text}")
     return choices
 
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
 
 from posttrainbench.results.harbor_trial import TrialInProgress, TrialReadError, read_trial
+from posttrainbench.sweep.runner_state import read_runner_info, runner_alive
 from posttrainbench.sweep.spec import SWEEP_FILE, SweepError, SweepSpec
 from posttrainbench.trial_outcome import RETRIED_KINDS
+
+RunnerState = Literal["running", "stopped", "condor"]
 
 
 class AgentProgress(BaseModel):
@@ -23,7 +27,11 @@ class AgentProgress(BaseModel):
         default=0, description="of the errored: infra or verifier errors a resume runs again"
     )
     running: int = Field(
-        default=0, description="trial dirs without a result yet (running, or killed)"
+        default=0, description="trial dirs without a result yet, while the runner is alive"
+    )
+    interrupted: int = Field(
+        default=0,
+        description="trial dirs without a result whose runner is gone: a resume runs them again",
     )
     cost_usd: float | None = None
     input_tokens: int | None = None
@@ -36,7 +44,7 @@ class AgentProgress(BaseModel):
     def pending(self) -> int:
         """Planned trials not started yet."""
         done = self.scored + self.no_model + self.errored
-        return max(self.planned - done - self.running, 0)
+        return max(self.planned - done - self.running - self.interrupted, 0)
 
 
 class SweepStatus(BaseModel):
@@ -47,6 +55,16 @@ class SweepStatus(BaseModel):
     retired: int = Field(default=0, description="failed trials moved aside and run again")
     agents: list[AgentProgress]
     unreadable: list[str] = Field(default_factory=list)
+    runner: RunnerState = Field(
+        default="stopped",
+        description="running: a runner holds the sweep's lock; stopped: none does (finished, "
+        "killed or never started); condor: trials run as HTCondor jobs, no local runner",
+    )
+    runner_pid: int | None = Field(default=None, description="pid of the last runner")
+    resume_command: str | None = Field(
+        default=None,
+        description="when stopped with trials left: the command that resumes the sweep",
+    )
 
     def total(self, field: str) -> float:
         """Sum of one AgentProgress field over the agents (None counts as 0)."""
@@ -66,7 +84,7 @@ def sweep_status(sweep_dir: Path) -> SweepStatus:
     per_agent = len(spec.benchmarks) * len(spec.models) * spec.attempts
     progress = {a.label: AgentProgress(agent=a.label, planned=per_agent) for a in spec.agents}
     unreadable: list[str] = []
-    # One Harbor job (jobs/sweep/) on the local, docker and cloud environments; one job per
+    # One Harbor job (jobs/<sweep name>/) on the local, docker and cloud environments; one job per
     # trial (jobs/<trial>/) on HTCondor.
     jobs = sweep_dir / "jobs"
     trials = sorted(
@@ -106,13 +124,37 @@ def sweep_status(sweep_dir: Path) -> SweepStatus:
         entry.gpu_hours += record.usage.gpu_hours
         entry.agent_hours += record.time.agent_hours or 0.0
     retired = sweep_dir / "retired"
-    return SweepStatus(
+    status = SweepStatus(
         sweep_dir=str(sweep_dir),
         planned=spec.n_trials,
         agents=list(progress.values()),
         retired=sum(1 for p in retired.iterdir() if p.is_dir()) if retired.is_dir() else 0,
         unreadable=unreadable,
     )
+    _settle_runner(status, sweep_dir, spec)
+    return status
+
+
+def _settle_runner(status: SweepStatus, sweep_dir: Path, spec: SweepSpec) -> None:
+    """Say whether a runner is at work; without one, unfinished trials are interrupted,
+    not running, and the status names the command that resumes the sweep."""
+    info = read_runner_info(sweep_dir)
+    status.runner_pid = info.pid if info else None
+    if spec.env == "condor":  # the jobs run on the pool: no local runner to watch
+        status.runner = "condor"
+        return
+    if runner_alive(sweep_dir):
+        status.runner = "running"
+        return
+    status.runner = "stopped"
+    for entry in status.agents:
+        entry.interrupted, entry.running = entry.running, 0
+    if any(entry.interrupted or entry.pending for entry in status.agents):
+        status.resume_command = (
+            info.resume_command(sweep_dir)
+            if info
+            else f"ptb sweep ... -o {sweep_dir} (the settings it was started with)"
+        )
 
 
 def _label_from_config(trial: Path) -> str | None:

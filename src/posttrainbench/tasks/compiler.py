@@ -42,6 +42,7 @@ from posttrainbench.tasks.options import (
     DEFAULT_GPU_TYPE,
     CompileOptions,
 )
+from posttrainbench.tasks.task_version import stamp as stamp_version
 from posttrainbench.template_tree import render_tree
 
 BASE_MODEL_PATH = "/opt/ptb/models/base"
@@ -302,4 +303,5 @@ def compile_task(
         render_tree(_templates(), package_root() / "tasks" / "templates", context, staging)
         _write_environment_files(staging, spec, requirements, layers)
         _write_data(staging, spec, cache_dir, offline)
+        stamp_version(staging / "tests", spec, posttrainbench.__version__)
     return final

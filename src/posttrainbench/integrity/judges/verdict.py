@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from posttrainbench.atomic_write import write_text_atomic
 
@@ -25,6 +25,9 @@ JUDGE_IDS: tuple[str, ...] = (
 AUDIT_IDS: tuple[str, ...] = ("isolation",)
 VERDICT_IDS: tuple[str, ...] = JUDGE_IDS + AUDIT_IDS
 DecidedBy = Literal["override", "detector", "limit", "llm", "none"]
+# Below this share of LLM votes agreeing with their majority, a verdict is shown as
+# low-agreement: with 3 votes a 2-1 split, with 5 votes a 3-2 split.
+LOW_AGREEMENT = 0.75
 
 
 class Evidence(BaseModel):
@@ -94,6 +97,21 @@ class Judgement(BaseModel):
         description="seed (hex, from the OS's secure source) of the weight positions sampled",
     )
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    vote_agreement: float | None = Field(
+        default=None,
+        description="share of the LLM votes that agree with their majority (a tie flags); "
+        "None below two votes. Always recomputed from llm_votes.",
+    )
+
+    @model_validator(mode="after")
+    def _agreement_of_votes(self) -> Judgement:
+        self.vote_agreement = vote_agreement(self.llm_votes)
+        return self
+
+    @property
+    def low_agreement(self) -> bool:
+        """Whether the LLM votes split more than LOW_AGREEMENT allows."""
+        return self.vote_agreement is not None and self.vote_agreement < LOW_AGREEMENT
 
     @staticmethod
     def filename(judge: str) -> str:
@@ -112,3 +130,14 @@ class Judgement(BaseModel):
     def read(cls, path: str | Path) -> Judgement:
         """Read and validate one judgement file."""
         return cls.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def vote_agreement(votes: list[LlmVote]) -> float | None:
+    """Share of *votes* that agree with their majority (a tie counts as flagged, as in the
+    LLM review's decision); None for fewer than two votes."""
+    if len(votes) < 2:
+        return None
+    flagged = sum(1 for v in votes if v.flagged)
+    majority_flags = flagged * 2 >= len(votes)
+    agreeing = flagged if majority_flags else len(votes) - flagged
+    return agreeing / len(votes)

@@ -15,6 +15,7 @@ from markupsafe import Markup
 
 from posttrainbench.atomic_write import write_text_atomic
 from posttrainbench.errors import OutputDirError
+from posttrainbench.integrity.judges.verdict import LOW_AGREEMENT
 from posttrainbench.results.record import ResultRecord
 from posttrainbench.results.report.charts import (
     Bar,
@@ -266,6 +267,7 @@ def render_report(
         pages=build_run_pages(
             board, records, Path(results_dir), max_events=max_events, max_chars=max_chars
         ),
+        low_agreement=LOW_AGREEMENT,
         style=Markup((TEMPLATES / "style.css").read_text(encoding="utf-8")),
     )
     return _environment().get_template("report.html.j2").render(context)

@@ -49,6 +49,7 @@ class TraceView:
     warnings: list[str] = field(default_factory=list)
     bytes_cut: bool = False
     error: str | None = None
+    log: str | None = None  # an agent without a structured trace: its plain log's head
 
     @property
     def events_cut(self) -> bool:
@@ -134,6 +135,8 @@ def trace_view(
 ) -> TraceView:
     """The run's first trace file, parsed and capped; never raises for a missing or odd trace."""
     if not record.trace_files:
+        if record.agent_log:
+            return _log_view(run_dir, record.agent_log, max_events * max_chars)
         return TraceView(error="this run has no trace file")
     relative = record.trace_files[0]
     try:
@@ -153,6 +156,21 @@ def trace_view(
         usage=format_usage(trace.usage),
         warnings=trace.warnings[:20],
         bytes_cut=bytes_cut,
+    )
+
+
+def _log_view(run_dir: Path, relative: str, max_chars: int) -> TraceView:
+    """An agent's plain log (no structured trace): its head, as one text block."""
+    try:
+        text, bytes_cut = _read_capped(run_dir, relative)
+    except OSError as exc:
+        reason = exc.reason if isinstance(exc, Refused) else exc.strerror or str(exc)
+        return TraceView(source=relative, error=f"cannot read the agent's log: {reason}")
+    return TraceView(
+        source=relative,
+        format="plain log",
+        log=truncate(text, max_chars),
+        bytes_cut=bytes_cut or len(text) > max_chars,
     )
 
 
