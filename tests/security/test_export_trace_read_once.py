@@ -198,3 +198,22 @@ def test_a_scan_keeps_only_so_much_and_the_rest_is_copied(tmp_path: Path, monkey
     assert len(record.trace_files) == 7
     for stored, source in zip(record.trace_files, scan.files, strict=True):
         assert (run_dir / stored).read_bytes() == (trial / source).read_bytes()
+
+
+def test_an_agent_log_that_links_to_a_host_file_is_never_kept(tmp_path: Path) -> None:
+    """No structured trace, so the export keeps the head of the agent's plain log: a log
+    that is a link (or a hard link) to a host file is skipped, a plain one is kept."""
+    canary = make_canary(tmp_path / "host")
+    trial = write_trial(tmp_path / "jobs" / "job", TrialSpec(agent="oracle", trace=False))
+    agent = trial / "agent"
+    (agent / "zz-biggest.log").symlink_to(canary.file)  # the largest name would win
+    os.link(canary.file, agent / "hard.txt")
+    (agent / "oracle.txt").write_text("trained 20 steps\n")
+    export([tmp_path / "jobs"], tmp_path / "res")
+    records, _ = ResultsStore.open(tmp_path / "res", create=False).load()
+    (record,) = records
+    assert record.agent_log is not None
+    kept = (tmp_path / "res" / "runs" / record.id / record.agent_log).read_text()
+    assert kept == "trained 20 steps\n"
+    assert files_containing(tmp_path / "res", canary.text) == []
+    assert links_under(tmp_path / "res") == []

@@ -22,8 +22,15 @@ from posttrainbench.schemas import TaskSpec
 
 TASK_VERSION_FILE = "task_version.json"
 # The TaskSpec fields that decide a score (the rest shape the agent's run).
-SCORING_FIELDS = ("benchmark", "model", "model_source", "gpus", "final_eval_limit", "seed")
-SCORING_FLAGS = ("score_base_model",)
+SCORING_FIELDS = (
+    "benchmark",
+    "model",
+    "model_source",
+    "gpus",
+    "final_eval_limit",
+    "seed",
+    "score_base_model",
+)
 # The verifier's copy of the spec is hashed by its scoring fields only.
 _SPEC_FILE = "task.json"
 _PREFIX = "tv-"
@@ -47,7 +54,7 @@ class TaskVersion(BaseModel):
 
 def scoring_settings(spec: TaskSpec) -> dict[str, object]:
     """The spec's fields that decide a score, by name."""
-    return {name: getattr(spec, name) for name in (*SCORING_FIELDS, *SCORING_FLAGS)}
+    return {name: getattr(spec, name) for name in SCORING_FIELDS}
 
 
 def version_of(tests_dir: Path, spec: TaskSpec) -> str:

@@ -186,7 +186,11 @@ def plain_agent_log(root: SafeDir) -> str | None:
     logs = [
         (st.st_size, name)
         for name, st in entries.items()
-        if stat.S_ISREG(st.st_mode) and st.st_size > 0 and name.endswith((".txt", ".log"))
+        # One name only: a hard link may be a host file's other name (safe_fs refuses it).
+        if stat.S_ISREG(st.st_mode)
+        and st.st_nlink == 1
+        and st.st_size > 0
+        and name.endswith((".txt", ".log"))
     ]
     return f"agent/{max(logs)[1]}" if logs else None
 
