@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from posttrainbench.sweep.plan import JOB_NAME, open_sweep_dir
+from posttrainbench.sweep.plan import job_name_of, open_sweep_dir
 from posttrainbench.sweep.spec import SweepSpec, parse_agents
 from posttrainbench.sweep.status import sweep_status
 from tests.helpers import run_ptb
@@ -40,7 +40,7 @@ def _sweep_with_an_unfinished_trial(root: Path) -> Path:
         ),
     )
     open_sweep_dir(sweep, spec)
-    job = sweep / "jobs" / JOB_NAME
+    job = sweep / "jobs" / job_name_of(sweep)
     job.mkdir(parents=True)
     cc = dict(agent="claude-code", agent_model="anthropic/claude-opus-4-1-with-a-long-name")
     write_trial(job, TrialSpec(**cc, finished=False))
