@@ -171,6 +171,16 @@ def test_choices_mirror_the_fields_that_store_them() -> None:
     assert values(rescore_cmd.RescoreEnvName) == values(RescoreEnv)
 
 
+FAKE_METRICS = {
+    "benchmark": "gsm8k",
+    "model_path": "/m",
+    "accuracy": 0.5,
+    "stderr": 0.25,
+    "n": 4,
+    "n_correct": 2,
+}
+
+
 def _fake_evaluation(monkeypatch, tmp_path: Path) -> Path:
     """`ptb eval`/`baseline` up to the evaluation module, which writes its metrics JSON and
     chatters on stdout as the real one may."""
@@ -180,7 +190,7 @@ def _fake_evaluation(monkeypatch, tmp_path: Path) -> Path:
     def run_module(python, module, args, env):
         print("loading model ...")
         out = Path(args[args.index("--json-out") + 1])
-        out.write_text(json.dumps({"benchmark": "gsm8k", "score": 0.5, "n": 4}))
+        out.write_text(json.dumps(FAKE_METRICS))
         return 0
 
     monkeypatch.setattr(prepare, "prepare_benchmark", lambda benchmark: None)
@@ -196,7 +206,7 @@ def test_eval_and_baseline_json_is_the_metrics_alone(monkeypatch, tmp_path: Path
     model = _fake_evaluation(monkeypatch, tmp_path)
     shown = CliRunner().invoke(app, ["eval", "-b", "gsm8k", "--model-path", str(model), "--json"])
     assert shown.exit_code == 0, shown.output
-    assert json.loads(shown.stdout) == {"benchmark": "gsm8k", "score": 0.5, "n": 4}
+    assert json.loads(shown.stdout) == FAKE_METRICS
     assert "loading model" in shown.stderr
 
     cache = tmp_path / "cache"
@@ -208,7 +218,9 @@ def test_eval_and_baseline_json_is_the_metrics_alone(monkeypatch, tmp_path: Path
         app, ["baseline", "-b", "gsm8k", "-M", "smollm2-135m", "--json", "-o", str(written)]
     )
     assert shown.exit_code == 0, shown.output
-    assert json.loads(shown.stdout)["score"] == 0.5 and json.loads(written.read_text())["n"] == 4
+    assert json.loads(shown.stdout)["accuracy"] == 0.5 and json.loads(written.read_text())["n"] == 4
+    # ... and kept where `ptb list baselines` finds it (stderr says where, on one line).
+    assert f"stored in {cache / 'baselines' / 'measured.json'}" in shown.stderr
 
 
 def test_run_json_is_the_run_record_alone(monkeypatch, tmp_path: Path) -> None:

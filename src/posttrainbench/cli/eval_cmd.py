@@ -221,7 +221,7 @@ def baseline(
         metrics = Metrics.load(metrics_file)
     if metrics.error is None and metrics.n > 0:
         where = _record_baseline(benchmark, spec.id, limit, metrics)
-        say(f"stored in {where} (`ptb list baselines`)", highlight=False)
+        say(f"stored in {where} (`ptb list baselines`)", highlight=False, soft_wrap=True)
 
 
 def _record_baseline(benchmark: str, model: str, limit: int | None, metrics: Metrics) -> Path:
