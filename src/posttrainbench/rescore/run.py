@@ -27,8 +27,13 @@ from posttrainbench.errors import PtbError
 from posttrainbench.rescore.plan import Candidate, NotRescorable, plan
 from posttrainbench.rescore.replay_agent import IMPORT_PATH
 from posttrainbench.results.export import export
-from posttrainbench.results.harbor_trial import RESULT_FILE, TrialReadError, read_outcome
-from posttrainbench.results.record import ResultRecord
+from posttrainbench.results.harbor_trial import (
+    RESULT_FILE,
+    TrialReadError,
+    read_outcome,
+    trial_id,
+)
+from posttrainbench.results.record import RECORD_FILE, ResultRecord
 from posttrainbench.results.rescore_origin import ORIGIN_KWARG, RescoreOrigin
 from posttrainbench.results.store import ResultsStore
 from posttrainbench.runner.job_runner import RunRequest, job_config
@@ -133,16 +138,17 @@ class _Tasks:
 def _finished_trial(job_dir: Path) -> tuple[Path | None, str | None]:
     """The job's trial when it finished in a way a re-run would not change, else None and,
     for a failed one, why."""
-    trials = sorted(p for p in job_dir.iterdir() if (p / RESULT_FILE).is_file())
-    for trial in trials:
-        try:
-            outcome = read_outcome(trial)
-        except TrialReadError as exc:
-            return None, str(exc)
-        if outcome.kind in ("completed", "no_model"):
-            return trial, None
-        return None, f"{outcome.kind}: {outcome.reason}"
-    return None, None
+    # One attempt per job: its only trial directory.
+    trial = next((p for p in sorted(job_dir.iterdir()) if (p / RESULT_FILE).is_file()), None)
+    if trial is None:
+        return None, None
+    try:
+        outcome = read_outcome(trial)
+    except TrialReadError as exc:
+        return None, str(exc)
+    if outcome.kind in ("completed", "no_model"):
+        return trial, None
+    return None, f"{outcome.kind}: {outcome.reason}"
 
 
 def _retire(job_dir: Path) -> None:
@@ -173,6 +179,15 @@ def _run_job(
 def _rescored(records: list[ResultRecord], original: str, version: str) -> ResultRecord | None:
     return next(
         (r for r in records if r.rescore_of == original and r.task_version == version), None
+    )
+
+
+def _stored_record(store: ResultsStore, trial: Path) -> ResultRecord | None:
+    """The record the export stored for *trial* (read alone, not the whole store)."""
+    run_id = trial_id((trial / RESULT_FILE).read_text(encoding="utf-8"))
+    path = store.runs / (run_id or "") / RECORD_FILE
+    return (
+        ResultRecord.model_validate_json(path.read_bytes()) if run_id and path.is_file() else None
     )
 
 
@@ -223,7 +238,7 @@ class _Rescorer:
                 item.status, item.detail = "failed", why
                 return
             export([self.jobs_dir / job_name], self.store.root, workers=1)
-            done = _rescored(self.store.load()[0], candidate.record.id, version.version)
+            done = _stored_record(self.store, trial)
             if done is None:
                 item.status, item.detail = "failed", f"the re-score trial {trial} was not exported"
                 return
