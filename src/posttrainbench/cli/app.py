@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from posttrainbench.cli import (
     agent_task_cmd,
+    agents_cmd,
     cache_cmd,
     contamination_cmd,
     data_cmd,
@@ -71,6 +72,7 @@ app.add_typer(results_cmd.app, name="results", cls=PtbGroup)
 app.add_typer(sweep_cmd.app, name="sweep", cls=PtbGroup)
 app.add_typer(cache_cmd.app, name="cache", cls=PtbGroup)
 app.add_typer(agent_task_cmd.app, name="agent-task", cls=PtbGroup)
+app.add_typer(agents_cmd.app, name="agents", cls=PtbGroup)
 app.command("eval")(eval_cmd.eval_model)
 app.command("baseline")(eval_cmd.baseline)
 app.command("run")(run_cmd.run)

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from posttrainbench.envs.agent_clis import SANDBOX_AGENT_BIN
+
 # The whole environment of the helper processes (bwrap, nsenter, setpriv, slirp4netns):
 # nothing of the harness's own environment is passed on.
 HOST_HELPER_ENV: dict[str, str] = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
@@ -220,7 +222,8 @@ def build_hidepid_argv(init_pid: int) -> list[str]:
 def sandbox_base_env() -> dict[str, str]:
     """Environment every sandboxed command starts from (task env vars merge on top)."""
     return {
-        "PATH": "/opt/ptb/venv/bin:/usr/local/bin:/usr/bin:/bin",
+        # The agent CLIs' bin dir exists only in trials that asked for them (envs.agent_clis).
+        "PATH": f"/opt/ptb/venv/bin:/usr/local/bin:/usr/bin:/bin:{SANDBOX_AGENT_BIN}",
         "HOME": "/root",
         "PTB_ROOT": "/opt/ptb",
         "PYTHONPATH": "/opt/ptb/lib",

@@ -42,6 +42,7 @@ from harbor.models.trial.paths import EnvironmentPaths
 
 from posttrainbench.envs import transfer
 from posttrainbench.envs.agent_cgroup import AgentCgroup
+from posttrainbench.envs.agent_clis import SANDBOX_AGENT_CLIS, AgentClisError, ensure_agent_clis
 from posttrainbench.envs.bwrap import (
     HOST_HELPER_ENV,
     Bind,
@@ -54,7 +55,12 @@ from posttrainbench.envs.bwrap import (
     sandbox_base_env,
 )
 from posttrainbench.envs.cache_admin import LayerHolds
-from posttrainbench.envs.env_cache import SANDBOX_PTB_ROOT, acquire_layers, resolve_sandbox_python
+from posttrainbench.envs.env_cache import (
+    SANDBOX_PTB_ROOT,
+    acquire_layers,
+    cache_root,
+    resolve_sandbox_python,
+)
 from posttrainbench.envs.instance_fs import InstanceFs
 from posttrainbench.envs.limits import CgroupLimits, detect_cgroup_mode, join_cgroups_prefix
 from posttrainbench.envs.service_secrets import deliver_secrets
@@ -68,13 +74,16 @@ _OUTPUT_GRACE_SEC = 1.0
 class LocalSandboxEnvironment(BaseEnvironment):
     """A bubblewrap sandbox on the local machine; no Docker, no image build."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, agent_clis: bool | str = False, **kwargs: Any) -> None:
+        # `--ek agent_clis=true` arrives as a string.
+        self._agent_clis = str(agent_clis).lower() in ("1", "true", "yes")
         self._init_proc: asyncio.subprocess.Process | None = None
         self._init_pid: int | None = None
         self._limits: CgroupLimits | None = None
         self._agent_cgroup: AgentCgroup | None = None
         self._network: UserNetwork | None = None
         self._holds: LayerHolds | None = None  # the cached layers this instance runs on
+        self._cli_holds: LayerHolds | None = None  # the agent CLIs' entry, when asked for
         super().__init__(*args, **kwargs)
         self._downloader = transfer.Downloader(self.logger)
         safe_id = "".join(c if c.isalnum() or c in "-._" else "_" for c in self.session_id)
@@ -176,6 +185,8 @@ class LocalSandboxEnvironment(BaseEnvironment):
             Bind(python.prefix, str(python.prefix), read_only=True),
             Bind(self._fs.ptb_merged, SANDBOX_PTB_ROOT, read_only=False),
         ]
+        if self._agent_clis:
+            binds.append(Bind(await self._hold_agent_clis(), SANDBOX_AGENT_CLIS, read_only=True))
         for mount in self._host_mounts:
             Path(mount["source"]).mkdir(parents=True, exist_ok=True)
             binds.append(
@@ -194,6 +205,22 @@ class LocalSandboxEnvironment(BaseEnvironment):
             raise RuntimeError(f"Sandbox did not start: {result.stderr}")
         # Before Harbor's healthcheck, which starts an agent task's service.
         await deliver_secrets(self)
+
+    async def _hold_agent_clis(self) -> Path:
+        """The agent CLIs' cache entry, installed first if missing, held until stop()."""
+        envs_dir = cache_root() / "envs"
+        for _ in range(3):
+            entry, installed = await asyncio.to_thread(
+                ensure_agent_clis, self.environment_dir, envs_dir
+            )
+            if installed:
+                self.logger.info("installed the agent CLIs into %s", entry)
+            self._cli_holds = LayerHolds([entry])
+            if await asyncio.to_thread(self._cli_holds.acquire):
+                return entry
+        raise AgentClisError(
+            f"the agent CLIs in {envs_dir} were pruned each time they were installed"
+        )
 
     async def _hide_other_users_processes(self) -> None:
         if self._init_pid is None:
@@ -280,6 +307,8 @@ class LocalSandboxEnvironment(BaseEnvironment):
         await asyncio.to_thread(self._fs.unmount_ptb)
         if self._holds is not None:  # from now on `ptb cache prune` may remove them
             self._holds.release()
+        if self._cli_holds is not None:
+            self._cli_holds.release()
         await asyncio.to_thread(_remove_secrets, self._fs)
         if delete:
             await asyncio.to_thread(self._fs.delete)

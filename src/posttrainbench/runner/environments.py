@@ -25,12 +25,14 @@ def harbor_environment(
     cpus: int | None = None,
     memory_mb: int | None = None,
     cache_volume: str | None = None,
+    agent_clis: bool = False,
 ) -> EnvironmentConfig:
     """The Harbor environment config for `name`, with optional resource overrides.
 
     Overrides let a task compiled for a 16-core, 128 GB cloud machine run on a smaller
     local machine without recompiling it. *cache_volume* (Modal, Daytona) is mounted
-    read-only at /ptb-cache.
+    read-only at /ptb-cache. *agent_clis* (local) installs the task's pinned agent CLIs
+    into the sandbox (posttrainbench.envs.agent_clis); images carry them already.
     """
     if name not in ENV_NAMES:
         raise RunError(f"unknown environment {name!r}; choose one of: {', '.join(ENV_NAMES)}")
@@ -38,7 +40,8 @@ def harbor_environment(
         raise RunError(f"a cache volume needs --env {' or '.join(CLOUD_ENVS)}, not {name}")
     overrides = {"override_cpus": cpus, "override_memory_mb": memory_mb}
     if name == "local":
-        return EnvironmentConfig(import_path=LOCAL_SANDBOX, **overrides)
+        local_kwargs = {"agent_clis": True} if agent_clis else {}
+        return EnvironmentConfig(import_path=LOCAL_SANDBOX, kwargs=local_kwargs, **overrides)
     if name == "docker":
         return EnvironmentConfig(import_path=DOCKER_TRIAL, **overrides)
     kwargs = {"cache_volume": cache_volume} if cache_volume else {}

@@ -33,6 +33,7 @@ from posttrainbench.runner.preflight import (
 from posttrainbench.runner.record import RunRecord, TrialRecord, run_status
 from posttrainbench.safe_fs import SafeDir
 from posttrainbench.tasks.compiler import compile_task
+from posttrainbench.tasks.gpu_image import agent_cli_version
 from posttrainbench.tasks.options import CompileOptions
 from posttrainbench.trial_outcome import classify
 
@@ -88,7 +89,6 @@ def agent_config(
     # config.json only as ${VAR} templates or masked.
     from posttrainbench.agents.agent_config import build_agent_config
     from posttrainbench.credentials.resolve import spec_for
-    from posttrainbench.tasks.gpu_image import agent_cli_version
 
     if key_vars is None:  # the variables the credential overlay gives, else the agent's usual ones
         key_vars = list(env or {}) or (
@@ -165,7 +165,11 @@ def job_config(
             )
         ],
         environment=harbor_environment(
-            request.env, cpus=cpus, memory_mb=memory_mb, cache_volume=request.cache_volume
+            request.env,
+            cpus=cpus,
+            memory_mb=memory_mb,
+            cache_volume=request.cache_volume,
+            agent_clis=agent_cli_version(request.agent) is not None,
         ),
         tasks=[TaskConfig(path=task_dir)],
     )

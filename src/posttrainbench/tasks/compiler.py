@@ -157,6 +157,7 @@ def _context(
         "memory_mb": options.memory_gb * 1024,
         "storage_mb": options.storage_gb * 1024,
         "gpu_image": gpu_image,
+        "agent_cli_pins": gpu_image or load_gpu_image_pins(),
         "model_from": options.model_from,
         "default_base_image": options.base_image
         or (gpu_image.base_image if gpu_image else DEFAULT_CPU_BASE_IMAGE),
