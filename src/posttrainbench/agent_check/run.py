@@ -84,9 +84,12 @@ async def run_check(
     runs_dir: Path = Path("ptb-runs"),
     limit: int = 5,
     hours: float = 0.5,
+    reprompt_min_minutes: float | None = None,
     quiet: bool = True,
 ) -> CheckReport:
-    """Run ``agent``'s real CLI in a trial of the demo task against the scripted model."""
+    """Run ``agent``'s real CLI in a trial of the demo task against the scripted model
+    (``hours``: the agent's time limit; ``reprompt_min_minutes``: wrap it in the
+    re-prompting agent, as ``ptb run --reprompt-min-minutes`` does)."""
     if agent not in CHECKABLE_AGENTS:
         raise AgentCheckError(
             f"cannot check agent {agent!r}; choose one of: {', '.join(CHECKABLE_AGENTS)}"
@@ -121,6 +124,7 @@ async def run_check(
         quiet=quiet,
         command="agents check",
         auth=AuthMode.API_KEY,
+        reprompt_min_minutes=reprompt_min_minutes,
     )
     with (
         server,

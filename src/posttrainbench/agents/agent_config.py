@@ -13,6 +13,7 @@ from typing import Any
 from harbor.models.trial.config import AgentConfig
 
 from posttrainbench.agents.opencode_glm import opencode_agent_kwargs
+from posttrainbench.agents.preinstalled import IMPORT_PATHS as PREINSTALLED
 from posttrainbench.agents.reprompt import inner_agent_class
 from posttrainbench.agents.reprompt_policy import DEFAULT_MAX_REPROMPTS, RepromptSettings
 
@@ -49,6 +50,11 @@ def build_agent_config(
             env=env or {},
             kwargs={**settings.model_dump(exclude_none=True), **kwargs},
         )
-    if ":" in agent:
-        return AgentConfig(import_path=agent, model_name=agent_model, env=env or {}, kwargs=kwargs)
+    if ":" in agent or agent in PREINSTALLED:
+        return AgentConfig(
+            import_path=PREINSTALLED.get(agent, agent),
+            model_name=agent_model,
+            env=env or {},
+            kwargs=kwargs,
+        )
     return AgentConfig(name=agent, model_name=agent_model, env=env or {}, kwargs=kwargs)

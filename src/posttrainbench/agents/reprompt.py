@@ -36,6 +36,7 @@ from harbor.models.trial.config import AgentConfig
 from harbor.models.trial.result import AgentInfo
 from pydantic import ValidationError
 
+from posttrainbench.agents.preinstalled import IMPORT_PATHS as PREINSTALLED
 from posttrainbench.agents.reprompt_policy import (
     RepromptSettings,
     RoundRecord,
@@ -87,6 +88,10 @@ def inner_agent_class(inner: str) -> type[BaseAgent]:
 
 def _build_inner(inner: str, logs_dir: Path, model_name: str | None, **kwargs: Any) -> BaseAgent:
     inner_agent_class(inner)  # refuses the wrapper and unknown names with one clear error
+    if inner in PREINSTALLED:
+        return AgentFactory.create_agent_from_import_path(
+            PREINSTALLED[inner], logs_dir=logs_dir, model_name=model_name, **kwargs
+        )
     if inner in AgentName.values():
         return AgentFactory.create_agent_from_name(
             AgentName(inner), logs_dir=logs_dir, model_name=model_name, **kwargs

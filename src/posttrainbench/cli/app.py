@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -96,6 +97,9 @@ def _usage_message(exc: Exception) -> str:
 
 def main() -> None:
     """Console entry point."""
+    # Harbor prices agents' tokens with LiteLLM, which otherwise tries to download its
+    # price list (seconds of retries offline); the list it ships is used instead.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
         # Without standalone mode, click returns a command's typer.Exit code instead of exiting.
         code = app(standalone_mode=False, prog_name="ptb")

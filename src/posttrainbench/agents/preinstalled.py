@@ -1,0 +1,29 @@
+"""Harbor installed agents that use a CLI already in the environment, when it is there.
+
+Harbor 0.26's Claude Code, Codex and OpenCode agents skip their download when the pinned
+CLI is already installed; its Gemini CLI agent always installs Node.js through nvm and the
+CLI from the registry, which a sandbox without the internet cannot do. This subclass checks
+first, like the others, and installs only when the CLI is missing.
+"""
+
+from __future__ import annotations
+
+from harbor.agents.installed.gemini_cli import GeminiCli
+from harbor.environments.base import BaseEnvironment
+
+
+class PreinstalledGeminiCli(GeminiCli):
+    """Gemini CLI that uses the environment's own `gemini` at the pinned version."""
+
+    async def install(self, environment: BaseEnvironment) -> None:
+        """Skip the nvm + npm install when the pinned version is already on PATH."""
+        if await self.is_requested_version_installed(environment):
+            self.logger.debug("Gemini CLI is already available at the requested version")
+            return
+        await super().install(environment)
+
+
+IMPORT_PATHS: dict[str, str] = {
+    "gemini-cli": "posttrainbench.agents.preinstalled:PreinstalledGeminiCli",
+}
+"""Harbor agent name -> the class run in its place (same name, traces and settings)."""
