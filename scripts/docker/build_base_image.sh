@@ -12,7 +12,12 @@
 #          build's `python3 -m venv --system-site-packages` + `pip install -r` is a no-op.
 #          A second layer adds what agent tasks need (src/posttrainbench/optimize): git
 #          (apt) and the evaluation service's requirements (fastapi, uvicorn, ...), so an
-#          agent task's image also builds without reaching the package index.
+#          agent task's image also builds without reaching the package index. A third
+#          adds the agent CLIs (Claude Code, Codex, Gemini CLI, OpenCode) at the versions
+#          pinned in src/posttrainbench/tasks/data/gpu_image.json with their lock file,
+#          on the pinned Node.js (the npm registry's `node` package), under
+#          /opt/agent-clis (on PATH): Harbor's installed agents find them there and skip
+#          their own download.
 #
 # Idempotent: skips when NAME exists and carries the label of the same requirements
 # (sha256 of the requirement files), unless --force. Prints the elapsed time.
@@ -51,7 +56,14 @@ judge="$eval_dir/requirements-judge.txt"     # LLM-judged benchmarks' verifier n
 service="$repo/src/posttrainbench/optimize/templates/environment/requirements.txt"
 [ -f "$reqs" ] || die "missing $reqs"
 [ -f "$service" ] || die "missing $service"
-req_sha=$( { cat "$reqs"; [ -f "$nodeps" ] && cat "$nodeps"; [ -f "$judge" ] && cat "$judge"; cat "$service"; cat "$0"; } \
+# The agent CLIs: the task template's lock file and install step, and the pins' package.json.
+clis="$repo/src/posttrainbench/tasks/templates/environment/agent_clis"
+[ -x "$repo/.venv/bin/python" ] || die "run scripts/setup.sh first (the pins are read with the package)"
+clis_package=$("$repo/.venv/bin/python" -m posttrainbench.tasks.gpu_image package-json) \
+    || die "could not read the agent CLI pins"
+node_version=$("$repo/.venv/bin/python" -m posttrainbench.tasks.gpu_image node) || die "could not read the Node.js pin"
+req_sha=$( { cat "$reqs"; [ -f "$nodeps" ] && cat "$nodeps"; [ -f "$judge" ] && cat "$judge"; cat "$service"; cat "$0";
+             cat "$clis/package-lock.json" "$clis/install.sh"; echo "$clis_package $node_version"; } \
     | sha256sum | cut -c1-16)
 
 if [ "$force" = 0 ] && docker image inspect "$image" >/dev/null 2>&1; then
@@ -108,6 +120,9 @@ ln "$wheel" "$ctx/wheels/" 2>/dev/null || cp "$wheel" "$ctx/wheels/"
 if [ -f "$nodeps" ]; then cp "$nodeps" "$ctx/requirements-nodeps.txt"; else : > "$ctx/requirements-nodeps.txt"; fi
 echo "torch==$torch_version" > "$ctx/constraints.txt"
 cp "$service" "$ctx/requirements-service.txt"
+mkdir -p "$ctx/agent-clis"
+cp "$clis/package-lock.json" "$clis/install.sh" "$ctx/agent-clis/"
+echo "$clis_package" > "$ctx/agent-clis/package.json"
 # The build reaches the package index through this host's network, which may intercept
 # TLS with its own CA: trust the host's bundle during the build only (not in the image).
 host_ca=${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt}
@@ -136,6 +151,19 @@ RUN export DEBIAN_FRONTEND=noninteractive PIP_CERT=/tmp/ptb-agent/host-ca.crt PI
     && python3 -m pip install --quiet -c /tmp/ptb-agent/installed.txt -r /tmp/ptb-agent/requirements-service.txt \\
     && git --version && setpriv --version && python3 -c "import fastapi, uvicorn, yaml" \\
     && rm -rf /tmp/ptb-agent /root/.cache
+# The agent CLIs: Debian's npm installs the pinned Node.js (the registry's `node` package;
+# Debian's own is too old for Gemini CLI), then the CLIs from the lock file (their native
+# parts from their platform packages; no download script runs).
+COPY agent-clis/ /opt/agent-clis/
+COPY host-ca.crt /tmp/ptb-clis/
+RUN export DEBIAN_FRONTEND=noninteractive npm_config_cafile=/tmp/ptb-clis/host-ca.crt \\
+    && apt-get update -qq && apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null \\
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb \\
+    && npm install -g --no-fund --no-audit --loglevel=error node@$node_version \\
+    && hash -r && test "\$(node --version)" = "v$node_version" \\
+    && bash /opt/agent-clis/install.sh \\
+    && chmod -R a+rX /opt/agent-clis && rm -rf /tmp/ptb-clis /root/.npm
+ENV PATH=\$PATH:/opt/agent-clis/node_modules/.bin
 LABEL ptb.requirements-sha=$req_sha ptb.torch=$torch_version+cpu
 CMD ["bash"]
 DOCKERFILE

@@ -92,7 +92,7 @@ class ScriptedModelServer:
     def url(self) -> str:
         """``http://HOST:PORT``, the base URL without an API path."""
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def start(self) -> ScriptedModelServer:
         """Serve in a background thread."""

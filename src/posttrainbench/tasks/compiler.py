@@ -30,7 +30,11 @@ from posttrainbench.integrity.contamination.tokens import cl100k_file
 from posttrainbench.integrity.judges.limits import LIMITS_FILE_NAME
 from posttrainbench.schemas import TaskSpec
 from posttrainbench.staged_output import staged_output
-from posttrainbench.tasks.gpu_image import gpu_requirements, load_gpu_image_pins
+from posttrainbench.tasks.gpu_image import (
+    agent_clis_package_json,
+    gpu_requirements,
+    load_gpu_image_pins,
+)
 from posttrainbench.tasks.layers import (
     JUDGE_BUILD,
     JUDGE_REQUIREMENTS,
@@ -157,7 +161,7 @@ def _context(
         "memory_mb": options.memory_gb * 1024,
         "storage_mb": options.storage_gb * 1024,
         "gpu_image": gpu_image,
-        "agent_cli_pins": gpu_image or load_gpu_image_pins(),
+        "agent_clis_package_json": agent_clis_package_json(gpu_image),
         "model_from": options.model_from,
         "default_base_image": options.base_image
         or (gpu_image.base_image if gpu_image else DEFAULT_CPU_BASE_IMAGE),

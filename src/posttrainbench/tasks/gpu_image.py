@@ -13,6 +13,7 @@ what ``scripts/check_gpu_pins.sh`` checks against the package registries.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import sys
 from importlib import resources
@@ -182,6 +183,19 @@ def gpu_requirements(task_requirements: str, pins: GpuImagePins | None = None) -
     return "\n".join([*header, *pins.pip_requirements(), *kept]) + "\n"
 
 
+def agent_clis_package_json(pins: GpuImagePins | None = None) -> str:
+    """The ``package.json`` of the pinned agent CLIs (a task's ``agent_clis/``, the CPU base
+    image); ``agent_clis/package-lock.json`` beside it pins everything they depend on."""
+    pins = pins or load_gpu_image_pins()
+    package = {
+        "name": "ptb-agent-clis",
+        "private": True,
+        "description": "The agent CLIs at the versions pinned in posttrainbench/tasks/data/gpu_image.json",
+        "dependencies": pins.npm,
+    }
+    return json.dumps(package, indent=2) + "\n"
+
+
 def main(argv: list[str]) -> int:
     """Print one view of the pins, one item a line, for scripts/check_gpu_pins.sh."""
     pins = load_gpu_image_pins()
@@ -197,13 +211,18 @@ def main(argv: list[str]) -> int:
         print(f"pip=={pins.venv_pip_version}")
     elif what == "npm":
         print("\n".join(pins.npm_specs()))
+    elif what == "node":  # the CPU base image's Node.js
+        print(pins.node_version)
+    elif what == "package-json":  # the CPU base image's agent CLIs
+        print(agent_clis_package_json(pins), end="")
     elif what == "platforms":
         print("\n".join(pins.manylinux_platforms()))
     elif what == "python":
         print(pins.python_version)
     else:
         print(
-            "usage: python -m posttrainbench.tasks.gpu_image {requirements,pip,npm,platforms,python}",
+            "usage: python -m posttrainbench.tasks.gpu_image "
+            "{requirements,pip,npm,node,package-json,platforms,python}",
             file=sys.stderr,
         )
         return 2
