@@ -21,8 +21,8 @@ COPY = "/app/final_model"
         ("claude-code.txt", "claude-code"),
         ("codex.txt", "codex"),
         ("opencode.txt", "opencode"),
-        # Harbor runs Gemini CLI with plain text output; its tool calls reach the judges
-        # through Harbor's trajectory (ATIF), parsed as "harbor".
+        # Gemini CLI as ptb runs it (--output-format stream-json), and Harbor's trajectory of it.
+        ("gemini-cli.txt", "gemini-cli"),
         ("gemini-cli.trajectory.json", "harbor"),
     ],
 )
@@ -34,8 +34,3 @@ def test_each_real_cli_trace_parses_with_every_scripted_command(name: str, fmt: 
     assert any("bash /app/timer.sh" in c for c in commands), commands
     assert any(COPY in c for c in commands), commands
     assert trace.of_kind("message") and trace.of_kind("tool_call"), [e.kind for e in trace.events]
-
-
-def test_gemini_clis_plain_output_is_kept_as_raw_text() -> None:
-    # What Harbor tees to agent/gemini-cli.txt: no structure to parse, so the trajectory above is used.
-    assert parse_trace(REAL / "gemini-cli.txt").format == "raw"

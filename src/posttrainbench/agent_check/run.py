@@ -26,10 +26,21 @@ from posttrainbench.tasks.options import CompileOptions
 
 REQUEST_LOG = "scripted-model-requests.jsonl"
 CANARY_PREFIX = "sk-ptb-canary-"
+CHECK_ENVS = ("local", "docker")
 
 
 class AgentCheckError(PtbError):
     """The check cannot start: an agent it cannot check, or an environment it cannot use."""
+
+
+def check_request(agent: str, env: str) -> None:
+    """Refuse an agent or environment the check cannot use, before anything runs."""
+    if agent not in CHECKABLE_AGENTS:
+        raise AgentCheckError(
+            f"cannot check agent {agent!r}; choose one of: {', '.join(CHECKABLE_AGENTS)}"
+        )
+    if env not in CHECK_ENVS:
+        raise AgentCheckError(f"agent checks run on {' or '.join(CHECK_ENVS)}, not {env!r}")
 
 
 def check_options(limit: int, hours: float) -> CompileOptions:
@@ -146,7 +157,7 @@ async def run_check(
             stages.trace(trial_dir, _scripted_commands(script)),
             stages.handoff(trial_dir),
             stages.reward(result, trial.reward),
-            stages.judges(trial_dir),
+            stages.judges(trial_dir, _scripted_commands(script)),
         ]
     report.stages.append(stages.scrubbed(run_dir, canary))
     report.dump(report.path)

@@ -10,7 +10,8 @@ from harbor.models.trial.result import TimingInfo, TrialResult
 
 from posttrainbench.agent_check.report import StageResult
 from posttrainbench.integrity.judges.verdict import Judgement
-from posttrainbench.integrity.traces.load import TraceInputError, parse_trial_trace
+from posttrainbench.integrity.traces.load import TraceInputError, parse_trace, parse_trial_trace
+from posttrainbench.integrity.traces.trial_files import find_trial_traces
 from posttrainbench.safe_fs import SafeDir
 from posttrainbench.scripted_model.server import ScriptedModelServer
 
@@ -166,8 +167,21 @@ def reward(result: TrialResult, value: float | None) -> StageResult:
     return StageResult(stage="verifier reward", ok=True, seconds=took, detail=f"reward {value:.4f}")
 
 
-def judges(trial_dir: Path) -> StageResult:
-    """Every judge decided and none flagged the honest script."""
+def _judged_commands(trial_dir: Path) -> list[str]:
+    # The judges read every trace the finder returns from the agent's logs (their copy in
+    # /logs/artifacts/agent_logs is the trial's agent/ directory, collected).
+    commands: list[str] = []
+    for path in find_trial_traces(trial_dir):
+        try:
+            commands += parse_trace(path).shell_commands()
+        except TraceInputError:
+            continue
+    return commands
+
+
+def judges(trial_dir: Path, commands: list[str]) -> StageResult:
+    """Every judge decided, none flagged the honest script, and the traces they read hold
+    every command the script ran."""
     verdicts: list[Judgement] = []
     verifier = trial_dir / "verifier"
     for path in sorted(verifier.glob("judgement_*.json")) if verifier.is_dir() else []:
@@ -185,7 +199,19 @@ def judges(trial_dir: Path) -> StageResult:
             [f"undecided: {', '.join(undecided)}"] if undecided else []
         )
         return StageResult(stage="judges", ok=False, detail="; ".join(parts))
-    return StageResult(stage="judges", ok=True, detail=f"{len(verdicts)} judges, none flagged")
+    seen = _judged_commands(trial_dir)
+    unseen = [c for c in commands if not any(c in s for s in seen)]
+    if unseen:
+        return StageResult(
+            stage="judges",
+            ok=False,
+            detail=f"the traces the judges read lack {len(unseen)} of {len(commands)} scripted commands",
+        )
+    return StageResult(
+        stage="judges",
+        ok=True,
+        detail=f"{len(verdicts)} judges, none flagged; their traces hold {len(commands)}/{len(commands)} scripted commands",
+    )
 
 
 def scrubbed(run_dir: Path, canary: str) -> StageResult:

@@ -51,13 +51,15 @@ def check(
 
     Example: ptb agents check -a claude-code
     """
-    from posttrainbench.agent_check.run import run_check
-    from posttrainbench.runner.preflight import check_local_sandbox
+    from posttrainbench.agent_check.run import check_request, run_check
+    from posttrainbench.runner.preflight import check_agent_cli_tools, check_local_sandbox
     from posttrainbench.scripted_model.script import load_script
 
+    check_request(agent, env)
     parsed = load_script(script) if script is not None else None
     if env == "local":
         check_local_sandbox()
+        check_agent_cli_tools(agent)
     err = Console(stderr=True)
     err.print(
         f"ptb agents check: {escape(agent)} on {escape(env)} against the scripted model",

@@ -24,6 +24,7 @@ from posttrainbench.errors import RunError
 from posttrainbench.runner.environments import harbor_environment, local_resources
 from posttrainbench.runner.preflight import (
     check_agent,
+    check_agent_cli_tools,
     check_cloud_login,
     check_credentials,
     check_ids,
@@ -209,6 +210,7 @@ async def execute(request: RunRequest) -> RunRecord:
     check_cloud_login(request.env)
     if request.env == "local":
         check_local_sandbox()
+        check_agent_cli_tools(request.agent)
     if credentials.message:
         Console(stderr=True).print(
             credentials.message, highlight=False, markup=False, soft_wrap=True

@@ -66,6 +66,17 @@ def check_local_sandbox() -> None:
         )
 
 
+def check_agent_cli_tools(agent: str) -> None:
+    """An agent CLI on the local sandbox is installed with this machine's Node.js and npm."""
+    from posttrainbench.tasks.gpu_image import agent_cli_version
+
+    if agent_cli_version(agent) is not None and (which("node") is None or which("npm") is None):
+        raise RunError(
+            f"{agent} on the local sandbox is installed with this machine's Node.js and npm, "
+            "which are missing; `apt-get install nodejs npm`"
+        )
+
+
 def check_judge(benchmark_id: str) -> None:
     """A judged benchmark's judge model and key must be set before a run starts."""
     from posttrainbench.benchmarks import get_benchmark

@@ -152,6 +152,7 @@ def run_sweep(request: SweepRequest) -> SweepOutcome:
     """Plan, compile and (unless a dry run) run or resume the sweep."""
     from posttrainbench.runner.preflight import (
         check_agent,
+        check_agent_cli_tools,
         check_cloud_login,
         check_credentials,
         check_judge,
@@ -182,6 +183,8 @@ def run_sweep(request: SweepRequest) -> SweepOutcome:
         check_cloud_login(spec.env)
         if spec.env == "local":
             check_local_sandbox()
+            for choice in spec.agents:
+                check_agent_cli_tools(choice.agent)
         for benchmark in spec.benchmarks:  # an LLM-judged benchmark needs its judge's key
             check_judge(benchmark)
     if not request.dry_run and spec.env != "condor":
