@@ -320,7 +320,7 @@ def test_format_is_detected_from_content_not_name(tmp_path: Path, name: str, exp
 
 def test_is_known_format_agrees_with_detect_format() -> None:
     """The trace scan's early-stopping check answers as `detect_format(...) is not None`."""
-    samples = [path.read_text() for path in sorted(FIXTURES.iterdir())]
+    samples = [path.read_text() for path in sorted(FIXTURES.rglob("*")) if path.is_file()]
     doc = json.loads((FIXTURES / "trajectory.json").read_text())
     samples += [
         json.dumps(doc),

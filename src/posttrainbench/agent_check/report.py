@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
@@ -19,16 +19,8 @@ StageName = Literal[
     "judges",
     "secrets scrubbed",
 ]
-STAGES: tuple[StageName, ...] = (
-    "install",
-    "auth",
-    "agent run",
-    "trace parsed",
-    "final_model handed off",
-    "verifier reward",
-    "judges",
-    "secrets scrubbed",
-)
+STAGES: tuple[StageName, ...] = get_args(StageName)
+"""Every stage, in the order a check runs them."""
 
 
 class StageResult(BaseModel):

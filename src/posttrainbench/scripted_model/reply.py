@@ -92,25 +92,27 @@ class Conversation:
         """How many turns have been answered."""
         return self._next
 
-    def _take(self) -> Turn | None:
+    def _take(self) -> tuple[Turn, int] | None:
         with self._lock:
             if self._next >= len(self.script.turns):
                 return None
-            turn = self.script.turns[self._next]
             self._next += 1
-            return turn
+            return self.script.turns[self._next - 1], self._next
 
-    def answer(self, tools: list[ToolSpec], prompt_chars: int) -> Reply:
-        """The reply to one request that offered ``tools``."""
+    def answer(self, tools: list[ToolSpec], prompt_chars: int) -> tuple[Reply, int | None]:
+        """The reply to one request that offered ``tools``, and the turn it took (from 1;
+        None for a side request or once the script is used up)."""
         input_tokens = max(1, prompt_chars // 4)
         if not tools:  # a side request of the CLI: it takes no turn
-            return Reply(SIDE_ANSWER, input_tokens=input_tokens, output_tokens=1)
-        turn = self._take()
-        if turn is None:
+            return Reply(SIDE_ANSWER, input_tokens=input_tokens, output_tokens=1), None
+        taken = self._take()
+        if taken is None:
             closing = self.script.closing
-            return Reply(
+            reply = Reply(
                 closing, input_tokens=input_tokens, output_tokens=_estimate_tokens(closing)
             )
+            return reply, None
+        turn, number = taken
         calls: tuple[ToolCall, ...] = ()
         call_id = f"call_ptb_{next(self._ids):04d}"
         if turn.shell is not None:
@@ -119,9 +121,10 @@ class Conversation:
         elif turn.tool is not None:
             calls = (ToolCall(call_id, turn.tool, dict(turn.arguments)),)
         text = turn.text or ""
-        return Reply(
+        reply = Reply(
             text,
             calls,
             input_tokens=input_tokens,
             output_tokens=_estimate_tokens(text + str([c.arguments for c in calls])),
         )
+        return reply, number

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -25,12 +27,37 @@ from posttrainbench.scripted_model import (
     wire_openai_chat,
     wire_openai_responses,
 )
-from posttrainbench.scripted_model.reply import Conversation, Reply, UnanswerableTurn
+from posttrainbench.scripted_model.reply import Conversation, Reply, ToolSpec, UnanswerableTurn
 from posttrainbench.scripted_model.script import Script
 from posttrainbench.scripted_model.sse import Event
 
 MAX_BODY_BYTES = 64 * 2**20
 KEY_HEADERS = ("x-api-key", "x-goog-api-key", "authorization")
+
+
+@dataclass(frozen=True)
+class Wire:
+    """One API's wire format: its tools, its stream and its whole answer."""
+
+    id_prefix: str
+    tools: Callable[[dict[str, Any]], list[ToolSpec]]
+    events: Callable[[Reply, str, str], list[Event]]
+    whole: Callable[[Reply, str, str], dict[str, Any]]
+
+
+WIRES: dict[str, Wire] = {
+    "anthropic": Wire("msg", wire_anthropic.tools, wire_anthropic.events, wire_anthropic.message),
+    "openai-chat": Wire(
+        "chatcmpl", wire_openai_chat.tools, wire_openai_chat.events, wire_openai_chat.completion
+    ),
+    "openai-responses": Wire(
+        "resp",
+        wire_openai_responses.tools,
+        wire_openai_responses.events,
+        wire_openai_responses.response,
+    ),
+    "gemini": Wire("gem", wire_gemini.tools, wire_gemini.events, wire_gemini.content),
+}
 
 
 class RecordedRequest(BaseModel):
@@ -136,47 +163,17 @@ class ScriptedModelServer:
 
     def answer(self, api: str, body: dict[str, Any]) -> tuple[Reply, list[str], int | None]:
         """The reply to one request, the tools it offered, and the turn it took."""
-        tool_specs = {
-            "anthropic": wire_anthropic.tools,
-            "openai-chat": wire_openai_chat.tools,
-            "openai-responses": wire_openai_responses.tools,
-            "gemini": wire_gemini.tools,
-        }[api](body)
+        tool_specs = WIRES[api].tools(body)
         if api == "gemini" and wire_gemini.wants_json(body):
             return Reply(wire_gemini.JSON_SIDE_ANSWER, output_tokens=1), [], None
-        before = self.conversation.turns_used
-        reply = self.conversation.answer(tool_specs, _prompt_chars(body))
-        taken = self.conversation.turns_used if self.conversation.turns_used > before else None
+        reply, taken = self.conversation.answer(tool_specs, _prompt_chars(body))
         return reply, [t.name for t in tool_specs], taken
 
 
-def _render(server: ScriptedModelServer, api: str, path: str, reply: Reply, stream: bool) -> Any:
-    model = server.model
-    if api == "anthropic":
-        rid = server.next_id("msg")
-        return (
-            wire_anthropic.events(reply, model, rid)
-            if stream
-            else wire_anthropic.message(reply, model, rid)
-        )
-    if api == "openai-chat":
-        rid = server.next_id("chatcmpl")
-        return (
-            wire_openai_chat.events(reply, model, rid)
-            if stream
-            else wire_openai_chat.completion(reply, model, rid)
-        )
-    if api == "openai-responses":
-        rid = server.next_id("resp")
-        return (
-            wire_openai_responses.events(reply, model, rid)
-            if stream
-            else wire_openai_responses.response(reply, model, rid)
-        )
-    rid = server.next_id("gem")
-    return (
-        wire_gemini.events(reply, model, rid) if stream else wire_gemini.content(reply, model, rid)
-    )
+def _render(server: ScriptedModelServer, api: str, reply: Reply, stream: bool) -> Any:
+    wire = WIRES[api]
+    render = wire.events if stream else wire.whole
+    return render(reply, server.model, server.next_id(wire.id_prefix))
 
 
 def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
@@ -275,7 +272,7 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                     update={"tools": offered, "turn": turn, "calls": [c.name for c in reply.calls]}
                 )
             )
-            rendered = _render(server, api, parts.path, reply, stream)
+            rendered = _render(server, api, reply, stream)
             if stream:
                 self._send_stream(rendered)
             else:
