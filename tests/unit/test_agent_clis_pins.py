@@ -73,3 +73,28 @@ def test_a_task_without_cli_pins_is_one_clear_error(tmp_path: Path) -> None:
     env.mkdir(parents=True)
     with pytest.raises(AgentClisError, match="recompile it"):
         ensure_agent_clis(env, tmp_path / "envs")
+
+
+def test_a_run_installs_the_clis_before_its_job_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rich.console import Console
+
+    from posttrainbench.errors import RunError
+    from posttrainbench.runner.prebuild import prebuild_agent_clis
+
+    monkeypatch.setenv("PTB_CACHE_DIR", str(tmp_path / "cache"))
+    env = _task_env(tmp_path, FAKE_INSTALL)
+    console = Console(record=True, width=200)
+    first = prebuild_agent_clis(env.parent, console)
+    assert prebuild_agent_clis(env.parent, console) == first
+    said = console.export_text()
+    assert "installing the agent CLIs (first run only" in said
+    assert (
+        f"agent CLIs: installed ({first.name})" in said
+        and f"agent CLIs: cached ({first.name})" in said
+    )
+    broken = _task_env(tmp_path / "other", "echo 'npm error ENOTFOUND' >&2\nexit 1\n")
+    with pytest.raises(RunError, match="ENOTFOUND; install log: ") as info:
+        prebuild_agent_clis(broken.parent, console)
+    assert "\n" not in str(info.value)

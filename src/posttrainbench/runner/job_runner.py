@@ -247,9 +247,14 @@ async def execute(request: RunRequest) -> RunRecord:
     record.write(record_path)
     try:
         if request.env == "local":
-            from posttrainbench.runner.prebuild import prebuild_local_environment
+            from posttrainbench.runner.prebuild import (
+                prebuild_agent_clis,
+                prebuild_local_environment,
+            )
 
             prebuild_local_environment(task_dir, Console(stderr=request.quiet))
+            if agent_cli_version(request.agent) is not None:
+                prebuild_agent_clis(task_dir, Console(stderr=request.quiet))
         job = await Job.create(
             job_config(request, task_dir, jobs_dir, run_id, credentials.agent_env)
         )

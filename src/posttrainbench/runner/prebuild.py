@@ -74,3 +74,23 @@ def prebuild_local_environment(task_dir: Path, console: Console) -> list[Path]:
         f"({result['entries'][-1].parent})"
     )
     return result["entries"]
+
+
+def prebuild_agent_clis(task_dir: Path, console: Console) -> Path:
+    """Install (or reuse) the task's pinned agent CLIs in the cache before the Harbor job,
+    saying so: the first install downloads about 1.3 GB from the npm registry."""
+    from posttrainbench.envs.agent_clis import AgentClisError, agent_clis_key, ensure_agent_clis
+    from posttrainbench.envs.env_cache import cache_root
+
+    envs_dir = cache_root() / "envs"
+    try:
+        key = agent_clis_key(task_dir / "environment")
+        if not any(envs_dir.glob(f"agent_clis-{key}")):
+            console.print(
+                "installing the agent CLIs (first run only; about 1.3 GB from the npm registry)"
+            )
+        entry, installed = ensure_agent_clis(task_dir / "environment", envs_dir)
+    except AgentClisError as exc:
+        raise RunError(" ".join(str(exc).split())) from exc
+    console.print(f"agent CLIs: {'installed' if installed else 'cached'} ({entry.name})")
+    return entry

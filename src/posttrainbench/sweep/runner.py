@@ -44,6 +44,7 @@ from posttrainbench.sweep.plan import (
 from posttrainbench.sweep.runner_state import LOCK_FILE, write_runner_info
 from posttrainbench.sweep.spec import SweepError, SweepSpec
 from posttrainbench.sweep.trials import trials_to_retry
+from posttrainbench.tasks.gpu_image import agent_cli_version
 
 LOCK_TRIES = 10
 
@@ -253,10 +254,15 @@ def _run_job(config, sweep_dir: Path, spec: SweepSpec, credentials: dict) -> Non
     scrubber = Scrubber.for_run(os.environ, secrets)
     try:
         if spec.env == "local":
-            from posttrainbench.runner.prebuild import prebuild_local_environment
+            from posttrainbench.runner.prebuild import (
+                prebuild_agent_clis,
+                prebuild_local_environment,
+            )
 
             for task in config.tasks:
                 prebuild_local_environment(Path(task.path), Console(stderr=True))
+            if config.tasks and any(agent_cli_version(a.agent) is not None for a in spec.agents):
+                prebuild_agent_clis(Path(config.tasks[0].path), Console(stderr=True))
 
         async def go() -> None:
             job = await Job.create(config)
