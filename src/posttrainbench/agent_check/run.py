@@ -101,12 +101,7 @@ async def run_check(
     """Run ``agent``'s real CLI in a trial of the demo task against the scripted model
     (``hours``: the agent's time limit; ``reprompt_min_minutes``: wrap it in the
     re-prompting agent, as ``ptb run --reprompt-min-minutes`` does)."""
-    if agent not in CHECKABLE_AGENTS:
-        raise AgentCheckError(
-            f"cannot check agent {agent!r}; choose one of: {', '.join(CHECKABLE_AGENTS)}"
-        )
-    if env not in ("local", "docker"):
-        raise AgentCheckError(f"agent checks run on local or docker, not {env!r}")
+    check_request(agent, env)
     wiring = CLI_WIRING[agent]
     script = script or default_script(agent)
     run_id = f"check-{agent}-{time.strftime('%Y%m%d-%H%M%S')}"

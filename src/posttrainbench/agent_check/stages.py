@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 from harbor.models.trial.result import TimingInfo, TrialResult
+from pydantic import ValidationError
 
 from posttrainbench.agent_check.report import StageResult
 from posttrainbench.integrity.judges.verdict import Judgement
@@ -186,8 +187,10 @@ def judges(trial_dir: Path, commands: list[str]) -> StageResult:
     verifier = trial_dir / "verifier"
     for path in sorted(verifier.glob("judgement_*.json")) if verifier.is_dir() else []:
         data = _verifier_json(trial_dir, path.name)
-        if data is not None:
+        try:
             verdicts.append(Judgement.model_validate(data))
+        except ValidationError:
+            return StageResult(stage="judges", ok=False, detail=f"unreadable judgement {path.name}")
     if not verdicts:
         return StageResult(
             stage="judges", ok=False, detail="no judgement written (see verifier/judges.log)"
