@@ -39,13 +39,21 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cache=${PTB_DOCKER_CACHE:-/var/cache/ptb-docker}
 suite=bookworm
-mirror=${PTB_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# The Debian archive and security archive this machine's apt uses (deb822 `URIs:` or
+# one-line `deb` sources); PTB_DEBIAN_MIRROR and PTB_DEBIAN_SECURITY override them.
+host_apt_uris() {
+    { grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}'
+      grep -hs '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list | awk '{print $2}'; } || true
+}
+mirror=${PTB_DEBIAN_MIRROR:-$(host_apt_uris | grep -v -- '-security' | head -n1 || true)}
+security=${PTB_DEBIAN_SECURITY:-$(host_apt_uris | grep -- '-security' | head -n1 || true)}
 torch_version=2.13.0
 rootfs_image="${image%%:*}-rootfs:${image##*:}"
 start=$(date +%s)
 
 die() { echo "build_base_image: $*" >&2; exit 1; }
 docker info >/dev/null 2>&1 || die "no Docker engine; run scripts/docker/setup_engine.sh"
+[ -n "$mirror" ] || die "no Debian archive in this machine's apt sources; set PTB_DEBIAN_MIRROR"
 
 # The requirements baked in: the task payload's (the compiler copies the same files).
 eval_dir="$repo/src/posttrainbench/evaluation"
@@ -92,8 +100,8 @@ if [ "$force" = 1 ] || [ ! -s "$rootfs_tar" ]; then
     cat > "$dir/etc/apt/sources.list" <<SOURCES
 deb $mirror $suite main
 deb $mirror $suite-updates main
-deb http://deb.debian.org/debian-security $suite-security main
 SOURCES
+    if [ -n "$security" ]; then echo "deb $security $suite-security main" >> "$dir/etc/apt/sources.list"; fi
     rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/archives/*.deb
     tar -C "$dir" -cf "$rootfs_tar.tmp" . && mv "$rootfs_tar.tmp" "$rootfs_tar"
     rm -rf "$dir"
