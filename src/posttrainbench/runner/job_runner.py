@@ -34,7 +34,7 @@ from posttrainbench.runner.preflight import (
 from posttrainbench.runner.record import RunRecord, TrialRecord, run_status
 from posttrainbench.safe_fs import SafeDir
 from posttrainbench.tasks.compiler import compile_task
-from posttrainbench.tasks.gpu_image import agent_cli_version
+from posttrainbench.tasks.gpu_image import agent_cli_version, is_agent_cli
 from posttrainbench.tasks.options import CompileOptions
 from posttrainbench.trial_outcome import classify
 
@@ -170,7 +170,7 @@ def job_config(
             cpus=cpus,
             memory_mb=memory_mb,
             cache_volume=request.cache_volume,
-            agent_clis=agent_cli_version(request.agent) is not None,
+            agent_clis=is_agent_cli(request.agent),
         ),
         tasks=[TaskConfig(path=task_dir)],
     )
@@ -253,7 +253,7 @@ async def execute(request: RunRequest) -> RunRecord:
             )
 
             prebuild_local_environment(task_dir, Console(stderr=request.quiet))
-            if agent_cli_version(request.agent) is not None:
+            if is_agent_cli(request.agent):
                 prebuild_agent_clis(task_dir, Console(stderr=request.quiet))
         job = await Job.create(
             job_config(request, task_dir, jobs_dir, run_id, credentials.agent_env)

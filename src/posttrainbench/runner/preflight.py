@@ -68,9 +68,9 @@ def check_local_sandbox() -> None:
 
 def check_agent_cli_tools(agent: str) -> None:
     """An agent CLI on the local sandbox is installed with this machine's Node.js and npm."""
-    from posttrainbench.tasks.gpu_image import agent_cli_version
+    from posttrainbench.tasks.gpu_image import is_agent_cli
 
-    if agent_cli_version(agent) is not None and (which("node") is None or which("npm") is None):
+    if is_agent_cli(agent) and (which("node") is None or which("npm") is None):
         raise RunError(
             f"{agent} on the local sandbox is installed with this machine's Node.js and npm, "
             "which are missing; `apt-get install nodejs npm`"

@@ -22,7 +22,7 @@ from posttrainbench.runner.environments import harbor_environment, local_resourc
 from posttrainbench.runner.job_runner import LOCAL_ENVS, agent_config
 from posttrainbench.sweep.spec import SWEEP_FILE, SweepError, SweepSpec
 from posttrainbench.tasks.compiler import compile_task, task_name
-from posttrainbench.tasks.gpu_image import agent_cli_version
+from posttrainbench.tasks.gpu_image import is_agent_cli
 
 # Sweeps started before each job took its sweep's name; they keep it, so they resume.
 LEGACY_JOB_NAME = "sweep"
@@ -118,7 +118,7 @@ def job_config(
             cpus=cpus,
             memory_mb=memory_mb,
             cache_volume=spec.cache_volume,
-            agent_clis=any(agent_cli_version(a.agent) is not None for a in spec.agents),
+            agent_clis=any(is_agent_cli(a.agent) for a in spec.agents),
         ),
         tasks=[TaskConfig(path=path) for path in task_dirs],
     )

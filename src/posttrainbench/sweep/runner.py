@@ -44,7 +44,7 @@ from posttrainbench.sweep.plan import (
 from posttrainbench.sweep.runner_state import LOCK_FILE, write_runner_info
 from posttrainbench.sweep.spec import SweepError, SweepSpec
 from posttrainbench.sweep.trials import trials_to_retry
-from posttrainbench.tasks.gpu_image import agent_cli_version
+from posttrainbench.tasks.gpu_image import is_agent_cli
 
 LOCK_TRIES = 10
 
@@ -261,7 +261,7 @@ def _run_job(config, sweep_dir: Path, spec: SweepSpec, credentials: dict) -> Non
 
             for task in config.tasks:
                 prebuild_local_environment(Path(task.path), Console(stderr=True))
-            if config.tasks and any(agent_cli_version(a.agent) is not None for a in spec.agents):
+            if config.tasks and any(is_agent_cli(a.agent) for a in spec.agents):
                 prebuild_agent_clis(Path(config.tasks[0].path), Console(stderr=True))
 
         async def go() -> None:

@@ -154,6 +154,11 @@ def load_gpu_image_pins() -> GpuImagePins:
     return GpuImagePins.model_validate_json(source.read_text())
 
 
+def is_agent_cli(agent_name: str) -> bool:
+    """Whether a Harbor agent name runs one of the pinned agent CLIs (the tasks carry them)."""
+    return agent_cli_version(agent_name) is not None
+
+
 def agent_cli_version(agent_name: str) -> str | None:
     """The CLI version the GPU image ships for a Harbor agent name; None if it ships none."""
     pins = load_gpu_image_pins()
