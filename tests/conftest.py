@@ -42,6 +42,13 @@ def task_env_dir(tmp_path_factory: pytest.TempPathFactory, sandbox_cache: Path) 
     )
 
 
+@pytest.fixture(scope="session")
+def mode_b_task_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One layer cache for the compiled Mode B tasks of a run: their venv (Python >= 3.12,
+    Harbor and everything pinned, about a minute to install) is built once."""
+    return tmp_path_factory.mktemp("mode-b-cache")
+
+
 @pytest.fixture
 def make_env(tmp_path: Path, task_env_dir: Path) -> MakeEnv:
     """Factory for environment instances of one trial (``session`` picks the role)."""

@@ -198,7 +198,15 @@ def test_rebuild_replaces_the_task_atomically(tmp_path: Path) -> None:
     ]  # no staging left behind
 
 
-def test_a_mode_b_config_is_refused_with_one_line(tmp_path: Path) -> None:
+def test_a_mode_b_task_carries_harbor_its_tasks_and_the_nested_sandbox_needs(
+    tmp_path: Path,
+) -> None:
+    """Mode B compiles: pinned Harbor in the service's venv, the inner tasks of every named
+    split (hidden ones only in the root-only private copy), the whole package as the service's
+    code, the local sandbox told to allow nested sandboxes, Docker refused in one line."""
+    from importlib import metadata
+
+    from posttrainbench.envs.environment_needs import NEEDS_FILE_NAME, EnvironmentNeeds
     from tests.helpers import REPO, run_ptb
 
     result = run_ptb(
@@ -206,13 +214,42 @@ def test_a_mode_b_config_is_refused_with_one_line(tmp_path: Path) -> None:
         "build",
         str(REPO / "examples" / "agent-task-harbor" / "task.yaml"),
         "-o",
-        str(tmp_path / "out"),
+        str(tmp_path / "tasks"),
+        "--no-network",
     )
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert result.returncode == 2 and len(lines) == 1 and "only scoring mode A" in lines[0], (
-        result.stderr
+    assert result.returncode == 0, result.stderr
+    task = tmp_path / "tasks" / "harbor-echo"
+    requirements = (task / "environment" / "requirements.txt").read_text().splitlines()
+    assert f"harbor=={metadata.version('harbor')}" in requirements
+    pins = [line for line in requirements if line and not line.startswith("#")]
+    assert pins and all("==" in line for line in pins)  # every dependency pinned exactly
+    needs = EnvironmentNeeds.model_validate_json(
+        (task / "environment" / NEEDS_FILE_NAME).read_text()
     )
-    assert not (tmp_path / "out").exists()
+    assert needs.nested_sandboxes and needs.min_python == "3.12"
+    private = task / "environment" / "ptb" / "agent-task" / "private" / "data"
+    assert sorted(p.name for p in (private / "tasks").iterdir()) == [
+        "echo-alpha",
+        "echo-beta",
+        "echo-delta",
+        "echo-gamma",
+    ]
+    assert (private / "test.txt").is_file() and (private / "train.txt").is_file()
+    # The hidden split's tasks appear nowhere the agent can read.
+    visible = [p for p in task.rglob("*") if "private" not in p.parts and p.is_file()]
+    assert not any("echo-gamma" in p.as_posix() for p in visible)
+    assert not any("gamma" in p.read_text(errors="replace") for p in visible if p.suffix != ".py")
+    for lib in (task / "environment" / "ptb" / "lib", task / "tests" / "lib"):
+        assert (lib / "posttrainbench" / "envs" / "local_sandbox.py").is_file()
+    assert "local sandbox only" in (task / "environment" / "Dockerfile").read_text()
+    start = (task / "environment" / "ptb" / "start.sh").read_text()
+    assert 'chmod 0711 "$STATE"' in start and "PTB_CACHE_DIR=" in start
+    assert (task / "solution" / "overlay" / "agent.py").is_file()
+    # Built without a network: candidates get no sockets (only the agent and the service
+    # would answer), and the instruction says so.
+    private_config = yaml.safe_load((private.parent / "task.yaml").read_text())
+    assert private_config["scoring"]["candidate_network"] is False
+    assert "cannot open\nsockets" in (task / "instruction.md").read_text()
 
 
 def test_readme_build_command_compiles_the_example(tmp_path: Path) -> None:

@@ -51,9 +51,10 @@ def _task_dir(trial_dir: Path, task: Path | None) -> Path:
 def _cached_base_model(task_dir: Path) -> Path | None:
     """The base model the local sandbox built for this task, if it is in the cache."""
     try:
-        from posttrainbench.envs.env_cache import plan_layers, resolve_sandbox_python
+        from posttrainbench.envs.env_cache import plan_layers, resolve_task_python
 
-        layers = plan_layers(task_dir / "environment", resolve_sandbox_python())
+        environment_dir = task_dir / "environment"
+        layers = plan_layers(environment_dir, resolve_task_python(environment_dir))
     except Exception:  # no sandbox python here: the judge reports the missing base model
         return None
     for layer in reversed(layers):  # the topmost layer that has one, as in the sandbox's /opt/ptb

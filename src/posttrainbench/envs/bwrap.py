@@ -13,6 +13,18 @@ No user namespace is used (bwrap as root would otherwise map only uid 0, so othe
 users could not exist). Instead the sandbox drops dangerous capabilities: with
 CAP_SYS_ADMIN a sandboxed root could remount ``/`` read-write (checked here).
 
+Nested instances are the exception. Root inside an instance (a task's trusted process
+starting inner instances: an agent task that runs Harbor trials of candidate agents) has
+no CAP_SYS_ADMIN, and without it no namespace but a user namespace can be created. So a
+harness without CAP_SYS_ADMIN (:func:`has_cap_sys_admin`) starts the init in a new user
+namespace (``--unshare-user``) whose uid and gid maps it writes itself, before bwrap goes
+on (``--userns-block-fd``): root to root, every other id shifted out of the outer
+instance's users (:data:`NESTED_ID_MAP`; bwrap alone maps one id only, and the instance
+needs its unprivileged users too). Each ``nsenter``
+then joins that user namespace first, which is what permits it the other joins. Mounting
+a new ``/proc`` there also needs a fully visible proc mount in the outer instance
+(:data:`NESTED_PROC_MOUNT`), see :func:`build_nested_proc_argv`.
+
 Every process is started with an explicit environment (:data:`HOST_HELPER_ENV` for the
 helpers, ``env -i`` for commands): ``/proc/1/environ`` of a sandbox must never hold the
 harness's own environment and its API keys. Unprivileged users run with no_new_privs, so
@@ -77,12 +89,61 @@ class Bind:
 
 @dataclass
 class SandboxSpec:
-    """Everything needed to start an instance's init process."""
+    """Everything needed to start an instance's init process.
+
+    ``user_namespace``: start it in a new user namespace (a nested instance, see the
+    module docstring); its caller then writes the id maps (:func:`write_nested_id_maps`).
+    """
 
     rootfs: Path
     binds: list[Bind] = field(default_factory=list)
     hostname: str = "sandbox"
     proc_root: Path = Path("/proc")
+    user_namespace: bool = False
+
+
+_CAP_SYS_ADMIN_BIT = 21
+
+# Written to an instance's uid_map and gid_map when it has its own user namespace. Root is
+# root (the instance's files, made by the harness, stay root's), every other id is shifted
+# into a range no user of the outer instance has: were inner uid 1001 outer uid 1001 (the
+# outer agent's), the outer agent could signal (kill, stop, time) an inner trial's
+# processes of that uid, and inner uid 50001 would be a candidate's.
+# Writing such maps needs CAP_SETUID/CAP_SETGID in the parent namespace, which root inside
+# an instance keeps (KEPT_CAPABILITIES).
+NESTED_ID_SHIFT = 100000
+NESTED_ID_MAP = f"0 0 1\n1 {NESTED_ID_SHIFT + 1} 65535\n"
+
+# Where a nested_sandboxes instance gets its extra proc mount. Its parent dir is 0700 root:
+# the mount's own root dir would show 0555 over a 0700 mount point, so only the parent
+# keeps the agent's unprivileged user out.
+NESTED_PROC_PARENT = "/run/ptb-nested"
+NESTED_PROC_MOUNT = f"{NESTED_PROC_PARENT}/proc"
+# subset=pid: the mount has no /proc/sys (nor anything else but the pid dirs), so root
+# inside, which is uid 0 of the host, gains no writable sysctl (core_pattern) from it; the
+# kernel still counts it as a fully visible proc, which is all the inner bwrap needs.
+NESTED_PROC_OPTIONS = "nosuid,nodev,noexec,hidepid=invisible,gid=0,subset=pid"
+
+
+def has_cap_sys_admin(status_path: Path = Path("/proc/self/status")) -> bool:
+    """Whether this process holds CAP_SYS_ADMIN (its ``CapEff``); False inside an instance."""
+    for line in status_path.read_text().splitlines():
+        if line.startswith("CapEff:"):
+            return bool(int(line.split()[1], 16) >> _CAP_SYS_ADMIN_BIT & 1)
+    return False
+
+
+def write_nested_id_maps(pid: int, proc_root: Path = Path("/proc")) -> None:
+    """Write :data:`NESTED_ID_MAP` as the uid and gid maps of ``pid``'s (new, still unmapped)
+    user namespace."""
+    for name in ("uid_map", "gid_map"):
+        (proc_root / str(pid) / name).write_text(NESTED_ID_MAP)
+
+
+def tun_binds(dev_dir: Path = Path("/dev")) -> list[Bind]:
+    """``/dev/net/tun`` as a device bind when the host has it (slirp4netns of inner instances)."""
+    tun = dev_dir / "net" / "tun"
+    return [Bind(tun, "/dev/net/tun", read_only=False, device=True)] if tun.exists() else []
 
 
 def gpu_binds(dev_dir: Path = Path("/dev"), proc_root: Path = Path("/proc")) -> list[Bind]:
@@ -112,14 +173,26 @@ def _bind_args(bind: Bind) -> list[str]:
     return [flag, str(bind.source), bind.target]
 
 
-def build_init_argv(spec: SandboxSpec, info_fd: int = 3, bwrap: str = "bwrap") -> list[str]:
+def build_init_argv(
+    spec: SandboxSpec,
+    info_fd: int = 3,
+    bwrap: str = "bwrap",
+    userns_block_fd: int | None = None,
+) -> list[str]:
     """Return the argv of the instance's init: bwrap around ``sleep infinity``.
 
     The caller passes ``info_fd`` to the child; bwrap writes JSON with the init's host
-    pid (``child-pid``) there.
+    pid (``child-pid``) there. With ``spec.user_namespace`` bwrap then waits until
+    ``userns_block_fd`` (required then) is readable: the caller writes the id maps first.
     """
+    userns: list[str] = []
+    if spec.user_namespace:
+        if userns_block_fd is None:
+            raise ValueError("an init in its own user namespace needs userns_block_fd")
+        userns = ["--unshare-user", "--userns-block-fd", str(userns_block_fd)]
     argv = [
         bwrap,
+        *userns,
         "--unshare-pid",
         "--unshare-ipc",
         "--unshare-uts",
@@ -169,13 +242,16 @@ def build_exec_argv(
     gid: int = 0,
     network_namespace: bool = True,
     extra_groups: Iterable[int] = (),
+    user_namespace: bool = False,
 ) -> list[str]:
     """Return the argv that runs ``bash -c command`` inside a running instance.
 
-    ``nsenter`` joins the init's namespaces and root; ``setpriv`` drops capabilities
-    and switches user; ``env -i -C`` replaces the host environment and sets the cwd.
+    ``nsenter`` joins the init's namespaces and root (its user namespace too, when
+    ``user_namespace``); ``setpriv`` drops capabilities and switches user; ``env -i -C``
+    replaces the host environment and sets the cwd.
     """
-    namespaces = ["--mount", "--pid", "--ipc", "--uts"]
+    namespaces = ["--user"] if user_namespace else []
+    namespaces += ["--mount", "--pid", "--ipc", "--uts"]
     if network_namespace:
         namespaces.append("--net")
     argv = ["nsenter", "--target", str(init_pid), *namespaces, "--root", "--wd", "--"]
@@ -196,26 +272,51 @@ def build_exec_argv(
 
 # Only root (gid 0) sees every process: an unprivileged user sees its own, so the agent
 # cannot read a candidate's or the service's /proc entries (cmdline, environ, counters).
-PROC_HIDEPID_OPTIONS = "hidepid=invisible,gid=0"
+# The remount names bwrap's flags again: without them it would drop nosuid, nodev, noexec.
+PROC_HIDEPID_OPTIONS = "nosuid,nodev,noexec,hidepid=invisible,gid=0"
 
 
-def build_hidepid_argv(init_pid: int) -> list[str]:
+def _nsenter_prefix(init_pid: int, namespaces: list[str], user_namespace: bool) -> list[str]:
+    # Without CAP_SYS_ADMIN (a nested harness) only the owner's user namespace grants the
+    # other joins; nsenter retries those after it has joined it.
+    joins = ["--user", *namespaces] if user_namespace else namespaces
+    return ["nsenter", "--target", str(init_pid), *joins, "--root", "--"]
+
+
+def build_hidepid_argv(init_pid: int, user_namespace: bool = False) -> list[str]:
     """Return the argv that remounts the instance's ``/proc`` with :data:`PROC_HIDEPID_OPTIONS`.
 
     bwrap's ``--proc`` takes no mount options, and the sandbox's root lacks CAP_SYS_ADMIN,
     so the host (with its full capabilities) remounts it in the instance's mount namespace.
     """
     return [
-        "nsenter",
-        "--target",
-        str(init_pid),
-        "--mount",
-        "--root",
-        "--",
+        *_nsenter_prefix(init_pid, ["--mount"], user_namespace),
         "mount",
         "-o",
         f"remount,{PROC_HIDEPID_OPTIONS}",
         "/proc",
+    ]
+
+
+def build_nested_proc_argv(init_pid: int, user_namespace: bool = False) -> list[str]:
+    """Return the argv that mounts a second proc at :data:`NESTED_PROC_MOUNT` in an instance.
+
+    Inside an instance no new proc can be mounted (bwrap's ``--proc`` of an inner
+    instance): the kernel allows a proc mount in a user namespace only where a proc
+    mount with no locked mount over any of its entries is already visible, and the
+    instance's ``/proc`` has the read-only and /dev/null ones. This one has none. It joins
+    the instance's pid namespace, so it shows the instance's processes (hidepid, as
+    ``/proc``). The caller makes its 0700 parent dir first.
+    """
+    return [
+        *_nsenter_prefix(init_pid, ["--mount", "--pid"], user_namespace),
+        "mount",
+        "-t",
+        "proc",
+        "-o",
+        NESTED_PROC_OPTIONS,
+        "proc",
+        NESTED_PROC_MOUNT,
     ]
 
 

@@ -20,11 +20,13 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from posttrainbench.envs.cache_admin import LayerHolds, prune_to_cap
+from posttrainbench.envs.environment_needs import load_environment_needs
 from posttrainbench.envs.layer_build import (  # noqa: F401  (the cache's errors and paths, for its callers)
     BUILD_LOG_NAME,
     SANDBOX_PTB_ROOT,
@@ -58,30 +60,61 @@ def cache_root() -> Path:
     return Path.home() / ".cache" / "posttrainbench"
 
 
-def _candidate_pythons() -> list[str]:
+def _candidate_pythons(min_version: tuple[int, int] | None = None) -> list[str]:
     explicit = os.environ.get("PTB_SANDBOX_PYTHON")
-    if explicit:
-        return [explicit]
-    candidates: list[str] = []
-    if shutil.which("python3.11"):
-        candidates.append("python3.11")
-    candidates.extend(sorted(glob.glob("/root/.pyenv/versions/3.11*/bin/python3.11")))
-    candidates.append("python3")
-    return candidates
+    if min_version is None:
+        if explicit:
+            return [explicit]
+        candidates: list[str] = []
+        if shutil.which("python3.11"):
+            candidates.append("python3.11")
+        candidates.extend(sorted(glob.glob("/root/.pyenv/versions/3.11*/bin/python3.11")))
+        candidates.append("python3")
+        return candidates
+    # A task that needs a newer Python (an agent task that runs Harbor inside) takes the
+    # lowest that qualifies: the explicit one, one on PATH, a pyenv install, and last the
+    # harness's own base interpreter (Harbor needs >= 3.12, so it qualifies for 3.12).
+    major, minor = min_version
+    candidates = [explicit] if explicit else []
+    candidates += [
+        f"python{major}.{m}" for m in range(minor, 20) if shutil.which(f"python{major}.{m}")
+    ]
+    pyenv = {
+        path: version
+        for path in glob.glob(f"/root/.pyenv/versions/{major}.*/bin/python{major}.*[0-9]")
+        if (version := _version_in_path(path)) is not None and version >= min_version
+    }
+    candidates += sorted(pyenv, key=lambda path: pyenv[path])
+    candidates.append(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))
+    return list(dict.fromkeys(candidates))
 
 
-def resolve_sandbox_python() -> SandboxPython:
+def _version_in_path(path: str) -> tuple[int, int] | None:
+    """``(3, 12)`` for ``.../bin/python3.12`` (pyenv candidates are chosen by it)."""
+    name = os.path.basename(path).removeprefix("python")
+    parts = name.split(".")
+    if len(parts) != 2 or not all(part.isdigit() for part in parts):
+        return None
+    return int(parts[0]), int(parts[1])
+
+
+def resolve_sandbox_python(min_version: tuple[int, int] | None = None) -> SandboxPython:
     """Find the sandbox interpreter (``PTB_SANDBOX_PYTHON``, else python3.11, else python3).
 
     The interpreter is asked for its real executable and prefix, so a pyenv shim on PATH
-    resolves to the actual install that must be visible inside the sandbox.
+    resolves to the actual install that must be visible inside the sandbox. With
+    ``min_version`` (a task's ``min_python``), only an interpreter at least that new is
+    taken: ``PTB_SANDBOX_PYTHON`` if it is, else ``python3.N`` on PATH, else a pyenv
+    install, else the harness's own base interpreter; none raises
+    :class:`EnvironmentBuildError`.
     """
     probe = (
         "import json,sys,os;print(json.dumps({'exe':os.path.realpath(sys.executable),"
-        "'prefix':os.path.realpath(sys.base_prefix),'version':sys.version}))"
+        "'prefix':os.path.realpath(sys.base_prefix),'version':sys.version,"
+        "'info':list(sys.version_info[:2])}))"
     )
     errors: list[str] = []
-    for candidate in _candidate_pythons():
+    for candidate in _candidate_pythons(min_version):
         try:
             out = subprocess.run(
                 [candidate, "-c", probe],
@@ -94,14 +127,31 @@ def resolve_sandbox_python() -> SandboxPython:
             errors.append(f"{candidate}: {exc}")
             continue
         info = json.loads(out.strip().splitlines()[-1])
+        if min_version is not None and tuple(info["info"]) < min_version:
+            errors.append(f"{candidate}: Python {info['info'][0]}.{info['info'][1]}")
+            continue
         return SandboxPython(
             executable=Path(info["exe"]),
             prefix=Path(info["prefix"]),
             version=info["version"],
         )
+    if min_version is not None:
+        wanted = f"{min_version[0]}.{min_version[1]}"
+        raise EnvironmentBuildError(
+            f"The task needs a sandbox Python >= {wanted} and none was found (set "
+            f"PTB_SANDBOX_PYTHON to one): " + "; ".join(errors)
+        )
     raise EnvironmentBuildError(
         "No usable sandbox Python found (set PTB_SANDBOX_PYTHON): " + "; ".join(errors)
     )
+
+
+def resolve_task_python(environment_dir: Path) -> SandboxPython:
+    """:func:`resolve_sandbox_python` for a task: at least the ``min_python`` its
+    ``ptb-environment.json`` asks for. Whoever plans or builds a task's layers outside the
+    sandbox (a prebuild) uses this, so its keys are the ones the sandbox will look up."""
+    needs = load_environment_needs(environment_dir)
+    return resolve_sandbox_python(needs.min_python_version)
 
 
 def _hash_path(digest: hashlib._Hash, path: Path, rel: str) -> None:

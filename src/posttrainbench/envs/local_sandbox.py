@@ -18,6 +18,12 @@ Nothing of the host is reachable from inside:
 Every command run as an unprivileged user lives in the instance's agent cgroup
 (:mod:`posttrainbench.envs.agent_cgroup`); when Harbor cancels such a command (the
 agent's deadline), everything in that cgroup is killed at once.
+
+Instances nest: a task whose ``environment/ptb-environment.json`` declares
+``nested_sandboxes`` (:mod:`posttrainbench.envs.environment_needs`) gets what its root
+needs to start instances of its own (an extra proc mount, ``/dev/net/tun``), and a
+harness running there, without CAP_SYS_ADMIN, starts its instances in a user namespace
+(see :mod:`posttrainbench.envs.bwrap`).
 """
 
 from __future__ import annotations
@@ -45,14 +51,20 @@ from posttrainbench.envs.agent_cgroup import AgentCgroup
 from posttrainbench.envs.agent_clis import SANDBOX_AGENT_CLIS, AgentClisError, ensure_agent_clis
 from posttrainbench.envs.bwrap import (
     HOST_HELPER_ENV,
+    NESTED_PROC_MOUNT,
+    NESTED_PROC_PARENT,
     Bind,
     SandboxSpec,
     build_exec_argv,
     build_hidepid_argv,
     build_init_argv,
+    build_nested_proc_argv,
     gpu_binds,
+    has_cap_sys_admin,
     lookup_user,
     sandbox_base_env,
+    tun_binds,
+    write_nested_id_maps,
 )
 from posttrainbench.envs.cache_admin import LayerHolds
 from posttrainbench.envs.env_cache import (
@@ -61,6 +73,7 @@ from posttrainbench.envs.env_cache import (
     cache_root,
     resolve_sandbox_python,
 )
+from posttrainbench.envs.environment_needs import NEEDS_FILE_NAME, load_environment_needs
 from posttrainbench.envs.instance_fs import InstanceFs
 from posttrainbench.envs.limits import CgroupLimits, detect_cgroup_mode, join_cgroups_prefix
 from posttrainbench.envs.service_secrets import deliver_secrets
@@ -84,6 +97,8 @@ class LocalSandboxEnvironment(BaseEnvironment):
         self._network: UserNetwork | None = None
         self._holds: LayerHolds | None = None  # the cached layers this instance runs on
         self._cli_holds: LayerHolds | None = None  # the agent CLIs' entry, when asked for
+        # A harness inside an instance (no CAP_SYS_ADMIN) starts its own in a user namespace.
+        self._user_namespace = not has_cap_sys_admin()
         super().__init__(*args, **kwargs)
         self._downloader = transfer.Downloader(self.logger)
         safe_id = "".join(c if c.isalnum() or c in "-._" else "_" for c in self.session_id)
@@ -130,7 +145,7 @@ class LocalSandboxEnvironment(BaseEnvironment):
                 "bubblewrap (`bwrap`) is not installed; `apt-get install bubblewrap`."
             )
         if not self._network_disabled:
-            check_available()
+            check_available(nested=not has_cap_sys_admin())
         for mount in self._mounts:
             if mount.get("type", "bind") != "bind":
                 raise ValueError(
@@ -146,7 +161,8 @@ class LocalSandboxEnvironment(BaseEnvironment):
         ``force_build`` is ignored: cache entries are content-addressed and shared by
         running trials, so they are never rebuilt in place.
         """
-        python = await asyncio.to_thread(resolve_sandbox_python)
+        needs = await asyncio.to_thread(load_environment_needs, self.environment_dir)
+        python = await asyncio.to_thread(resolve_sandbox_python, needs.min_python_version)
         if self._holds is not None:  # started again: the earlier start's holds
             self._holds.release()
         layers, built, self._holds = await asyncio.to_thread(
@@ -194,12 +210,19 @@ class LocalSandboxEnvironment(BaseEnvironment):
             )
         if self._effective_gpus > 0:
             binds += gpu_binds()
-        spec = SandboxSpec(rootfs=self._fs.rootfs, binds=binds)
+        if needs.nested_sandboxes:
+            # For the slirp4netns of inner instances with network. Harmless here: without
+            # CAP_NET_ADMIN over this instance's network, root here cannot make a device.
+            binds += tun_binds()
+            await asyncio.to_thread(_make_nested_proc_dir, self._fs.rootfs)
+        spec = SandboxSpec(rootfs=self._fs.rootfs, binds=binds, user_namespace=self._user_namespace)
         await self._start_init(spec)
         await self._hide_other_users_processes()
+        if needs.nested_sandboxes:
+            await self._mount_nested_proc()
         if not self._network_disabled and self._init_pid is not None:
             self._network = UserNetwork(self._fs.instance_dir / "slirp4netns.log", self.logger)
-            await self._network.start(self._init_pid)
+            await self._network.start(self._init_pid, self._user_namespace)
         result = await self.exec("true", timeout_sec=30, user="root")
         if result.return_code != 0:
             raise RuntimeError(f"Sandbox did not start: {result.stderr}")
@@ -225,22 +248,26 @@ class LocalSandboxEnvironment(BaseEnvironment):
     async def _hide_other_users_processes(self) -> None:
         if self._init_pid is None:
             return
-        proc = await asyncio.create_subprocess_exec(
-            *build_hidepid_argv(self._init_pid),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            env=HOST_HELPER_ENV,
+        await _run_helper(
+            build_hidepid_argv(self._init_pid, self._user_namespace),
+            "could not hide other users' processes in the sandbox",
         )
-        output, _ = await asyncio.wait_for(proc.communicate(), 30)
-        if proc.returncode != 0:
-            raise RuntimeError(
-                f"could not hide other users' processes in the sandbox: {output.decode().strip()}"
-            )
+
+    async def _mount_nested_proc(self) -> None:
+        """The proc mount that lets root inside start instances of its own (bwrap's --proc)."""
+        if self._init_pid is None:
+            return
+        await _run_helper(
+            build_nested_proc_argv(self._init_pid, self._user_namespace),
+            f"the task declares nested_sandboxes, but {NESTED_PROC_MOUNT} could not be mounted",
+        )
+        self.logger.debug("nested sandboxes: proc mounted at %s", NESTED_PROC_MOUNT)
 
     async def _start_init(self, spec: SandboxSpec) -> None:
         read_fd, write_fd = os.pipe()
-        argv = build_init_argv(spec, info_fd=write_fd)
+        # In a user namespace bwrap waits on this pipe until we have written the id maps.
+        block_read, block_write = os.pipe() if spec.user_namespace else (None, None)
+        argv = build_init_argv(spec, info_fd=write_fd, userns_block_fd=block_read)
         prefix = self._limits.argv_prefix() if self._limits else []
         log = (self._fs.instance_dir / "init.log").open("ab")
         try:
@@ -250,29 +277,56 @@ class LocalSandboxEnvironment(BaseEnvironment):
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
-                pass_fds=(write_fd,),
+                pass_fds=(write_fd,) if block_read is None else (write_fd, block_read),
                 env=HOST_HELPER_ENV,
                 start_new_session=True,
             )
         finally:
             os.close(write_fd)
+            if block_read is not None:
+                os.close(block_read)
             log.close()
         try:
             info = await asyncio.wait_for(asyncio.to_thread(_read_info, read_fd), 60)
         finally:
             os.close(read_fd)
+        if info is not None and block_write is not None:
+            try:
+                write_nested_id_maps(int(info["child-pid"]))
+                os.write(block_write, b"1")
+            except OSError as exc:
+                _kill(self._init_proc.pid)
+                raise RuntimeError(
+                    f"could not map the ids of the sandbox's user namespace: {exc}"
+                ) from exc
+            finally:
+                os.close(block_write)
+        elif block_write is not None:
+            os.close(block_write)
         if info is None:
             await self._init_proc.wait()
-            log_text = (self._fs.instance_dir / "init.log").read_text(errors="replace")
-            raise RuntimeError(f"bwrap failed to start the sandbox: {log_text.strip()}")
+            raise RuntimeError(self._init_failure(spec))
         self._init_pid = int(info["child-pid"])
         # bwrap reports the pid before it has finished mounting; the sandbox is ready
         # once its init has forked the command (`sleep infinity`).
         deadline = time.monotonic() + 30
         while not _has_sleep_child(self._init_pid):
-            if self._init_proc.returncode is not None or time.monotonic() > deadline:
+            if self._init_proc.returncode is not None:
+                raise RuntimeError(self._init_failure(spec))
+            if time.monotonic() > deadline:
                 raise RuntimeError(f"bwrap sandbox init {self._init_pid} did not come up")
             await asyncio.sleep(0.01)
+
+    def _init_failure(self, spec: SandboxSpec) -> str:
+        """Why the init exited, from its log (bwrap's own error line)."""
+        log_text = (self._fs.instance_dir / "init.log").read_text(errors="replace").strip()
+        if spec.user_namespace and "mount proc" in log_text:
+            # The one way a nested start fails that its task can fix.
+            log_text += (
+                " (inside a sandbox instance: the outer task must declare nested_sandboxes "
+                f"in environment/{NEEDS_FILE_NAME})"
+            )
+        return f"bwrap failed to start the sandbox: {log_text}"
 
     async def stop(self, delete: bool) -> None:
         """Kill every process of the instance; delete its writable dirs if ``delete``.
@@ -348,6 +402,7 @@ class LocalSandboxEnvironment(BaseEnvironment):
             uid=uid,
             gid=gid,
             network_namespace=True,
+            user_namespace=self._user_namespace,
         )
         # An unprivileged user's command, and all it starts, lives in the agent cgroup.
         agent_group = self._agent_cgroup.dir if uid != 0 and self._agent_cgroup else None
@@ -446,6 +501,34 @@ async def _pump(
         sink.append(data)
         if callback is not None:
             await callback(data.decode(errors="replace"), name)
+
+
+async def _run_helper(argv: list[str], failure: str) -> None:
+    """Run a host helper (nsenter ...) with the helper environment; raise ``failure: output``."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=HOST_HELPER_ENV,
+    )
+    output, _ = await asyncio.wait_for(proc.communicate(), 30)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{failure}: {output.decode().strip()}")
+
+
+def _make_nested_proc_dir(rootfs: Path) -> None:
+    """Make the extra proc mount's point below a 0700 root-owned dir, before the init starts.
+
+    The fresh root holds nothing the agent made yet, so no link is followed here.
+    """
+    parent = rootfs / NESTED_PROC_PARENT.lstrip("/")
+    if parent.parent.is_symlink():  # a workspace or mount target could only make a dir
+        raise RuntimeError(f"{parent.parent} is a link; cannot mount the nested proc below it")
+    parent.parent.mkdir(mode=0o755, exist_ok=True)
+    parent.mkdir(mode=0o700)
+    os.chmod(parent, 0o700)
+    (rootfs / NESTED_PROC_MOUNT.lstrip("/")).mkdir(mode=0o555)
 
 
 def _remove_secrets(fs: InstanceFs) -> None:

@@ -22,6 +22,7 @@ from posttrainbench.envs.bwrap import HOST_HELPER_ENV
 SLIRP4NETNS = "slirp4netns"
 # slirp4netns's built-in DNS forwarder, inside the sandbox's network.
 SANDBOX_NAMESERVER = "10.0.2.3"
+TUN_DEVICE = Path("/dev/net/tun")
 _READY_TIMEOUT_SEC = 20
 
 
@@ -29,13 +30,49 @@ class UserNetworkError(RuntimeError):
     """slirp4netns is missing or did not come up."""
 
 
-def check_available() -> None:
-    """Raise with the install command when slirp4netns is not on PATH."""
+def check_available(nested: bool = False) -> None:
+    """Raise with the install command when slirp4netns is not on PATH.
+
+    ``nested``: this harness runs inside an instance, where slirp4netns needs the
+    ``/dev/net/tun`` that only a ``nested_sandboxes`` instance is given.
+    """
     if shutil.which(SLIRP4NETNS) is None:
         raise UserNetworkError(
             "slirp4netns is not installed: sandboxes with network access need it "
             "(`apt-get install slirp4netns`, or scripts/setup.sh)"
         )
+    if nested and not TUN_DEVICE.exists():
+        raise UserNetworkError(
+            f"a sandbox nested in another has network access only through {TUN_DEVICE}, "
+            "which this one lacks: the outer task must declare nested_sandboxes "
+            "(environment/ptb-environment.json), or the inner one must run without network"
+        )
+
+
+def build_slirp_argv(
+    netns_pid: int, ready_fd: int, exit_fd: int, user_namespace: bool = False
+) -> list[str]:
+    """The slirp4netns command line for the network namespace of ``netns_pid``.
+
+    ``user_namespace`` (a harness without CAP_SYS_ADMIN, inside an instance): slirp4netns
+    runs in the instance's user namespace (``nsenter --user``), while its sockets stay in
+    this harness's network. As root it never joins that namespace itself, and the mount
+    namespace of its own sandbox (``--enable-sandbox``) can only be made there.
+    """
+    prefix = ["nsenter", "--target", str(netns_pid), "--user", "--"] if user_namespace else []
+    return [
+        *prefix,
+        SLIRP4NETNS,
+        "--configure",
+        "--mtu=65520",
+        "--disable-host-loopback",
+        "--enable-sandbox",
+        "--enable-seccomp",
+        f"--ready-fd={ready_fd}",
+        f"--exit-fd={exit_fd}",
+        str(netns_pid),
+        "tap0",
+    ]
 
 
 class UserNetwork:
@@ -47,23 +84,16 @@ class UserNetwork:
         self._proc: asyncio.subprocess.Process | None = None
         self._exit_write: int | None = None
 
-    async def start(self, netns_pid: int) -> None:
-        """Attach to the network namespace of ``netns_pid`` and wait until tap0 is configured."""
-        check_available()
+    async def start(self, netns_pid: int, user_namespace: bool = False) -> None:
+        """Attach to the network namespace of ``netns_pid`` and wait until tap0 is configured.
+
+        ``user_namespace``: that namespace belongs to the instance's own user namespace (a
+        nested instance); slirp4netns then runs in it, see :func:`build_slirp_argv`.
+        """
+        check_available(nested=user_namespace)
         ready_read, ready_write = os.pipe()
         exit_read, exit_write = os.pipe()
-        argv = [
-            SLIRP4NETNS,
-            "--configure",
-            "--mtu=65520",
-            "--disable-host-loopback",
-            "--enable-sandbox",
-            "--enable-seccomp",
-            f"--ready-fd={ready_write}",
-            f"--exit-fd={exit_read}",
-            str(netns_pid),
-            "tap0",
-        ]
+        argv = build_slirp_argv(netns_pid, ready_write, exit_read, user_namespace)
         log = self.log_path.open("ab")
         try:
             self._proc = await asyncio.create_subprocess_exec(

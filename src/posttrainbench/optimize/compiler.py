@@ -51,11 +51,15 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import BaseModel, ConfigDict, Field
 
 import posttrainbench
+from posttrainbench.envs.environment_needs import NEEDS_FILE_NAME, EnvironmentNeeds
 from posttrainbench.envs.service_secrets import DELIVERING_PLUGINS, write_manifest
 from posttrainbench.errors import PtbError
-from posttrainbench.optimize.config import AgentTaskConfig, Tier, load_config
-from posttrainbench.optimize.dataset import load_split, named_splits, split_path
+from posttrainbench.optimize.config import AgentTaskConfig, ScoringModeB, Tier, load_config
+from posttrainbench.optimize.dataset import named_splits, split_path
+from posttrainbench.optimize.requirement_pins import pinned_closure
+from posttrainbench.optimize.scoring import check_scoring_dataset
 from posttrainbench.optimize.task_layout import LAYOUT
+from posttrainbench.optimize.task_set import copy_task_splits
 from posttrainbench.secrets_file import SECRETS_PATH
 from posttrainbench.staged_output import staged_output
 from posttrainbench.template_tree import render_tree
@@ -77,6 +81,12 @@ PAYLOAD_MODULES = (
     "integrity/judges/verdict.py",
 )
 PAYLOAD_EXCLUDE = ("__pycache__", "*.pyc", "templates", "compiler.py")
+# The service's requirements. Mode A: its own four. Mode B also runs Harbor jobs (and the
+# local sandbox plugin, which renders templates with jinja2) inside the task, so its venv is
+# made from Python >= 3.12 with this machine's Harbor and all it needs, pinned exactly.
+SERVICE_REQUIREMENTS = ("fastapi>=0.110", "uvicorn>=0.29", "pydantic>=2.6", "pyyaml>=6.0")
+NESTED_HARBOR_ROOTS = ["harbor", "fastapi", "uvicorn", "pydantic", "pyyaml", "jinja2"]
+NESTED_MIN_PYTHON = "3.12"
 DEFAULT_BASE_IMAGE = "posttrainbench/cpu-base:bookworm"
 RUN_OVERHEAD_S = 30  # unpacking a candidate and reaping its uid, beyond the run's own timeout
 _GIT_TIMEOUT_S = 120
@@ -204,9 +214,19 @@ def _split_rows(config: AgentTaskConfig, sizes: dict[str, int]) -> list[dict[str
     return rows
 
 
+def _requirements(config: AgentTaskConfig) -> list[str]:
+    if isinstance(config.scoring, ScoringModeB):
+        return pinned_closure(NESTED_HARBOR_ROOTS)
+    return list(SERVICE_REQUIREMENTS)
+
+
 def _context(config: AgentTaskConfig, options: BuildOptions, sizes: dict[str, int]) -> dict:
     evaluable = config.evaluable_splits()
     return {
+        "nested": isinstance(config.scoring, ScoringModeB),
+        "candidate_network": isinstance(config.scoring, ScoringModeB)
+        and candidate_network(config, options.network_mode),
+        "requirements": _requirements(config),
         "config": config,
         "options": options,
         "version": posttrainbench.__version__,
@@ -233,10 +253,14 @@ def verifier_timeout_sec(config: AgentTaskConfig) -> int:
     )
 
 
-def _copy_payload(lib: Path) -> None:
-    """The service's code into ``lib/posttrainbench/`` (no host-only modules)."""
+def _copy_payload(lib: Path, whole: bool) -> None:
+    """The service's code into ``lib/posttrainbench/`` (no host-only modules); *whole*: the
+    whole package (Mode B's nested jobs load the environment plugins and what they import)."""
     root = Path(str(resources.files(posttrainbench)))
     dest = lib / "posttrainbench"
+    if whole:
+        shutil.copytree(root, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        return
     dest.mkdir(parents=True)
     for name in PAYLOAD_MODULES:
         (dest / name).parent.mkdir(parents=True, exist_ok=True)
@@ -246,15 +270,33 @@ def _copy_payload(lib: Path) -> None:
     )
 
 
-def _write_private(config: AgentTaskConfig, baseline_tar: bytes, private: Path) -> None:
+def candidate_network(config: AgentTaskConfig, network_mode: str) -> bool:
+    """Mode B: whether candidates may open sockets in the compiled task. Unset in the config:
+    only where the task has a network. Without one, the only endpoints a candidate's socket
+    could reach are the agent's own listeners and the service: a channel out of
+    aggregate-only runs, and nothing a candidate needs."""
+    assert isinstance(config.scoring, ScoringModeB)
+    if config.scoring.candidate_network is not None:
+        return config.scoring.candidate_network
+    return network_mode != "no-network"
+
+
+def _write_private(
+    config: AgentTaskConfig, baseline_tar: bytes, private: Path, network_mode: str
+) -> None:
     """The service's config (paths inside the image), every named split and the baseline."""
     data = private / "data"
     data.mkdir(parents=True)
-    for split in named_splits(config):
-        shutil.copyfile(split_path(config.dataset, split), split_path(data, split))
+    if isinstance(config.scoring, ScoringModeB):
+        copy_task_splits(config.dataset, data, named_splits(config))
+    else:
+        for split in named_splits(config):
+            shutil.copyfile(split_path(config.dataset, split), split_path(data, split))
     _extract(baseline_tar, private / "baseline")
     dumped = config.model_dump(mode="json", exclude_defaults=False)
     dumped.update(baseline="baseline", dataset="data")
+    if isinstance(config.scoring, ScoringModeB):
+        dumped["scoring"]["candidate_network"] = candidate_network(config, network_mode)
     (private / "task.yaml").write_text(
         "# Written by `ptb agent-task build`; paths are relative to this file.\n"
         + yaml.safe_dump(dumped, sort_keys=False),
@@ -285,23 +327,24 @@ def build_agent_task(
     options = options or BuildOptions()
     config_path = Path(config_path)
     config = load_config(config_path)
-    if config.scoring.mode != "A":
-        # A nested Harbor run inside the task's container needs Harbor and a sandbox
-        # there; until the image has them, Mode B scores in a service run on a host.
-        raise PtbError(
-            "only scoring mode A tasks can be compiled yet; mode B runs in the evaluation service "
-            "(python -m posttrainbench.optimize.serve) on a machine with Harbor"
-        )
+    nested = isinstance(config.scoring, ScoringModeB)
     check_secrets(config, os.environ if environ is None else environ)
+    sizes = check_scoring_dataset(config)
     baseline_tar = archive_baseline(config.baseline)
-    sizes = {split: len(load_split(config.dataset, split)) for split in named_splits(config)}
     with staged_output(Path(out_dir), config.name) as staging:
         env, root = _templates()
         render_tree(env, root, _context(config, options, sizes), staging)
         _extract(baseline_tar, staging / "environment" / "workspace")
-        _write_private(config, baseline_tar, staging / PRIVATE_DIR)
-        _copy_payload(staging / "environment" / "ptb" / "lib")
-        _copy_payload(staging / "tests" / "lib")
+        _write_private(config, baseline_tar, staging / PRIVATE_DIR, options.network_mode)
+        _copy_payload(staging / "environment" / "ptb" / "lib", nested)
+        _copy_payload(staging / "tests" / "lib", nested)
         _copy_solution_overlay(config_path.resolve().parent, staging / "solution" / "overlay")
         write_manifest(staging / "environment", config.secrets)
+        if nested:
+            # The local sandbox reads this: a Python that runs Harbor, and room for the
+            # nested jobs' own sandboxes.
+            needs = EnvironmentNeeds(nested_sandboxes=True, min_python=NESTED_MIN_PYTHON)
+            (staging / "environment" / NEEDS_FILE_NAME).write_text(
+                needs.model_dump_json(indent=2) + "\n", encoding="utf-8"
+            )
     return Path(out_dir) / config.name

@@ -225,6 +225,18 @@ class ScoringModeB(_Strict):
         default_factory=list,
         description="non-secret variables passed to the candidate's agent host",
     )
+    candidate_network: bool | None = Field(
+        default=None,
+        description="whether the candidate's agent host may open sockets (model APIs); false: "
+        "none, like Mode A's candidates. None: `ptb agent-task build` decides (off in a task "
+        "built without a network, where a socket could only reach the agent or the service); "
+        "a service started by hand treats it as on",
+    )
+
+    @property
+    def network(self) -> bool:
+        """Whether the candidate may open sockets (unset: yes)."""
+        return self.candidate_network is not False
 
 
 ScoringMode = Annotated[ScoringModeA | ScoringModeB, Field(discriminator="mode")]

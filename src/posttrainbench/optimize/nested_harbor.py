@@ -85,6 +85,7 @@ def candidate_spec(
         python=scoring.agent_python or sys.executable,
         path=scoring.path,
         pass_env=list(scoring.pass_env),
+        network=scoring.network,
     )
 
 

@@ -34,6 +34,7 @@ from harbor.models.agent.context import AgentContext
 from harbor.models.trial.result import AgentInfo
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from posttrainbench.optimize import environment_sweep
 from posttrainbench.optimize.agent_pipe import (
     MAX_LINE,
     Call,
@@ -98,6 +99,7 @@ class CandidateSpec(BaseModel):
     pass_env: list[str] = Field(
         default_factory=list, description="names of non-secret variables passed on"
     )
+    network: bool = Field(default=True, description="the agent host may open sockets")
 
     def issue_identity(self) -> Identity:
         """A fresh identity for one agent host."""
@@ -138,7 +140,7 @@ def check_agent_host(scoring: ScoringModeB, limits: CandidateLimits, pool: Ident
         cwd=Path("/"),
         writable=[],
         limits=limits,
-        network=True,
+        network=scoring.network,
     )
     try:
         result = subprocess.run(
@@ -175,6 +177,7 @@ class CandidateProxyAgent(BaseAgent):
         self.spec = CandidateSpec.model_validate(candidate)
         self._session: HostSession | None = None
         self._hello: Hello | None = None
+        self._spared: list[str] | None = None  # the environment's own processes
 
     @staticmethod
     def name() -> str:
@@ -190,21 +193,38 @@ class CandidateProxyAgent(BaseAgent):
         return self._hello.agent_info
 
     async def setup(self, environment: BaseEnvironment) -> None:
-        """Start the agent host and run the candidate's ``setup``."""
-        await self._ensure_session()
-        await self._phase(Start(type="start", phase="setup"), environment, None)
+        """Record the environment's own processes, start the agent host and run the
+        candidate's ``setup`` (after a failure, whatever it started is stopped)."""
+        if self._spared is None:
+            self._spared = await environment_sweep.snapshot(environment)
+        try:
+            await self._ensure_session()
+            await self._phase(Start(type="start", phase="setup"), environment, None)
+        except BaseException:
+            await self._stop_all(environment)
+            raise
 
     async def run(
         self, instruction: str, environment: BaseEnvironment, context: AgentContext
     ) -> None:
-        """Run the candidate's ``run``; the host is stopped afterwards, whatever happens."""
+        """Run the candidate's ``run``; then the host and everything the candidate started in
+        the environment are stopped, whatever happens, before the task's verifier runs."""
+        if self._spared is None:
+            self._spared = await environment_sweep.snapshot(environment)
         try:
             await self._ensure_session()
             await self._phase(
                 Start(type="start", phase="run", instruction=instruction), environment, context
             )
         finally:
+            await self._stop_all(environment)
+
+    async def _stop_all(self, environment: BaseEnvironment) -> None:
+        try:
             await self.close()
+        finally:
+            report = await environment_sweep.sweep(environment, self._spared or [])
+            self.logger.debug("candidate's processes in the environment: %s", report)
 
     async def close(self, graceful: bool = True) -> None:
         """Stop the agent host (its whole process group) and copy its logs into the trial."""
@@ -212,6 +232,7 @@ class CandidateProxyAgent(BaseAgent):
         if session is not None:
             await session.stop(graceful)
             session.copy_logs_to(Path(self.logs_dir))
+            session.discard()
 
     async def _ensure_session(self) -> None:
         if self._session is None:
@@ -318,7 +339,7 @@ class HostSession:
                 cwd=session_dir / "home",
                 writable=[session_dir / "home", session_dir / "logs"],
                 limits=spec.limits,
-                network=True,
+                network=spec.network,
             )
             proc = await asyncio.create_subprocess_exec(
                 *argv,
@@ -440,6 +461,12 @@ class HostSession:
         # Whatever it started, however it daemonized: gone before its logs are read.
         await asyncio.to_thread(reap, self.identity)
         self.writer.close()
+
+    def discard(self) -> None:
+        """Delete the trial's private dirs once their logs are copied: nothing of the candidate's
+        uid may outlive its trial (the audit's sweep looks), and its uid is reaped by now, so
+        nothing can race the removal (``rmtree`` never follows links)."""
+        shutil.rmtree(self.session_dir, ignore_errors=True)
 
     def copy_logs_to(self, dest: Path) -> None:
         """Copy the host's private logs (and its output, as ``candidate-host.log``) into *dest*."""

@@ -30,6 +30,11 @@ class TaskLayout(BaseModel):
         return f"{self.service_root}/state"
 
     @property
+    def nested_cache(self) -> str:
+        """Mode B: the layer cache of the nested jobs' local sandboxes (root's)."""
+        return f"{self.service_root}/nested-cache"
+
+    @property
     def config(self) -> str:
         """The task's private config."""
         return f"{self.private}/task.yaml"

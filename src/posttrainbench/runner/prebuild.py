@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from posttrainbench.envs.env_cache import Layer, ensure_layers, plan_layers, resolve_sandbox_python
+from posttrainbench.envs.env_cache import Layer, ensure_layers, plan_layers, resolve_task_python
 from posttrainbench.errors import RunError
 
 
@@ -28,7 +28,7 @@ def prebuild_local_environment(task_dir: Path, console: Console) -> list[Path]:
     """Build (or reuse) the cached layers of `task_dir`'s environment; return their entries."""
     environment_dir = task_dir / "environment"
     try:
-        python = resolve_sandbox_python()
+        python = resolve_task_python(environment_dir)
         layers = plan_layers(environment_dir, python)
     except RuntimeError as exc:  # no sandbox Python (a bad layer manifest is a PtbError already)
         raise RunError(str(exc)) from exc
