@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the host needs, idempotently: bubblewrap and slirp4netns (the
-# network of a sandbox, without the host's loopback) for the local sandbox, uv, and the
-# locked Python environment in .venv. Safe to run again.
+# network of a sandbox, without the host's loopback) for the local sandbox, gdb (a test's
+# attack), uv, and the locked Python environment in .venv. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +11,8 @@ need_apt=()
 command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
 command -v slirp4netns >/dev/null 2>&1 || need_apt+=(slirp4netns)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
+# The Mode B security test's hostile candidate attacks with a debugger.
+command -v gdb >/dev/null 2>&1 || need_apt+=(gdb)
 if [ ${#need_apt[@]} -gt 0 ]; then
     log "installing ${need_apt[*]} (apt-get)"
     if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi

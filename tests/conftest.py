@@ -42,6 +42,20 @@ def task_env_dir(tmp_path_factory: pytest.TempPathFactory, sandbox_cache: Path) 
     )
 
 
+@pytest.fixture(scope="module")
+def nested_env_dir(task_env_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shared task environment (same layer, so no rebuild) declaring nested_sandboxes."""
+    import shutil
+
+    from posttrainbench.envs.environment_needs import NEEDS_FILE_NAME, EnvironmentNeeds
+
+    root = tmp_path_factory.mktemp("nested-task")
+    shutil.copytree(task_env_dir.parent, root, dirs_exist_ok=True)
+    env_dir = root / task_env_dir.name
+    EnvironmentNeeds(nested_sandboxes=True).dump(env_dir / NEEDS_FILE_NAME)
+    return env_dir
+
+
 @pytest.fixture(scope="session")
 def mode_b_task_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One layer cache for the compiled Mode B tasks of a run: their venv (Python >= 3.12,

@@ -37,16 +37,6 @@ INNER_STEPS: list[tuple[str | int, str]] = [
 ]
 
 
-@pytest.fixture(scope="module")
-def nested_env_dir(task_env_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The shared task environment (same layer, so no rebuild) declaring nested_sandboxes."""
-    root = tmp_path_factory.mktemp("nested-task")
-    shutil.copytree(task_env_dir.parent, root, dirs_exist_ok=True)
-    env_dir = root / task_env_dir.name
-    EnvironmentNeeds(nested_sandboxes=True).dump(env_dir / NEEDS_FILE_NAME)
-    return env_dir
-
-
 def _run_nested(
     make_env: MakeEnv, env_dir: Path, outer: NetworkMode, inner: str, steps: list
 ) -> list[dict]:

@@ -21,14 +21,11 @@ Checked here, with real bwrap:
 from __future__ import annotations
 
 import shlex
-import shutil
 from pathlib import Path
 
-import pytest
 from harbor.models.task.config import NetworkMode
 
 from posttrainbench.envs.bwrap import NESTED_ID_SHIFT, NESTED_PROC_MOUNT, NESTED_PROC_PARENT
-from posttrainbench.envs.environment_needs import NEEDS_FILE_NAME, EnvironmentNeeds
 from tests.nested_support import harness_mounts, inner_command, parse_result
 from tests.sandbox_support import MakeEnv, requires_bwrap, run
 
@@ -40,16 +37,6 @@ BWRAP_PROC = (
     "--symlink usr/bin /bin --proc /proc --dev /dev -- sh -c 'ls /proc/1 > /dev/null && echo inner-ok'"
 )
 OUTER_SECRET = "/srv/outer-secret"
-
-
-@pytest.fixture(scope="module")
-def nested_env_dir(task_env_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The shared task environment (same layer, so no rebuild) declaring nested_sandboxes."""
-    root = tmp_path_factory.mktemp("nested-task")
-    shutil.copytree(task_env_dir.parent, root, dirs_exist_ok=True)
-    env_dir = root / task_env_dir.name
-    EnvironmentNeeds(nested_sandboxes=True).dump(env_dir / NEEDS_FILE_NAME)
-    return env_dir
 
 
 def test_no_proc_mount_inside_an_instance_unless_declared(

@@ -112,7 +112,7 @@ def test_a_failed_environment_build_names_its_log_and_shows_none_of_it(
             f"Build log: {kept}"
         )
 
-    monkeypatch.setattr(prebuild, "resolve_sandbox_python", lambda: "python")
+    monkeypatch.setattr(prebuild, "resolve_task_python", lambda d: "python")
     monkeypatch.setattr(prebuild, "plan_layers", lambda d, p: [_Layer(_Spec("venv"), log)])
     monkeypatch.setattr(prebuild, "ensure_layers", fail)
     out = io.StringIO()

@@ -201,3 +201,39 @@ def test_task_python_follows_the_needs_file(tmp_path: Path) -> None:
     EnvironmentNeeds(min_python="3.99").dump(tmp_path / NEEDS_FILE_NAME)
     with pytest.raises(EnvironmentBuildError, match=r">= 3\.99"):
         resolve_task_python(tmp_path)
+
+
+def test_the_ptrace_guard_refuses_ptrace_and_memory_access_and_keeps_the_rest() -> None:
+    """What a nested instance's commands run under (envs.ptrace_guard): an attach to another
+    process, and reading its memory, fail with EPERM; everything else works."""
+    import subprocess
+    import sys
+
+    from posttrainbench.envs.ptrace_guard import guarded_argv
+
+    # The target is the probe's own child: an attach that works is undone at once.
+    probe = (
+        "import ctypes, os, subprocess\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "child = subprocess.Popen(['sleep', '30'])\n"
+        "attach = libc.ptrace(16, child.pid, 0, 0)\n"  # PTRACE_ATTACH
+        "attach_errno = ctypes.get_errno()\n"
+        "if attach == 0:\n"
+        "    os.waitpid(child.pid, 0)\n"
+        "    libc.ptrace(17, child.pid, 0, 0)\n"  # PTRACE_DETACH
+        "buf = ctypes.create_string_buffer(8)\n"
+        "iov = (ctypes.c_void_p * 2)(ctypes.addressof(buf), 8)\n"
+        "read = libc.process_vm_readv(child.pid, iov, 1, iov, 1, 0)\n"
+        "read_errno = ctypes.get_errno()\n"
+        "child.kill()\n"
+        "print(attach, attach_errno, read, read_errno)\n"
+        "print(open('/proc/self/status').read().split('NoNewPrivs:')[1].split()[0])\n"
+    )
+    done = subprocess.run(
+        guarded_argv([sys.executable, "-c", probe]), capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["-1", "1", "-1", "1", "1"], done.stdout
+    # Without the guard the same probe attaches: the guard is the reason it cannot.
+    bare = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert bare.stdout.split()[0] == "0", bare.stdout

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.optimize import syscall_filter
+from posttrainbench import syscall_filter
 from posttrainbench.optimize.candidate_run import contained_run, run_command
 from posttrainbench.optimize.config import CandidateLimits
 from posttrainbench.optimize.identity import IdentityPool, processes_of

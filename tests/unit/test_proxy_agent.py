@@ -262,7 +262,7 @@ class Candidate(BaseAgent):
         context.n_input_tokens = 11
         if self.mode == "stall":
             await environment.exec("stalling")
-            (Path.home() / "pid").write_text(str(os.getpid()))
+            (self.logs_dir / "pid").write_text(str(os.getpid()))
             await asyncio.sleep(3600)
         result = await environment.exec(f"say {instruction}", user="root")
         Path("up.bin").write_bytes(bytes(range(256)))
@@ -291,13 +291,16 @@ class FakeEnvironment:
     """The few BaseEnvironment members the proxy uses, over a local directory."""
 
     def __init__(self, root: Path) -> None:
-        self.root, self.calls = root, []
+        self.root, self.calls, self.sweeps = root, [], []
         self.default_user, self.os, self.session_id = "agent", TaskOS.LINUX, "trial__env"
 
     def _host(self, path: str) -> Path:
         return self.root / path.lstrip("/")
 
     async def exec(self, command, cwd=None, env=None, timeout_sec=None, user=None):
+        if "environment_sweep" in command:  # the proxy's own snapshot and sweep, as root
+            self.sweeps.append(command.split()[-1] if "snapshot" in command else "sweep")
+            return ExecResult(stdout="", stderr="", return_code=0)
         self.calls.append(("exec", command, user))
         return ExecResult(stdout=f"ran {command}", stderr="", return_code=3)
 
@@ -364,6 +367,9 @@ def test_proxy_runs_the_candidate_in_a_host_process(tmp_path, monkeypatch):
     asyncio.run(trial())
     assert proxy.to_agent_info().name == "toy-candidate" and proxy.to_agent_info().version == "7"
     assert env.calls[:2] == [("exec", "setup", "agent"), ("exec", "say hello", "root")]
+    # The environment's processes were recorded before the candidate's first call and
+    # everything else swept when it was done.
+    assert env.sweeps == ["snapshot", "sweep"]
     assert ("upload_dir", "/app/tree") in env.calls
     assert (env.root / "app" / "up.bin").read_bytes() == bytes(range(256))
     assert context.n_input_tokens == 11
@@ -399,7 +405,9 @@ def test_timeout_kills_the_host_and_keeps_the_context_so_far(tmp_path):
     with pytest.raises(asyncio.TimeoutError):
         asyncio.run(trial())
     assert context.n_input_tokens == 11  # sent along with the environment call before the stall
-    pid = int((tmp_path / "agents" / "trial__agent" / "home" / "pid").read_text())
+    # Its logs were copied into the trial and its private dirs deleted.
+    assert not (tmp_path / "agents" / "trial__agent").exists()
+    pid = int((Path(proxy.logs_dir) / "pid").read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
 

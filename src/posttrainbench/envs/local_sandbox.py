@@ -76,6 +76,7 @@ from posttrainbench.envs.env_cache import (
 from posttrainbench.envs.environment_needs import NEEDS_FILE_NAME, load_environment_needs
 from posttrainbench.envs.instance_fs import InstanceFs
 from posttrainbench.envs.limits import CgroupLimits, detect_cgroup_mode, join_cgroups_prefix
+from posttrainbench.envs.ptrace_guard import guarded_argv
 from posttrainbench.envs.service_secrets import deliver_secrets
 from posttrainbench.envs.user_net import SANDBOX_NAMESERVER, UserNetwork, check_available
 from posttrainbench.secrets_file import SECRETS_PATH
@@ -404,6 +405,10 @@ class LocalSandboxEnvironment(BaseEnvironment):
             network_namespace=True,
             user_namespace=self._user_namespace,
         )
+        if self._user_namespace:
+            # A nested instance runs a Mode B inner trial: its root is an untrusted candidate,
+            # who must not take over a process the proxy's sweep spares (envs.ptrace_guard).
+            argv = guarded_argv(argv)
         # An unprivileged user's command, and all it starts, lives in the agent cgroup.
         agent_group = self._agent_cgroup.dir if uid != 0 and self._agent_cgroup else None
         prefix = join_cgroups_prefix(

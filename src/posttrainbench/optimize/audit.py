@@ -24,9 +24,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from posttrainbench import syscall_filter
 from posttrainbench.atomic_write import write_text_atomic
 from posttrainbench.integrity.judges.verdict import Evidence, Judgement
-from posttrainbench.optimize import syscall_filter
 from posttrainbench.optimize.candidate_run import contained_run, run_command
 from posttrainbench.optimize.config import CandidateLimits
 from posttrainbench.optimize.identity import (

@@ -67,13 +67,15 @@ from posttrainbench.template_tree import render_tree
 REPO_DIR = LAYOUT.repo
 PRIVATE_DIR = "environment/ptb/agent-task/private"
 # The service's code: this package's optimize/ (minus the compiler) and the modules it imports
-# (the audit writes its verdict through the judges' contract; landlock confines candidates;
+# (the audit writes its verdict through the judges' contract; landlock and syscall_filter
+# confine candidates;
 # Mode B reads its nested trials' outcomes).
 PAYLOAD_MODULES = (
     "__init__.py",
     "errors.py",
     "atomic_write.py",
     "landlock.py",
+    "syscall_filter.py",
     "secrets_file.py",
     "trial_outcome.py",
     "integrity/__init__.py",

@@ -8,11 +8,11 @@ nothing of the candidate runs before the last line's ``exec``. In order:
 1. resource limits (processes of this uid, open files, file size, no core dumps) and the
    highest OOM score, so that under memory pressure the kernel kills candidates first;
 2. ``no_new_privs``, Landlock (writes only beneath ``--writable``) and the seccomp filter
-   (see ``syscall_filter``); a layer the kernel has but refuses stops the run (exit 126);
+   (see ``posttrainbench.syscall_filter``); a layer the kernel has but refuses stops the run (exit 126);
 3. ``chdir`` (as this uid: the trusted side never enters the candidate's directories)
    and ``exec`` of the command with the environment it was given.
 
-Standard library only (Python 3.11+), like ``syscall_filter`` beside it.
+Standard library only (Python 3.11+), like ``posttrainbench.syscall_filter``.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ import resource
 import signal
 import sys
 
-# -I leaves these root-owned dirs out: this one, and the one holding the package (landlock).
+# -I leaves the root-owned dir holding the package out of the path.
 _HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [_HERE, os.path.dirname(os.path.dirname(_HERE))]
-import syscall_filter  # noqa: E402
+sys.path[:0] = [os.path.dirname(os.path.dirname(_HERE))]
+from posttrainbench import syscall_filter  # noqa: E402
 
 CONFINE_FAILED = 126
 NOT_FOUND = 127

@@ -1,6 +1,6 @@
 """Mode B: nothing a candidate started in its task's environment runs on into the verifier.
 
-A Harbor agent's environment is shared with the task's verifier. A candidate that leaves a
+A Harbor agent's environment is where the task's verifier runs too. A candidate that leaves a
 process behind (``nohup sh -c 'while :; do echo 1 > /logs/verifier/reward.txt; done' &``)
 would otherwise write its own reward while the verifier runs (the Mode B security test
 did exactly that, and won). The trusted proxy therefore records the environment's

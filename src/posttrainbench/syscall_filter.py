@@ -10,7 +10,9 @@ child, so nothing the candidate starts can shed them:
   directories, read everywhere; TCP bind/connect, abstract unix sockets and signals to
   processes outside the domain are refused (as far as the kernel's Landlock ABI goes).
 
-Standard library only: it runs in the candidate's launcher (``confine``) on Python 3.11+.
+Standard library only: it runs in the candidate's launcher (``optimize/confine``) on Python
+3.11+, and in the local sandbox's guard of nested instances (``envs/ptrace_guard``), which
+installs a shorter list (:func:`install_denial`).
 """
 
 from __future__ import annotations
@@ -152,8 +154,11 @@ def denied_calls(network: bool) -> dict[str, int]:
 
 def seccomp_program(network: bool) -> bytes:
     """The BPF program: other ABIs are killed, the denied calls fail with EPERM, the rest pass."""
+    return _program(sorted(set(denied_calls(network).values())))
+
+
+def _program(numbers: list[int]) -> bytes:
     audit_arch = _ARCHES[platform.machine()][0] if platform.machine() in _ARCHES else 0
-    numbers = sorted(set(denied_calls(network).values()))
     ops: list[tuple[int, int, int, int]] = [
         (_LD_ABS, 0, 0, 4),  # seccomp_data.arch
         (_JEQ, 1, 0, audit_arch),
@@ -170,9 +175,18 @@ def seccomp_program(network: bool) -> bytes:
     return b"".join(struct.pack("=HBBI", *op) for op in ops)
 
 
-def install_seccomp(network: bool) -> None:
-    """Load the filter into this process (and so into everything it starts)."""
-    program = seccomp_program(network)
+def named_calls(names: tuple[str, ...]) -> list[int]:
+    """This machine's numbers of *names* (``ConfinementError`` on an unknown machine or name)."""
+    arch = _ARCHES.get(platform.machine())
+    if arch is None:
+        raise ConfinementError(errno.ENOSYS, f"no system call table for {platform.machine()!r}")
+    unknown = [name for name in names if name not in arch[1]]
+    if unknown:
+        raise ConfinementError(errno.ENOSYS, f"no number for {', '.join(unknown)}")
+    return sorted({arch[1][name] for name in names})
+
+
+def _load(program: bytes) -> None:
     buffer = ctypes.create_string_buffer(program, len(program))
     fprog = struct.pack(
         "=HxxxxxxQ", len(program) // 8, ctypes.addressof(buffer)
@@ -184,6 +198,17 @@ def install_seccomp(network: bool) -> None:
     ):
         err = ctypes.get_errno()
         raise ConfinementError(err, f"seccomp: {os.strerror(err)}")
+
+
+def install_denial(names: tuple[str, ...]) -> None:
+    """Load a filter that refuses only *names* (EPERM) and kills other ABIs, into this process
+    and everything it starts (``no_new_privs`` must be set first, without CAP_SYS_ADMIN)."""
+    _load(_program(named_calls(names)))
+
+
+def install_seccomp(network: bool) -> None:
+    """Load the filter into this process (and so into everything it starts)."""
+    _load(seccomp_program(network))
 
 
 def landlock_abi() -> int:
