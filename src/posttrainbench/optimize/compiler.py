@@ -27,6 +27,13 @@ commits, admin token) only exists in the agent's environment, in root-only direc
 the agent's user cannot read or change; the verifier runs there as root after killing
 every untrusted process (see ``verifier``). Paths inside the task: ``task_layout``.
 
+Mode B (the candidate is a Harbor agent class): the service runs nested Harbor jobs in the
+task's environment, so the venv is made from Python >= 3.12 with Harbor and everything it
+needs pinned (``requirement_pins``), the private data holds the inner task dirs, and
+``environment/ptb-environment.json`` asks the local sandbox for nested sandboxes; the
+Dockerfile refuses to build (no such Python in the CPU image). Candidates get no sockets
+in a task built without a network (``candidate_network``).
+
 Secrets are written by NAME only, into ``environment/ptb-secrets.json``; never into
 task.toml's ``[environment.env]``/``[verifier.env]``, which Harbor gives to every command,
 the agent's too. PostTrainBench's environment plugins take the values from the host
@@ -66,10 +73,10 @@ from posttrainbench.template_tree import render_tree
 
 REPO_DIR = LAYOUT.repo
 PRIVATE_DIR = "environment/ptb/agent-task/private"
-# The service's code: this package's optimize/ (minus the compiler) and the modules it imports
-# (the audit writes its verdict through the judges' contract; landlock and syscall_filter
-# confine candidates;
-# Mode B reads its nested trials' outcomes).
+# The service's code (Mode A): this package's optimize/ (minus the compiler) and the modules
+# it imports (the audit writes its verdict through the judges' contract; landlock and
+# syscall_filter confine candidates; Mode B reads its nested trials' outcomes). A Mode B
+# task carries the whole package: its nested jobs load the local sandbox plugin.
 PAYLOAD_MODULES = (
     "__init__.py",
     "errors.py",
