@@ -60,17 +60,17 @@ eval_dir="$repo/src/posttrainbench/evaluation"
 reqs="$eval_dir/requirements.txt"
 nodeps="$eval_dir/requirements-nodeps.txt"   # optional
 judge="$eval_dir/requirements-judge.txt"     # LLM-judged benchmarks' verifier needs
-# The agent-task evaluation service's requirements (the agent-task compiler copies it).
-service="$repo/src/posttrainbench/optimize/templates/environment/requirements.txt"
 [ -f "$reqs" ] || die "missing $reqs"
-[ -f "$service" ] || die "missing $service"
 # The agent CLIs: the task template's lock file and install step, and the pins' package.json.
 clis="$repo/src/posttrainbench/tasks/templates/environment/agent_clis"
 [ -x "$repo/.venv/bin/python" ] || die "run scripts/setup.sh first (the pins are read with the package)"
 clis_package=$("$repo/.venv/bin/python" -m posttrainbench.tasks.gpu_image package-json) \
     || die "could not read the agent CLI pins"
 node_version=$("$repo/.venv/bin/python" -m posttrainbench.tasks.gpu_image node) || die "could not read the Node.js pin"
-req_sha=$( { cat "$reqs"; [ -f "$nodeps" ] && cat "$nodeps"; [ -f "$judge" ] && cat "$judge"; cat "$service"; cat "$0";
+# A Mode A agent task's evaluation service requirements, as the agent-task compiler writes them.
+service=$("$repo/.venv/bin/python" -c 'from posttrainbench.optimize.compiler import SERVICE_REQUIREMENTS as r; print("\n".join(r))') \
+    || die "could not read the agent-task service requirements"
+req_sha=$( { cat "$reqs"; [ -f "$nodeps" ] && cat "$nodeps"; [ -f "$judge" ] && cat "$judge"; echo "$service"; cat "$0";
              cat "$clis/package-lock.json" "$clis/install.sh"; echo "$clis_package $node_version"; } \
     | sha256sum | cut -c1-16)
 
@@ -127,7 +127,7 @@ ln "$wheel" "$ctx/wheels/" 2>/dev/null || cp "$wheel" "$ctx/wheels/"
 { cat "$reqs"; [ -f "$judge" ] && cat "$judge"; } | grep -viE '^\s*torch([<>=!~ ;[]|$)' > "$ctx/requirements.txt" || true
 if [ -f "$nodeps" ]; then cp "$nodeps" "$ctx/requirements-nodeps.txt"; else : > "$ctx/requirements-nodeps.txt"; fi
 echo "torch==$torch_version" > "$ctx/constraints.txt"
-cp "$service" "$ctx/requirements-service.txt"
+echo "$service" > "$ctx/requirements-service.txt"
 mkdir -p "$ctx/agent-clis"
 cp "$clis/package-lock.json" "$clis/install.sh" "$ctx/agent-clis/"
 echo "$clis_package" > "$ctx/agent-clis/package.json"

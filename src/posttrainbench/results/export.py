@@ -37,6 +37,7 @@ from posttrainbench.results.harbor_trial import (
     read_harbor_file,
     read_trial,
     trial_id,
+    trial_result_model,
 )
 from posttrainbench.results.run_files import stage_run_files
 from posttrainbench.results.store import ResultsStore
@@ -368,6 +369,8 @@ def _pool_context() -> multiprocessing.context.BaseContext:
 def _outcomes(jobs: Iterable[_Job], workers: int) -> Iterator[_Outcome]:
     jobs = iter(jobs)
     head = list(itertools.islice(jobs, POOL_THRESHOLD))
+    if head:
+        trial_result_model()  # imported once here, before forked workers would each import it
     if workers == 1 or len(head) < POOL_THRESHOLD:
         yield from map(_prepare, itertools.chain(head, jobs))
         return

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harbor.models.trial.result import TrialResult
 from pydantic import ValidationError
 
 from posttrainbench.integrity.judges.verdict import JUDGE_IDS, VERDICT_IDS, Judgement
@@ -37,6 +37,9 @@ from posttrainbench.safe_fs import FileRead, Refused, SafeDir, kind_of
 from posttrainbench.schemas import Metrics, TaskSpec
 from posttrainbench.tasks.task_version import TASK_VERSION_FILE, TaskVersion
 from posttrainbench.trial_outcome import TrialOutcome, classify
+
+if TYPE_CHECKING:
+    from harbor.models.trial.result import TrialResult
 
 RESULT_FILE = "result.json"
 CONFIG_FILE = "config.json"
@@ -148,11 +151,19 @@ def read_outcome(trial_dir: Path) -> TrialOutcome:
         return classify(_result(root, None), _metrics(root))
 
 
+def trial_result_model() -> type[TrialResult]:
+    """Harbor's `TrialResult`, imported on first use: an export with nothing new to read
+    (the store's index vouches for every trial) never pays its ~0.1-0.2 s import."""
+    from harbor.models.trial.result import TrialResult
+
+    return TrialResult
+
+
 def _result(root: SafeDir, text: str | None) -> TrialResult:
     """Harbor's result.json (*text* when the caller has read it already)."""
     try:
         text = text if text is not None else read_harbor_file(root, RESULT_FILE)
-        return TrialResult.model_validate_json(text)
+        return trial_result_model().model_validate_json(text)
     except UnicodeDecodeError:
         raise TrialReadError(f"{RESULT_FILE} is not UTF-8 text") from None
     except OSError as exc:
