@@ -11,6 +11,7 @@ import pytest
 
 from posttrainbench.integrity.judges.verdict import Judgement
 from posttrainbench.results import export as export_mod
+from posttrainbench.results import harbor_trial
 from posttrainbench.results.export import export, find_trials
 from posttrainbench.results.store import ResultsStore, StoreError
 from tests.results_fixtures import T0, TrialSpec, write_job, write_trial
@@ -118,6 +119,35 @@ def test_export_again_adds_only_new_trials_and_refreshes_changed_verdicts(tmp_pa
     assert fourth.updated == [str(new_trial)]
     record = _records(tmp_path / "res")[0][new_trial.name]
     assert record.flagged is True and record.flagging_judges[0].decided_by == "override"
+
+
+def test_a_verdict_rewritten_while_its_trial_is_read_is_read_again_next_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `ptb judge` may rewrite a verdict while an export reads that trial: the stored
+    # fingerprint must be the one from before the read, so the next export sees the change.
+    jobs = tmp_path / "jobs"
+    job = write_job(jobs, "j", [TrialSpec()])
+    trial = next(p for p in job.iterdir() if p.is_dir())
+    verdicts = harbor_trial._verdicts
+
+    def read_then_judge(root, refused):
+        found = verdicts(root, refused)
+        Judgement(
+            judge="contamination",
+            flagged=True,
+            decided_by="override",
+            justification="judged again during the export",
+        ).write(trial / "judges")
+        return found
+
+    monkeypatch.setattr(harbor_trial, "_verdicts", read_then_judge)
+    assert len(export([jobs], tmp_path / "res").added) == 1
+    assert _records(tmp_path / "res")[0][trial.name].flagged is False
+    monkeypatch.undo()
+    again = export([jobs], tmp_path / "res")
+    assert again.updated == [str(trial)]
+    assert _records(tmp_path / "res")[0][trial.name].flagged is True
 
 
 def test_running_and_malformed_trials_are_reported_not_fatal(tmp_path: Path) -> None:

@@ -176,6 +176,10 @@ def _result(root: SafeDir, text: str | None) -> TrialResult:
 
 
 def _read(root: SafeDir, trial_dir: Path, text: str | None) -> TrialSource:
+    # Taken before any verdict or metrics file is read: a file rewritten meanwhile (`ptb
+    # judge` running during an export) then changes the fingerprint, and the next export
+    # reads the run again instead of keeping what was read before the change.
+    printed = fingerprint(trial_dir)
     result = _result(root, text)
     if result.finished_at is None:
         raise TrialInProgress(result.trial_name)
@@ -223,7 +227,7 @@ def _read(root: SafeDir, trial_dir: Path, text: str | None) -> TrialSource:
         usage=_usage(result, root, scan.files, spec),
         time=_time(result, spec),
         source_dir=str(trial_dir),
-        fingerprint=fingerprint(trial_dir),
+        fingerprint=printed,
         exported_at=datetime.now(UTC),
         refused_files=refused,
     )
