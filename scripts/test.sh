@@ -26,10 +26,55 @@ bash scripts/task_venv.sh || { echo "[test] could not build .venv-task" >&2; exi
 # The HTML report is checked in headless Chromium (a missing browser fails that test).
 bash scripts/setup_browser.sh || echo "[test] could not install chromium: the report's browser test will fail" >&2
 
-.venv/bin/python -m pytest -m "not gpu" -q --durations=10 --ignore=tests/task "$@"
-host=$?
-PYTHONPATH=src .venv-task/bin/python -m pytest -m "not gpu" -q -p no:cacheprovider \
-    --durations=10 tests/task
-task=$?
+host_pytest=(.venv/bin/python -m pytest -m "not gpu" -q --durations=10 -p no:cacheprovider)
+task_tier() {
+    PYTHONPATH=src .venv-task/bin/python -m pytest -m "not gpu" -q -p no:cacheprovider \
+        --durations=10 tests/task
+}
+
+if [ $# -gt 0 ]; then  # tests named on the command line: one host run, then the task tier
+    "${host_pytest[@]}" --ignore=tests/task "$@"
+    host=$?
+    task_tier
+    task=$?
+else
+    # Two host streams side by side (the tests mostly wait on trials: one core each).
+    # Stream A holds every test whose candidates run as the fresh uids an agent-task service
+    # issues (from 50000, kill(-1) as each uid when done: concurrent runs would kill each
+    # other's candidates), plus the Docker tier and the real agent CLIs, which balance it;
+    # stream B is every other host test, then the task tier. Each has its own temp root.
+    stream_a=(
+        tests/docker
+        tests/integration/test_agent_clis.py
+        tests/integration/test_agent_task_e2e.py
+        tests/integration/test_agent_task_mode_b_e2e.py
+        tests/integration/test_agent_task_secrets.py
+        tests/integration/test_optimize_mode_b.py
+        tests/security/test_agent_clis_readonly.py
+        tests/security/test_agent_task_audit.py
+        tests/security/test_agent_task_boundary.py
+        tests/security/test_agent_task_mode_b_boundary.py
+        tests/security/test_scorer_humaneval.py
+        tests/unit/test_optimize_candidates.py
+        tests/unit/test_optimize_containment.py
+        tests/unit/test_optimize_mode_b.py
+        tests/unit/test_optimize_scorer.py
+        tests/unit/test_optimize_service.py
+    )
+    log_a=$(mktemp /tmp/ptb-test-stream-a.XXXXXX)
+    "${host_pytest[@]}" --basetemp=/tmp/ptb-test-a "${stream_a[@]}" > "$log_a" 2>&1 &
+    pid_a=$!
+    "${host_pytest[@]}" --basetemp=/tmp/ptb-test-b --ignore=tests/task \
+        "${stream_a[@]/#/--ignore=}"
+    host_b=$?
+    task_tier
+    task=$?
+    wait "$pid_a"
+    host_a=$?
+    echo "[test] host stream A (agent tasks, docker, agent CLIs):"
+    cat "$log_a"
+    rm -f "$log_a"
+    host=$(( host_a || host_b ))
+fi
 echo "[test] host tier exit $host, task tier exit $task, base image build exit $image"
 [ "$host" -eq 0 ] && [ "$task" -eq 0 ] && [ "$image" -eq 0 ]
