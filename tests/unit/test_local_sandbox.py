@@ -601,3 +601,29 @@ def test_unprivileged_user_pip_installs_into_its_user_site(
         agent_out
     )
     assert root_out.strip() == "1.0"
+
+
+def test_two_instances_with_one_session_id_share_no_cgroup(
+    tmp_path: Path, task_env_dir: Path
+) -> None:
+    """Two trials' instances may carry one session id (two jobs, two test runs at once):
+    stopping one must not kill what the other's users run (their cgroups are their own)."""
+    from tests.sandbox_support import env_factory
+
+    first_env = env_factory(tmp_path / "one", task_env_dir)()
+    second_env = env_factory(tmp_path / "two", task_env_dir)()
+
+    async def body() -> None:
+        await first_env.start(force_build=False)
+        await second_env.start(force_build=False)
+        try:
+            for env, marker in ((first_env, "4343.1"), (second_env, "4343.2")):
+                await env.exec(f"setsid nohup sleep {marker} > /dev/null 2>&1 &", user="nobody")
+            assert len(_host_pids_matching("sleep 4343.2")) == 1
+            await first_env.stop(delete=True)
+            assert _host_pids_matching("sleep 4343.1") == []
+            assert len(_host_pids_matching("sleep 4343.2")) == 1
+        finally:
+            await second_env.stop(delete=True)
+
+    run(body())

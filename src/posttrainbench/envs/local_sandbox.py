@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import shutil
 import signal
 import time
@@ -184,8 +185,11 @@ class LocalSandboxEnvironment(BaseEnvironment):
             await asyncio.to_thread(self._fs.use_nameserver, SANDBOX_NAMESERVER)
         mode = await asyncio.to_thread(self._fs.setup_ptb, layers)
         self.logger.debug("/opt/ptb layer: %s", mode)
+        # Unique on this host: two instances with one session id (two jobs, two test runs)
+        # must never share a cgroup, where one's stop would kill the other's processes.
+        cgroup_name = f"{self._fs.instance_dir.name}-{secrets.token_hex(4)}"
         self._limits = CgroupLimits(
-            self._fs.instance_dir.name,
+            cgroup_name,
             self._resource_limit_value("cpu", auto_mode=ResourceMode.LIMIT),
             self._resource_limit_value("memory", auto_mode=ResourceMode.LIMIT),
             self.logger,
@@ -194,9 +198,7 @@ class LocalSandboxEnvironment(BaseEnvironment):
         v2_limits = (
             self._limits.dirs[0] if self._limits.mode == "v2" and self._limits.dirs else None
         )
-        self._agent_cgroup = AgentCgroup(
-            self._fs.instance_dir.name, self.logger, v2_parent=v2_limits
-        )
+        self._agent_cgroup = AgentCgroup(cgroup_name, self.logger, v2_parent=v2_limits)
         self._agent_cgroup.create()
         binds = [
             Bind(python.prefix, str(python.prefix), read_only=True),
