@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -9,37 +10,33 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from posttrainbench.cli import (
-    agent_task_cmd,
-    agents_cmd,
-    cache_cmd,
-    contamination_cmd,
-    data_cmd,
-    demo_cmd,
-    eval_cmd,
-    judge_cmd,
-    list_cmd,
-    report_cmd,
-    rescore_cmd,
-    results_cmd,
-    run_cmd,
-    sweep_cmd,
-    tasks_cmd,
-    traces_cmd,
-)
 from posttrainbench.cli.help_format import PtbGroup
 from posttrainbench.cli.options import renamed_hint
 from posttrainbench.errors import PtbError
 
-app = typer.Typer(
-    name="ptb",
-    cls=PtbGroup,
-    help="PostTrainBench: measure how well AI agents post-train base LLMs.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+# Each top-level name of `ptb`: (its module in posttrainbench.cli, the Typer sub-app or
+# command function there, whether it is a group). A command imports only its own module:
+# importing them all (torch-free but heavy: rich tables, the contamination scanner) cost
+# ~0.7 s at every start.
+_ENTRIES: dict[str, tuple[str, str, bool]] = {
+    "list": ("list_cmd", "app", True),
+    "tasks": ("tasks_cmd", "app", True),
+    "data": ("data_cmd", "app", True),
+    "traces": ("traces_cmd", "app", True),
+    "contamination": ("contamination_cmd", "app", True),
+    "results": ("results_cmd", "app", True),
+    "sweep": ("sweep_cmd", "app", True),
+    "cache": ("cache_cmd", "app", True),
+    "agent-task": ("agent_task_cmd", "app", True),
+    "agents": ("agents_cmd", "app", True),
+    "eval": ("eval_cmd", "eval_model", False),
+    "baseline": ("eval_cmd", "baseline", False),
+    "run": ("run_cmd", "run", False),
+    "demo": ("demo_cmd", "demo", False),
+    "judge": ("judge_cmd", "judge", False),
+    "report": ("report_cmd", "report", False),
+    "rescore": ("rescore_cmd", "rescore", False),
+}
 
 
 def _version(value: bool) -> None:
@@ -50,7 +47,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: bool = typer.Option(
         False,
@@ -63,24 +59,37 @@ def _root(
     """PostTrainBench: measure how well AI agents post-train base LLMs."""
 
 
-# Every group is a PtbGroup: plain metavars in its help and in its commands' help.
-app.add_typer(list_cmd.app, name="list", cls=PtbGroup)
-app.add_typer(tasks_cmd.app, name="tasks", cls=PtbGroup)
-app.add_typer(data_cmd.app, name="data", cls=PtbGroup)
-app.add_typer(traces_cmd.app, name="traces", cls=PtbGroup)
-app.add_typer(contamination_cmd.app, name="contamination", cls=PtbGroup)
-app.add_typer(results_cmd.app, name="results", cls=PtbGroup)
-app.add_typer(sweep_cmd.app, name="sweep", cls=PtbGroup)
-app.add_typer(cache_cmd.app, name="cache", cls=PtbGroup)
-app.add_typer(agent_task_cmd.app, name="agent-task", cls=PtbGroup)
-app.add_typer(agents_cmd.app, name="agents", cls=PtbGroup)
-app.command("eval")(eval_cmd.eval_model)
-app.command("baseline")(eval_cmd.baseline)
-app.command("run")(run_cmd.run)
-app.command("demo")(demo_cmd.demo)
-app.command("judge")(judge_cmd.judge)
-app.command("report")(report_cmd.report)
-app.command("rescore")(rescore_cmd.rescore)
+def build_app(only: str | None = None) -> typer.Typer:
+    """The `ptb` application: every command, or with *only*, just that top-level one (what
+    a command line that names it needs; help and errors elsewhere get every command)."""
+    root = typer.Typer(
+        name="ptb",
+        cls=PtbGroup,
+        help="PostTrainBench: measure how well AI agents post-train base LLMs.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    root.callback()(_root)
+    for name, (module_name, attribute, is_group) in _ENTRIES.items():
+        if only is not None and name != only:
+            continue
+        found = getattr(importlib.import_module(f"posttrainbench.cli.{module_name}"), attribute)
+        if is_group:
+            # Every group is a PtbGroup: plain metavars in its help and in its commands' help.
+            root.add_typer(found, name=name, cls=PtbGroup)
+        else:
+            root.command(name)(found)
+    return root
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """`app`: the whole application, built on first use (tests drive it with CliRunner)."""
+    if name == "app":
+        globals()["app"] = built = build_app()
+        return built
+    raise AttributeError(name)
 
 
 def _usage_message(exc: Exception) -> str:
@@ -102,7 +111,9 @@ def main() -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
         # Without standalone mode, click returns a command's typer.Exit code instead of exiting.
-        code = app(standalone_mode=False, prog_name="ptb")
+        named = sys.argv[1] if len(sys.argv) > 1 else None
+        ptb = build_app(named if named in _ENTRIES else None)
+        code = ptb(standalone_mode=False, prog_name="ptb")
         if isinstance(code, int) and code:
             sys.exit(code)
     except PtbError as exc:
