@@ -6,14 +6,15 @@
 # when the machine allows it; otherwise those tests skip and say why.
 #
 # With no arguments, on 2 cores:
-#   background   the engine and base image, then the Docker tier (plain processes and
-#                containers: nothing it runs shares the host's sandbox uids)
-#   foreground   .venv-task and the task tier, then the host tests not marked slow
-#   then alone   the slow host tests (real trials)
-# Two streams of real trials side by side were slower than one after the other here: each
-# trains or scores with torch on both cores, and two of them slowed each other several
-# times over. Two agent-task services at once would also kill each other's candidates
-# (both issue uids from 50000 and kill(-1) as each when done).
+#   background   the engine and base image, then the Docker tier
+#   foreground   .venv-task and the task tier
+#   then alone   the host tests
+# Measured here, other pairings were slower or failed: two streams of real trials slowed
+# each other several times over (each trains or scores with torch on both cores), and
+# the Docker tier beside host tests twice lost a trial's files (docker cp found none of
+# the container's /logs: DownloadVerifierDirError); beside the task tier it never did.
+# Two agent-task services at once would also kill each other's candidates (both issue
+# uids from 50000 and kill(-1) as each when done).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export HARBOR_TELEMETRY=0
@@ -58,11 +59,13 @@ else
         echo $? > "$status/docker"
     ) > "$status/docker.log" 2>&1 &
     background=$!
-    bash scripts/task_venv.sh || { echo "[test] could not build .venv-task" >&2; exit 1; }
-    task_tier
-    task=$?
-    "${host_pytest[@]}" -m "not gpu and not slow" --ignore=tests/task --ignore=tests/docker
-    fast=$?
+    if bash scripts/task_venv.sh; then
+        task_tier
+        task=$?
+    else
+        echo "[test] could not build .venv-task" >&2
+        task=1
+    fi
     wait "$background"
     echo "[test] Docker stream (engine, base image, Docker tier):"
     cat "$status/docker.log"
@@ -71,9 +74,9 @@ else
     rm -rf "$status"
     # pytest exits 5 when it collected nothing (every docker test deselected): not a failure.
     [ "$docker" -eq 5 ] && docker=0
-    "${host_pytest[@]}" -m "not gpu and slow" --ignore=tests/task --ignore=tests/docker
-    slow=$?
-    host=$(( docker || fast || slow ))
+    "${host_pytest[@]}" --ignore=tests/task --ignore=tests/docker
+    rest=$?
+    host=$(( docker || rest ))
 fi
 echo "[test] host tier exit $host, task tier exit $task, base image build exit $image"
 [ "$host" -eq 0 ] && [ "$task" -eq 0 ] && [ "$image" -eq 0 ]
