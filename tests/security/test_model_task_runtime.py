@@ -178,6 +178,7 @@ def test_runtime_attacks_reach_nothing_of_the_host_and_end_at_the_deadline(
     late = [t for t in ticks if t > ended]
     assert late == [], f"{len(late)} writes into final_model after the agent's deadline"
     by_path = (artifacts / "final_model" / "late-by-path.txt").read_text().split()
+    assert len(by_path) == 2, f"the by-path writer's file holds {by_path!r}, not one tick"
     assert float(by_path[1]) <= ended, (
         "a file was written into final_model after the agent's deadline"
     )

@@ -94,7 +94,9 @@ while true; do
     now=$(date +%s.%N)
     echo "tick $now" >&7
     echo "tick $now" >> /logs/agent/late.txt
-    echo "tick $now" > /app/final_model/late-by-path.txt
+    # By path, made whole before it appears (a rename): a writer killed mid-write leaves
+    # its half-written file aside, and late-by-path.txt always holds one writer's last tick.
+    echo "tick $now" > /app/final_model/.by-path.$$ && mv -T /app/final_model/.by-path.$$ /app/final_model/late-by-path.txt
     ln -sfn "$CANARY_FILE" /logs/agent/race.txt.new && mv -T /logs/agent/race.txt.new /logs/agent/race.txt
     echo "race $now" > /logs/agent/race.txt.tmp && mv -T /logs/agent/race.txt.tmp /logs/agent/race.txt
     sleep 0.1
