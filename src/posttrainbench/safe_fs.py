@@ -20,13 +20,15 @@ swapping it in between changes nothing.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import secrets
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Protocol
 
 # No-follow open flags, for every reader and writer of trees an agent wrote.
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -85,6 +87,13 @@ def split_relative(relative: str | PurePosixPath) -> list[str]:
     return parts
 
 
+@functools.lru_cache(maxsize=1024)
+def _split(relative: str) -> tuple[str, ...]:
+    """`split_relative`, remembered: an export reads the same names (`verifier/metrics.json`,
+    `agent`, ...) in every trial. A tuple, so that no caller can change what is cached."""
+    return tuple(split_relative(relative))
+
+
 def is_sparse(st: os.stat_result) -> bool:
     """Whether a file is large and mostly holes."""
     return st.st_size >= SPARSE_MIN_BYTES and st.st_blocks * 512 * SPARSE_RATIO < st.st_size
@@ -115,10 +124,13 @@ def _open_dir_at(dir_fd: int, name: str, shown: str) -> int:
 
 
 def _open_file_at(
-    dir_fd: int, name: str, shown: str, hard_links_ok: bool
+    dir_fd: int, name: str, shown: str, hard_links_ok: bool, lstat: os.stat_result | None = None
 ) -> tuple[int, os.stat_result]:
+    """Open *name* in *dir_fd* and fstat it; *lstat*: its lstat, when the caller just took it."""
     # lstat first: a FIFO or device is refused before it is ever opened.
-    check_file(os.stat(name, dir_fd=dir_fd, follow_symlinks=False), shown, hard_links_ok)
+    if lstat is None:
+        lstat = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    check_file(lstat, shown, hard_links_ok)
     try:
         fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
@@ -134,14 +146,25 @@ def _open_file_at(
     return fd, st
 
 
-def _read_fd(fd: int, limit: int) -> bytes:
+def read_fd(fd: int, limit: int, size: int | None = None) -> bytes:
+    """Up to *limit* bytes from *fd*'s position (fewer at its end).
+
+    *size*: the file's size from its fstat, for a read from its start. Reads then ask for no
+    more than one byte past it (a small file costs no 8 MiB buffer), and a short read that
+    has reached it is taken as the end, sparing the empty read that would only confirm it.
+    """
     chunks, total = [], 0
     while total < limit:
-        chunk = os.read(fd, min(_CHUNK, limit - total))
+        asked = min(_CHUNK, limit - total)
+        if size is not None and total <= size:
+            asked = min(asked, size - total + 1)
+        chunk = os.read(fd, asked)
         if not chunk:
             break
         chunks.append(chunk)
         total += len(chunk)
+        if size is not None and len(chunk) < asked and total >= size:
+            break
     return b"".join(chunks)
 
 
@@ -206,6 +229,106 @@ def replace_at(
         raise
 
 
+class CopySink(Protocol):
+    """Where a copy writes: a directory (`DirSink`) or, say, a results store's pack.
+    *relative* names are the copy's own ("/"-separated, checked by the reader side)."""
+
+    def make_dir(self, relative: str) -> None:
+        """A new, empty directory."""
+
+    def put(self, relative: str, data: bytes, st: os.stat_result | None = None) -> None:
+        """A new file holding *data* (*st*: the source's stat, for its mode and mtime)."""
+
+    def copy_from(self, relative: str, fd: int, st: os.stat_result) -> int:
+        """A new file with what *fd* holds, up to its size when opened; bytes copied."""
+        ...
+
+
+class DirSink:
+    """Copies into a directory the caller made: every directory and file is created new
+    relative to its parent's fd (O_NOFOLLOW, O_EXCL), with the source's mode bits and mtime."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._fds: dict[str, int] = {}
+
+    def _dir_fd(self, relative: str) -> int:
+        """The fd of a directory below the sink's root, opened one component at a time
+        (no link followed) and kept; at most MAX_CACHED_DIRS are kept, so a tree of
+        countless directories cannot run the process out of fds."""
+        fd = self._fds.get(relative)
+        if fd is not None:
+            return fd
+        if not relative:
+            fd = os.open(self.path, DIR_FLAGS)
+        else:
+            parent, _, name = relative.rpartition("/")
+            fd = os.open(name, DIR_FLAGS, dir_fd=self._dir_fd(parent))
+        if len(self._fds) >= MAX_CACHED_DIRS:
+            oldest = next(k for k in self._fds if k)  # the root stays
+            os.close(self._fds.pop(oldest))
+        self._fds[relative] = fd
+        return fd
+
+    def _parent(self, relative: str) -> tuple[int, str]:
+        parent, _, name = relative.rpartition("/")
+        return self._dir_fd(parent), name
+
+    def make_dir(self, relative: str) -> None:
+        """A new directory."""
+        parent, name = self._parent(relative)
+        os.mkdir(name, 0o755, dir_fd=parent)
+
+    def _create(self, relative: str, st: os.stat_result | None) -> int:
+        parent, name = self._parent(relative)
+        mode = 0o755 if st is not None and st.st_mode & 0o111 else 0o644
+        return os.open(name, NEW_FILE_FLAGS, mode, dir_fd=parent)
+
+    def put(self, relative: str, data: bytes, st: os.stat_result | None = None) -> None:
+        """A new file holding *data*."""
+        dst = self._create(relative, st)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(dst, view) :]
+            if st is not None:
+                os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+        finally:
+            os.close(dst)
+
+    def copy_from(self, relative: str, fd: int, st: os.stat_result) -> int:
+        """A new file with *fd*'s bytes (in the kernel: sendfile)."""
+        dst = self._create(relative, st)
+        try:
+            copied = _copy_fd(fd, dst, st.st_size)
+            os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+        finally:
+            os.close(dst)
+        return copied
+
+    def close(self) -> None:
+        """Close the directory fds it opened."""
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+    def __enter__(self) -> DirSink:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@contextmanager
+def _sink_of(dest: Path | CopySink) -> Iterator[CopySink]:
+    """*dest* as a sink: a path is a `DirSink`, closed after the copy."""
+    if not isinstance(dest, Path):
+        yield dest
+        return
+    with DirSink(dest) as sink:
+        yield sink
+
+
 @dataclass
 class CopyBudget:
     """What a copy may still write, and every entry it refused, with why."""
@@ -265,11 +388,11 @@ class FileRead:
         return self.data[: self.st.st_size]
 
 
-def write_read(read: FileRead, dest_dir: Path, name: str, budget: CopyBudget) -> bool:
-    """Store a file already read whole as *name* in *dest_dir* (a directory the caller made),
-    within *budget*, as `SafeDir.copy_file` would have copied it (same caps, mode and mtime),
-    without opening the source again: the stored bytes are the ones that were read and
-    checked. False, with the reason in `budget.refused`, when it does not fit."""
+def write_read(read: FileRead, dest: Path | CopySink, name: str, budget: CopyBudget) -> bool:
+    """Store a file already read whole as *name* in *dest* (a directory the caller made, or
+    a sink), within *budget*, as `SafeDir.copy_file` would have copied it (same caps, mode
+    and mtime), without opening the source again: the stored bytes are the ones that were
+    read and checked. False, with the reason in `budget.refused`, when it does not fit."""
     data = read.whole
     if data is None:
         raise ValueError(f"{read.shown}: not read whole")
@@ -282,16 +405,8 @@ def write_read(read: FileRead, dest_dir: Path, name: str, budget: CopyBudget) ->
         return False
     if not budget.admits(read.shown, len(data)):
         return False
-    dst = os.open(
-        os.path.join(dest_dir, name), NEW_FILE_FLAGS, 0o755 if read.st.st_mode & 0o111 else 0o644
-    )
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(dst, view) :]
-        os.utime(dst, ns=(read.st.st_atime_ns, read.st.st_mtime_ns))
-    finally:
-        os.close(dst)
+    with _sink_of(dest) as sink:
+        sink.put(name, data, read.st)
     budget.bytes += len(data)
     budget.files += 1
     return True
@@ -341,22 +456,12 @@ class SafeDir:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _walk(self, parts: list[str]) -> int:
+    def _walk(self, parts: Sequence[str]) -> int:
         """A new fd of the directory *parts* name below the root (the caller closes it)."""
         fd, owned = self._borrow(parts)
         return fd if owned else os.dup(fd)
 
-    @contextmanager
-    def _dir(self, parts: list[str]) -> Iterator[int]:
-        """The fd of the directory *parts* name below the root, for the duration of a `with`."""
-        fd, owned = self._borrow(parts)
-        try:
-            yield fd
-        finally:
-            if owned:
-                os.close(fd)
-
-    def _borrow(self, parts: list[str]) -> tuple[int, bool]:
+    def _borrow(self, parts: Sequence[str]) -> tuple[int, bool]:
         """(fd, whether the caller owns it): a cached fd is lent, a fresh one past the cache is given."""
         key = tuple(parts)
         if not key:
@@ -386,12 +491,18 @@ class SafeDir:
 
     def lstat(self, relative: str) -> os.stat_result | None:
         """The entry's own stat; None when it does not exist without following a link."""
-        parts = split_relative(relative)
+        parts = _split(relative)
         if not parts:
             return os.fstat(self.fd)
         try:
-            with self._dir(parts[:-1]) as parent:
+            # _borrow and try/finally, not a @contextmanager: a generator per call costs
+            # about as much as the lstat itself, and an export calls this ~10 times a trial.
+            parent, owned = self._borrow(parts[:-1])
+            try:
                 return os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
+            finally:
+                if owned:
+                    os.close(parent)
         except (FileNotFoundError, NotADirectoryError, Refused):
             return None
 
@@ -403,13 +514,28 @@ class SafeDir:
     def entries(self, relative: str = "") -> list[tuple[str, os.stat_result]]:
         """(name, lstat) of each entry of a directory below the root, sorted by name."""
         found = []
-        with self._dir(split_relative(relative)) as fd, os.scandir(fd) as listing:
-            for entry in listing:
-                try:
-                    found.append((entry.name, entry.stat(follow_symlinks=False)))
-                except FileNotFoundError:
-                    continue
+        fd, owned = self._borrow(_split(relative))
+        try:
+            with os.scandir(fd) as listing:
+                for entry in listing:
+                    try:
+                        found.append((entry.name, entry.stat(follow_symlinks=False)))
+                    except FileNotFoundError:
+                        continue
+        finally:
+            if owned:
+                os.close(fd)
         return sorted(found, key=lambda item: item[0])
+
+    def names(self, relative: str = "") -> list[str]:
+        """The names in a directory below the root, sorted: `entries` without an lstat each,
+        for a caller that opens (and so checks) only the few it wants."""
+        fd, owned = self._borrow(_split(relative))
+        try:
+            return sorted(os.listdir(fd))
+        finally:
+            if owned:
+                os.close(fd)
 
     def open_file(
         self, relative: str, *, hard_links_ok: bool | None = None
@@ -419,13 +545,24 @@ class SafeDir:
         *hard_links_ok* overrides the directory's rule for one file the caller knows only
         trusted code wrote.
         """
-        parts = split_relative(relative)
+        return self._open_parts(_split(relative), hard_links_ok, None)
+
+    def _open_parts(
+        self, parts: Sequence[str], hard_links_ok: bool | None, lstat: os.stat_result | None
+    ) -> tuple[int, os.stat_result]:
+        """`open_file` of split *parts*, with the *lstat* of `read_file`."""
         if not parts:
             raise IsADirectoryError(errno.EISDIR, "a directory", str(self.path))
         shown = "/".join(parts)
         linked = self.hard_links_ok if hard_links_ok is None else hard_links_ok
-        with self._dir(parts[:-1]) as parent:
-            return _open_file_at(parent, parts[-1], shown, linked)
+        parent, owned = self._borrow(parts[:-1])
+        try:
+            # A given lstat was taken through this same cached directory fd; a fresh fd (past
+            # the cache) may be another directory by now, so its entry is lstat'ed again.
+            return _open_file_at(parent, parts[-1], shown, linked, None if owned else lstat)
+        finally:
+            if owned:
+                os.close(parent)
 
     def read_head(
         self, relative: str, limit: int, *, hard_links_ok: bool | None = None
@@ -435,29 +572,48 @@ class SafeDir:
         return read.data, read.more
 
     def read_file(
-        self, relative: str, limit: int, *, hard_links_ok: bool | None = None
+        self,
+        relative: str,
+        limit: int,
+        *,
+        hard_links_ok: bool | None = None,
+        lstat: os.stat_result | None = None,
     ) -> FileRead:
         """The first *limit* bytes of a file with the fstat of what was opened: when it was all
-        read, `write_read` can store exactly these bytes instead of opening the file again."""
-        fd, st = self.open_file(relative, hard_links_ok=hard_links_ok)
+        read, `write_read` can store exactly these bytes instead of opening the file again.
+
+        *hard_links_ok* as for `open_file`. *lstat*: what `lstat` returned for *relative* just
+        before, which spares taking it again: it is checked all the same before the open (a
+        FIFO or device is never opened), and what was opened is then checked from its fstat.
+        """
+        parts = _split(relative)
+        fd, st = self._open_parts(parts, hard_links_ok, lstat)
         try:
-            data = _read_fd(fd, limit + 1)
+            data = read_fd(fd, limit + 1, st.st_size)
         finally:
             os.close(fd)
-        return FileRead("/".join(split_relative(relative)), data[:limit], len(data) > limit, st)
+        return FileRead("/".join(parts), data[:limit], len(data) > limit, st)
 
-    def read_bytes(self, relative: str, limit: int, *, hard_links_ok: bool | None = None) -> bytes:
-        """A whole file; Refused when it is larger than *limit* bytes."""
-        data, more = self.read_head(relative, limit, hard_links_ok=hard_links_ok)
-        if more:
-            raise Refused(
-                "/".join(split_relative(relative)),
-                f"larger than the {limit}-byte cap for this file",
-            )
-        return data
+    def read_bytes(
+        self,
+        relative: str,
+        limit: int,
+        *,
+        hard_links_ok: bool | None = None,
+        lstat: os.stat_result | None = None,
+    ) -> bytes:
+        """A whole file; Refused when it is larger than *limit* bytes. *hard_links_ok* and
+        *lstat* as for `read_file`."""
+        read = self.read_file(relative, limit, hard_links_ok=hard_links_ok, lstat=lstat)
+        if read.more:
+            raise Refused(read.shown, f"larger than the {limit}-byte cap for this file")
+        return read.data
 
-    def copy_file(self, relative: str, dest_dir: Path, name: str, budget: CopyBudget) -> bool:
-        """Copy one file into *dest_dir* (a directory the caller made) as *name*, within *budget*.
+    def copy_file(
+        self, relative: str, dest: Path | CopySink, name: str, budget: CopyBudget
+    ) -> bool:
+        """Copy one file into *dest* (a directory the caller made, or a sink) as *name*,
+        within *budget*.
 
         False, with the reason in `budget.refused` and nothing written, when it is not a plain
         file reached without a link, or does not fit the budget.
@@ -470,60 +626,59 @@ class SafeDir:
             budget.refuse(exc)
             return False
         try:
-            out = os.open(dest_dir, DIR_FLAGS)
-            try:
-                self._copy_one(src, parts[-1], "/".join(parts), out, name, budget)
-            except _FilesCapReached:
-                pass
-            finally:
-                os.close(out)
+            with _sink_of(dest) as sink:
+                self._copy_one(src, parts[-1], "/".join(parts), sink, name, budget)
+        except _FilesCapReached:
+            pass
         finally:
             os.close(src)
         return budget.files > files_before
 
-    def copy_tree(self, relative: str, dest: Path, budget: CopyBudget) -> None:
-        """Copy the directory *relative* to the new directory *dest*: real directories and plain
-        files only, within *budget*; each entry left out is in `budget.refused`.
+    def copy_tree(
+        self, relative: str, dest: Path | CopySink, budget: CopyBudget, *, target: str = ""
+    ) -> None:
+        """Copy the directory *relative* to a new directory: *dest* itself (a path), or
+        *target* in a sink. Real directories and plain files only, within *budget*; each
+        entry left out is in `budget.refused`.
 
         Raises Refused only when *relative* itself is a link or not a directory.
         """
         parts = split_relative(relative)
         src = self._walk(parts)
         try:
-            os.mkdir(dest, 0o755)
-            out = os.open(dest, DIR_FLAGS)
-            try:
-                self._copy_level(src, out, "/".join(parts), budget, depth=0)
-            except _FilesCapReached:
-                pass
-            finally:
-                os.close(out)
+            if isinstance(dest, Path):
+                os.mkdir(dest, 0o755)
+            else:
+                dest.make_dir(target)
+            with _sink_of(dest) as sink:
+                self._copy_level(src, sink, target, "/".join(parts), budget, depth=0)
+        except _FilesCapReached:
+            pass
         finally:
             os.close(src)
 
-    def _copy_level(self, src: int, out: int, shown: str, budget: CopyBudget, depth: int) -> None:
+    def _copy_level(
+        self, src: int, sink: CopySink, out: str, shown: str, budget: CopyBudget, depth: int
+    ) -> None:
         with os.scandir(src) as listing:
             names = sorted(entry.name for entry in listing)
         for name in names:
             where = f"{shown}/{name}" if shown else name
+            target = f"{out}/{name}" if out else name
             try:
                 st = os.stat(name, dir_fd=src, follow_symlinks=False)
             except FileNotFoundError:
                 continue
             try:
                 if not stat.S_ISDIR(st.st_mode):
-                    self._copy_one(src, name, where, out, name, budget)
+                    self._copy_one(src, name, where, sink, target, budget)
                     continue
                 if depth >= MAX_DEPTH:
                     raise Refused(where, f"nested deeper than {MAX_DEPTH} directories")
                 below = _open_dir_at(src, name, where)
                 try:
-                    os.mkdir(name, 0o755, dir_fd=out)
-                    below_out = os.open(name, DIR_FLAGS, dir_fd=out)
-                    try:
-                        self._copy_level(below, below_out, where, budget, depth + 1)
-                    finally:
-                        os.close(below_out)
+                    sink.make_dir(target)
+                    self._copy_level(below, sink, target, where, budget, depth + 1)
                 finally:
                     os.close(below)
             except Refused as exc:
@@ -532,7 +687,7 @@ class SafeDir:
                 continue  # removed or replaced while we copied: nothing of it is taken
 
     def _copy_one(
-        self, src: int, name: str, shown: str, out: int, target: str, budget: CopyBudget
+        self, src: int, name: str, shown: str, sink: CopySink, target: str, budget: CopyBudget
     ) -> None:
         if budget.files >= budget.max_files:
             budget.refuse(
@@ -549,14 +704,7 @@ class SafeDir:
         try:
             if not budget.admits(shown, st.st_size):
                 return
-            dst = os.open(
-                target, NEW_FILE_FLAGS, 0o755 if st.st_mode & 0o111 else 0o644, dir_fd=out
-            )
-            try:
-                copied = _copy_fd(fd, dst, st.st_size)
-                os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
-            finally:
-                os.close(dst)
+            copied = sink.copy_from(target, fd, st)
         finally:
             os.close(fd)
         budget.bytes += copied

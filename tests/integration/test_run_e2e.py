@@ -15,6 +15,7 @@ from posttrainbench.runner.record import RunRecord
 from posttrainbench.schemas import Metrics
 from tests.helpers import run_ptb
 from tests.rescore_checks import check_rescore
+from tests.results_fixtures import stored_file
 
 pytestmark = pytest.mark.slow
 
@@ -140,7 +141,7 @@ def test_demo(tmp_path: Path) -> None:
     )
     assert run.score == metrics.accuracy and run.flagged is False and len(run.verdicts) == 5
     assert run.time.budget_hours == 1.0 and 0 < run.time.agent_hours < 1.0
-    assert (tmp_path / "results" / "runs" / run.id / "snapshot" / "MANIFEST.json").is_file()
+    assert stored_file(tmp_path / "results", run, "snapshot/MANIFEST.json")
     collected = run_ptb("results", "collect", str(tmp_path / "results"))
     assert collected.returncode == 0, collected.stderr
     board = json.loads((tmp_path / "results" / "leaderboard" / "leaderboard.json").read_text())

@@ -19,7 +19,7 @@ from posttrainbench.results import export as export_module
 from posttrainbench.results.export import export
 from posttrainbench.results.store import ResultsStore
 from posttrainbench.safe_fs import CopyBudget, Refused, SafeDir, write_read
-from tests.results_fixtures import TrialSpec, write_trial
+from tests.results_fixtures import TrialSpec, stored_file, write_trial
 from tests.security.planting import files_containing, links_under, make_canary
 
 
@@ -44,7 +44,7 @@ def _export_with(tmp_path: Path, after_read, prepare=None) -> tuple[Path, object
         monkeypatch.undo()
     assert len(summary.added) == 1, summary
     (record,) = ResultsStore.open(tmp_path / "res", create=False).load()[0]
-    return tmp_path / "res" / "runs" / record.id, record
+    return tmp_path / "res", record
 
 
 def test_a_trace_swapped_for_a_host_link_after_the_scan_is_stored_as_read(tmp_path: Path) -> None:
@@ -57,9 +57,9 @@ def test_a_trace_swapped_for_a_host_link_after_the_scan_is_stored_as_read(tmp_pa
         trace.unlink()
         trace.symlink_to(canary.file)
 
-    run_dir, record = _export_with(tmp_path, swap)
+    res, record = _export_with(tmp_path, swap)
     assert record.trace_files
-    assert (run_dir / record.trace_files[0]).read_bytes() == kept["bytes"]
+    assert stored_file(res, record, record.trace_files[0]) == kept["bytes"]
     assert files_containing(tmp_path / "res", canary.text) == []
     assert links_under(tmp_path / "res") == []
 
@@ -72,8 +72,8 @@ def test_a_trace_rewritten_after_the_scan_is_stored_as_read(tmp_path: Path) -> N
         kept["bytes"] = trace.read_bytes()
         trace.write_text("rewritten after the scan\n" * 10)
 
-    run_dir, record = _export_with(tmp_path, rewrite)
-    assert (run_dir / record.trace_files[0]).read_bytes() == kept["bytes"]
+    res, record = _export_with(tmp_path, rewrite)
+    assert stored_file(res, record, record.trace_files[0]) == kept["bytes"]
 
 
 @pytest.mark.timeout(20)
@@ -83,8 +83,8 @@ def test_a_trace_swapped_for_a_fifo_after_the_scan_never_blocks(tmp_path: Path) 
         trace.unlink()
         os.mkfifo(trace)
 
-    run_dir, record = _export_with(tmp_path, fifo)  # no open of the FIFO: nothing blocks
-    assert record.trace_files and (run_dir / record.trace_files[0]).is_file()
+    res, record = _export_with(tmp_path, fifo)  # no open of the FIFO: nothing blocks
+    assert record.trace_files and stored_file(res, record, record.trace_files[0])
 
 
 def test_a_trace_over_the_sniff_size_is_copied_and_still_checked(tmp_path: Path) -> None:
@@ -103,8 +103,8 @@ def test_a_trace_over_the_sniff_size_is_copied_and_still_checked(tmp_path: Path)
     (trial / "agent" / "claude-code.txt").write_text(big)
     export([tmp_path / "plain"], tmp_path / "plain-res", workers=1)
     (record,) = ResultsStore.open(tmp_path / "plain-res", create=False).load()[0]
-    stored = tmp_path / "plain-res" / "runs" / record.id / record.trace_files[0]
-    assert stored.read_text() == big  # copied whole, not the scan's head
+    stored = stored_file(tmp_path / "plain-res", record, record.trace_files[0])
+    assert stored.decode() == big  # copied whole, not the scan's head
 
     def make_big(trial: Path) -> None:
         (trial / "agent" / "claude-code.txt").write_text(big)
@@ -194,10 +194,9 @@ def test_a_scan_keeps_only_so_much_and_the_rest_is_copied(tmp_path: Path, monkey
 
     export([tmp_path / "jobs"], tmp_path / "res", workers=1)
     (record,) = ResultsStore.open(tmp_path / "res", create=False).load()[0]
-    run_dir = tmp_path / "res" / "runs" / record.id
     assert len(record.trace_files) == 7
     for stored, source in zip(record.trace_files, scan.files, strict=True):
-        assert (run_dir / stored).read_bytes() == (trial / source).read_bytes()
+        assert stored_file(tmp_path / "res", record, stored) == (trial / source).read_bytes()
 
 
 def test_an_agent_log_that_links_to_a_host_file_is_never_kept(tmp_path: Path) -> None:
@@ -213,7 +212,7 @@ def test_an_agent_log_that_links_to_a_host_file_is_never_kept(tmp_path: Path) ->
     records, _ = ResultsStore.open(tmp_path / "res", create=False).load()
     (record,) = records
     assert record.agent_log is not None
-    kept = (tmp_path / "res" / "runs" / record.id / record.agent_log).read_text()
-    assert kept == "trained 20 steps\n"
+    kept = stored_file(tmp_path / "res", record, record.agent_log)
+    assert kept == b"trained 20 steps\n"
     assert files_containing(tmp_path / "res", canary.text) == []
     assert links_under(tmp_path / "res") == []

@@ -27,7 +27,7 @@ from posttrainbench.results.export import export
 from posttrainbench.results.store import ResultsStore
 from posttrainbench.safe_fs import CopyBudget, Refused, SafeDir
 from tests.helpers import run_ptb
-from tests.results_fixtures import TrialSpec, write_trial
+from tests.results_fixtures import TrialSpec, stored_file, unpack_to_run_dir, write_trial
 from tests.security.planting import (
     SPARSE_BYTES,
     Canary,
@@ -100,8 +100,7 @@ def test_export_report_and_traces_carry_nothing_of_the_host(
     listed = {line.split(": ", 1)[0] for line in record.refused_files}
     assert sorted(p for p in expected if p not in listed) == []
     assert record.trace_files and record.snapshot_dir == "snapshot"
-    run_dir = tmp_path / "res" / "runs" / record.id
-    assert (run_dir / "snapshot" / "train.py").is_file()  # what is the trial's own is still copied
+    assert stored_file(tmp_path / "res", record, "snapshot/train.py")  # the trial's own: copied
     assert (final_model == "link") == (record.final_model_dir is None)
 
     reported = run_ptb(
@@ -332,7 +331,7 @@ def test_the_report_reads_no_link_a_store_holds(tmp_path: Path) -> None:
     canary = make_canary(tmp_path / "host")
     export([tmp_path / "jobs"], tmp_path / "res")
     (record,) = ResultsStore.open(tmp_path / "res", create=False).load()[0]
-    stored = tmp_path / "res" / "runs" / record.id / record.trace_files[0]
+    stored = unpack_to_run_dir(tmp_path / "res", record.id) / record.trace_files[0]
     stored.unlink()
     stored.symlink_to(canary.file)
     board, records = build_leaderboard(tmp_path / "res", "mean", None, None)
@@ -353,9 +352,8 @@ def test_runs_an_older_exporter_stored_are_exported_again(tmp_path: Path, monkey
     monkeypatch.setattr(harbor_trial, "READER_VERSION", "")  # what the old exporter fingerprinted
     export([tmp_path / "jobs"], tmp_path / "res")
     (record,) = ResultsStore.open(tmp_path / "res", create=False).load()[0]
-    shutil.copy(
-        canary.file, tmp_path / "res" / "runs" / record.id / record.trace_files[0]
-    )  # what it copied
+    run_dir = unpack_to_run_dir(tmp_path / "res", record.id)  # the old store's layout
+    shutil.copy(canary.file, run_dir / record.trace_files[0])  # what it copied
     monkeypatch.undo()
     assert len(export([tmp_path / "jobs"], tmp_path / "res").updated) == 1
     _store_is_clean(tmp_path / "res", canary)

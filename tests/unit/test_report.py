@@ -16,7 +16,7 @@ from posttrainbench.results.report.render import ReportOutputError, render_repor
 from posttrainbench.results.store import ResultsStore
 from tests.helpers import run_ptb
 from tests.report_fixtures import EVIL_AGENT, IDS, Built, build_results
-from tests.results_fixtures import TrialSpec, write_job
+from tests.results_fixtures import TrialSpec, damage_blob, unpack_to_run_dir, write_job
 
 
 class Dom(HTMLParser):
@@ -211,7 +211,7 @@ def test_a_store_of_the_previous_layout_still_shows_its_traces(built, tmp_path):
 
     copy = tmp_path / "results"
     shutil.copytree(built.results_dir, copy)
-    run_dir = copy / "runs" / IDS["strong1"]
+    run_dir = unpack_to_run_dir(copy, IDS["strong1"])
     record = ResultRecord.model_validate_json((run_dir / "record.json").read_bytes())
     (run_dir / "trace").mkdir()
     old_names = []
@@ -226,16 +226,23 @@ def test_a_store_of_the_previous_layout_still_shows_its_traces(built, tmp_path):
     assert "cannot read trace" not in page and old_names[0] in page
 
 
-def test_missing_trace_file_does_not_stop_the_report(built, tmp_path):
+@pytest.mark.parametrize("layout", ["packed", "run dir"])
+def test_missing_trace_file_does_not_stop_the_report(built, tmp_path, layout):
     import shutil
 
     copy = tmp_path / "results"
     shutil.copytree(built.results_dir, copy)
-    run_dir = copy / "runs" / IDS["strong1"]
-    for relative in ResultRecord.model_validate_json(
-        (run_dir / "record.json").read_bytes()
-    ).trace_files:
-        (run_dir / relative).unlink()
+    if layout == "run dir":
+        run_dir = unpack_to_run_dir(copy, IDS["strong1"])
+        for relative in ResultRecord.model_validate_json(
+            (run_dir / "record.json").read_bytes()
+        ).trace_files:
+            (run_dir / relative).unlink()
+    else:
+        record = ResultsStore(copy).record(IDS["strong1"])
+        assert record is not None
+        for relative in record.trace_files:
+            damage_blob(copy, record.packed_files[relative])
     board, records = build_leaderboard(copy, "mean", None, None)
     page = section(render_report(board, records, copy), f"run-{IDS['strong1']}")
     assert "cannot read trace" in page

@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from posttrainbench.results.store import ResultsStore
+from posttrainbench.results.store_index import read_journal
 from tests.helpers import run_ptb
-from tests.results_fixtures import TrialSpec, write_job
+from tests.results_fixtures import TrialSpec, damage_blob, unpack_to_run_dir, write_job
 
 
 def _store(tmp_path: Path) -> Path:
@@ -89,15 +93,22 @@ def test_bad_input_is_one_line_and_exit_2_and_keeps_what_was_written(tmp_path: P
             result.stderr,
         )
     assert (tmp_path / "board" / "leaderboard.json").read_text() == before
-    assert len(list((res / "runs").iterdir())) == 3
+    assert len(ResultsStore(res).load()[0]) == 3
 
 
-def test_a_broken_record_in_the_store_is_reported_and_skipped(tmp_path: Path) -> None:
+@pytest.mark.parametrize("layout", ["packed", "run dir"])
+def test_a_broken_record_in_the_store_is_reported_and_skipped(tmp_path: Path, layout: str) -> None:
     res = _store(tmp_path)
-    victim = next((res / "runs").iterdir())
-    (victim / "record.json").write_text('{"id": "x"')
+    journal, _ = read_journal(res)
+    victim = sorted(journal)[0]
+    ref = journal[victim].record
+    assert ref is not None
+    if layout == "packed":
+        damage_blob(res, ref)  # its CRC no longer matches
+    else:
+        (unpack_to_run_dir(res, victim) / "record.json").write_text('{"id": "x"')
     result = run_ptb("results", "collect", str(res))
     assert result.returncode == 0, result.stderr
-    assert "warning: skipped:" in result.stderr and victim.name in result.stderr
+    assert "warning: skipped:" in result.stderr and victim in result.stderr
     board = json.loads((res / "leaderboard" / "leaderboard.json").read_text())
     assert len(board["runs"]) == 2 and len(board["skipped"]) == 1

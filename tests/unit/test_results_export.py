@@ -14,7 +14,7 @@ from posttrainbench.results import export as export_mod
 from posttrainbench.results import harbor_trial
 from posttrainbench.results.export import export, find_trials
 from posttrainbench.results.store import ResultsStore, StoreError
-from tests.results_fixtures import T0, TrialSpec, write_job, write_trial
+from tests.results_fixtures import T0, TrialSpec, stored_file, write_job, write_trial
 
 
 def _records(results: Path):
@@ -64,12 +64,14 @@ def test_export_writes_one_record_per_trial_with_everything(tmp_path: Path) -> N
     assert record.time.agent_hours == pytest.approx(3.0) and record.time.fraction == pytest.approx(
         0.3
     )
-    run_dir = tmp_path / "res" / "runs" / record.id
-    assert (run_dir / record.trace_files[0]).read_text() == (
-        job / record.trial_name / "agent" / "claude-code.txt"
-    ).read_text()
-    assert (run_dir / "snapshot" / "train.py").is_file()
-    assert record.final_model_dir is None and not (run_dir / "final_model").exists()
+    assert (
+        stored_file(tmp_path / "res", record, record.trace_files[0])
+        == (job / record.trial_name / "agent" / "claude-code.txt").read_bytes()
+    )
+    assert record.snapshot_dir == "snapshot"
+    assert stored_file(tmp_path / "res", record, "snapshot/train.py")
+    # packed: no run directory at all
+    assert record.final_model_dir is None and not (tmp_path / "res" / "runs" / record.id).exists()
 
 
 def test_final_model_only_when_asked(tmp_path: Path) -> None:
@@ -221,21 +223,18 @@ def test_interrupted_export_loses_nothing_and_leaves_nothing_half_written(
     original = export_mod.stage_run_files
     calls = {"n": 0}
 
-    def crash_on_third(staged, source, trial_dir, with_final_model):
+    def crash_on_third(*args, **kwargs):
         calls["n"] += 1
         if calls["n"] == 3:
-            original(staged, source, trial_dir, with_final_model)
-            raise KeyboardInterrupt  # killed after staging, before the rename
-        return original(staged, source, trial_dir, with_final_model)
+            original(*args, **kwargs)
+            raise KeyboardInterrupt  # killed after its files were packed, before its record
+        return original(*args, **kwargs)
 
     monkeypatch.setattr(export_mod, "stage_run_files", crash_on_third)
     with pytest.raises(KeyboardInterrupt):
         export([jobs], tmp_path / "res")
     records, skipped = _records(tmp_path / "res")
     assert len(records) == 2 and not skipped
-    assert all(
-        (tmp_path / "res" / "runs" / r.id / "record.json").is_file() for r in records.values()
-    )
     monkeypatch.setattr(export_mod, "stage_run_files", original)
     summary = export([jobs], tmp_path / "res")
     assert len(summary.added) == 3 and summary.unchanged == 2
@@ -244,8 +243,8 @@ def test_interrupted_export_loses_nothing_and_leaves_nothing_half_written(
 
 
 def test_a_replacement_interrupted_mid_swap_is_restored(tmp_path: Path) -> None:
-    write_job(tmp_path / "jobs", "j", [TrialSpec()])
-    export([tmp_path / "jobs"], tmp_path / "res")
+    write_job(tmp_path / "jobs", "j", [TrialSpec(final_model=True)])
+    export([tmp_path / "jobs"], tmp_path / "res", with_final_model=True)  # a run directory
     store = ResultsStore(tmp_path / "res")
     (run_dir,) = list(store.runs.iterdir())
     # Killed between moving the old run aside and moving the new one in.
@@ -311,14 +310,12 @@ def test_records_stored_as_scored_or_errored_still_load_with_an_outcome_kind(
 ) -> None:
     """Before the outcome kinds a record said only scored or errored, with the reason in
     `error`; the store reads those as the kinds they were."""
-    from posttrainbench.results.record import RECORD_FILE, ResultRecord
+    from posttrainbench.results.record import ResultRecord
 
     write_job(tmp_path / "jobs", "j", [TrialSpec(score=0.5)])
     export([tmp_path / "jobs"], tmp_path / "res")
     (record,) = _records(tmp_path / "res")[0].values()
-    stored = json.loads(
-        (tmp_path / "res" / "runs" / record.id / RECORD_FILE).read_text(encoding="utf-8")
-    )
+    stored = record.model_dump(mode="json")
     old = {k: v for k, v in stored.items() if k != "metrics"}
     cases = [
         ("scored", None, "completed"),
@@ -334,3 +331,14 @@ def test_records_stored_as_scored_or_errored_still_load_with_an_outcome_kind(
             json.dumps({**old, "status": status, "error": error})
         )
         assert loaded.status == kind, (status, error)
+
+
+def test_the_walk_takes_a_trial_id_from_harbors_result_without_a_full_parse(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Written as Harbor writes it (its own model, indented): the leading pattern finds the
+    id, so the parent never parses a whole result.json to tell a copy of a trial."""
+    trial = write_trial(tmp_path / "job", TrialSpec())
+    text = (trial / "result.json").read_text()
+    monkeypatch.setattr(export_mod, "trial_id", lambda text: pytest.fail("parsed in full"))
+    assert export_mod._run_id(text) == json.loads(text)["id"]

@@ -33,7 +33,7 @@ from posttrainbench.results.harbor_trial import (
     read_outcome,
     trial_id,
 )
-from posttrainbench.results.record import RECORD_FILE, ResultRecord
+from posttrainbench.results.record import ResultRecord
 from posttrainbench.results.rescore_origin import ORIGIN_KWARG, RescoreOrigin
 from posttrainbench.results.store import ResultsStore
 from posttrainbench.runner.job_runner import RunRequest, job_config
@@ -185,10 +185,7 @@ def _rescored(records: list[ResultRecord], original: str, version: str) -> Resul
 def _stored_record(store: ResultsStore, trial: Path) -> ResultRecord | None:
     """The record the export stored for *trial* (read alone, not the whole store)."""
     run_id = trial_id((trial / RESULT_FILE).read_text(encoding="utf-8"))
-    path = store.runs / (run_id or "") / RECORD_FILE
-    return (
-        ResultRecord.model_validate_json(path.read_bytes()) if run_id and path.is_file() else None
-    )
+    return store.record(run_id) if run_id else None
 
 
 class _Rescorer:

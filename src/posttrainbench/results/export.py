@@ -1,13 +1,14 @@
 """`ptb results export`: Harbor job and trial directories into a results store.
 
-Incremental: the store's index (`store_index`) maps each stored run to the trial
+Incremental: the store's journal (`store_index`) maps each stored run to the trial
 directory it came from and that trial's fingerprint (sizes and mtimes of its result and
 verdict files), so a trial whose fingerprint is unchanged is skipped with a few stats,
 before its result.json is even opened; one whose result or verdicts changed since (say
 `ptb judge` ran again) is read and replaced. A trial still running is left for a later
-export, and a malformed one is reported and skipped. Worker processes read and stage
-trials while the parent is still walking the job directories; only the parent renames
-staged runs into place, one at a time, and saves the index at the end.
+export, and a malformed one is reported and skipped. Worker processes read trials while
+the parent is still walking the job directories, and append each run to a pack of their
+own (or stage its run directory, with --with-final-model); only the parent commits runs,
+one journal line each.
 """
 
 from __future__ import annotations
@@ -39,11 +40,19 @@ from posttrainbench.results.harbor_trial import (
     trial_id,
     trial_result_model,
 )
-from posttrainbench.results.run_files import stage_run_files
+from posttrainbench.results.pack import BlobRef, PackWriter
+from posttrainbench.results.record import RECORD_FILE
+from posttrainbench.results.run_files import PackSink, stage_run_files
 from posttrainbench.results.store import ResultsStore
-from posttrainbench.results.store_index import IndexEntry, entry_for, load_index, save_index
-from posttrainbench.results.trial_volumes import release_volumes
-from posttrainbench.safe_fs import SafeDir
+from posttrainbench.results.store_index import (
+    IndexEntry,
+    Journal,
+    compact_journal,
+    load_index,
+    record_stat,
+)
+from posttrainbench.results.trial_volumes import is_cloud_trial, release_volumes
+from posttrainbench.safe_fs import DirSink, SafeDir
 
 # Trial subdirectories that never hold another trial: not worth walking into.
 _LEAF_DIRS = {
@@ -61,9 +70,14 @@ POOL_THRESHOLD = 64  # below this many trials, starting workers costs more than 
 # Trials a worker takes per message: at 8 the parent spent ~0.1 ms a trial more on pickling
 # and pipes (measured on 5,000 trials); past 32 nothing more was saved.
 _CHUNK = 32
-# Harbor writes `id` first; reading it with a pattern saves the parent a full JSON parse per
-# trial. Anything else (another writer, odd spacing) falls back to json.
-_LEADING_ID = re.compile(r'\s*\{\s*"id"\s*:\s*"([0-9A-Za-z-]{1,100})"')
+# Lines a journal may carry beyond two per stored run before an export rewrites it.
+_SLACK_LINES = 1_000
+# Harbor writes `id` first (after `schema_version`, in the Harbor this project pins); reading
+# it with a pattern saves the parent a full JSON parse per trial. Anything else (another
+# writer, another order) falls back to json.
+_LEADING_ID = re.compile(
+    r'\s*\{\s*(?:"schema_version"\s*:\s*\d+\s*,\s*)?"id"\s*:\s*"([0-9A-Za-z-]{1,100})"'
+)
 
 
 class ExportSummary(BaseModel):
@@ -97,6 +111,7 @@ class _Job:
     trial: FoundTrial
     known: str | None  # the stored fingerprint of this trial id, if any
     staging: Path
+    packs: str  # a string: hashing a Path (a new one per job, unpickled) cost ~30 us a trial
     with_final_model: bool
     seq: int = 0  # names the staging directory: two copies of one trial never share one
 
@@ -104,12 +119,14 @@ class _Job:
 @dataclass(frozen=True)
 class _Outcome:
     kind: Literal["staged", "unchanged", "in_progress", "skipped"]
-    trial_dir: Path
+    trial_dir: str  # not a Path: rebuilding one per outcome in the parent cost ~10 us
     run_id: str = ""
     fingerprint: str = ""
     message: str = ""
     warnings: tuple[str, ...] = ()
-    staged: Path | None = None
+    staged: Path | None = None  # a staged run directory, or:
+    packed: BlobRef | None = None  # the record of a run appended to a pack
+    cloud: bool = False  # a cloud trial: its final_model volume is released once stored
 
 
 @dataclass(frozen=True)
@@ -201,13 +218,13 @@ class _Walk:
         self,
         roots: list[Path],
         index: dict[str, IndexEntry],
-        staging: Path,
+        store: ResultsStore,
         with_final_model: bool,
     ):
         self.roots = roots
         self.known = {run_id: e.fingerprint for run_id, e in index.items()}
         self.by_dir = {e.source_dir: e for e in index.values()}
-        self.staging = staging
+        self.store = store
         self.with_final_model = with_final_model
         self.unchanged: list[tuple[Path, str]] = []  # (trial dir, run id)
         self.skipped: list[str] = []
@@ -244,13 +261,21 @@ class _Walk:
                     # the same trial found at another path (moved): unchanged, no worker
                     self.unchanged.append((trial.path, run_id or ""))
                     continue
-                yield _Job(trial, stored_print, self.staging, self.with_final_model, seq=self.found)
+                yield _Job(
+                    trial,
+                    stored_print,
+                    self.store.staging,
+                    str(self.store.packs),
+                    self.with_final_model,
+                    seq=self.found,
+                )
         self.finished = True
 
 
 def _prepare(job: _Job) -> _Outcome:
     """Read one trial and stage its run directory (runs in a worker process)."""
-    where = job.trial.path
+    path = job.trial.path
+    where = str(path)
     if job.trial.text is None:
         return _Outcome("in_progress", where)
     if not job.trial.readable:
@@ -260,7 +285,7 @@ def _prepare(job: _Job) -> _Outcome:
             message=f"{RESULT_FILE} is unreadable or not a trial result (half-written?)",
         )
     try:
-        source = read_trial(where, job.trial.text, resolved=True)
+        source = read_trial(path, job.trial.text, resolved=True)
     except TrialInProgress:
         return _Outcome("in_progress", where)
     except TrialReadError as exc:
@@ -268,6 +293,22 @@ def _prepare(job: _Job) -> _Outcome:
     record = source.record
     if job.known == record.fingerprint:
         return _Outcome("unchanged", where, record.id)
+    if not job.with_final_model:
+        writer = _pack_writer(job.packs)
+        try:
+            record, warnings = stage_run_files(PackSink(writer), source, path)
+            ref = writer.append(record.model_dump_json().encode())
+        except OSError as exc:  # what was appended is garbage no journal line refers to
+            return _Outcome("skipped", where, message=f"cannot store it ({exc.strerror or exc})")
+        return _Outcome(
+            "staged",
+            where,
+            record.id,
+            record.fingerprint,
+            warnings=tuple(warnings),
+            packed=ref,
+            cloud=is_cloud_trial(where),
+        )
     staged = job.staging / f"{job.seq}-{record.id}"
     try:
         staged.mkdir()
@@ -275,13 +316,40 @@ def _prepare(job: _Job) -> _Outcome:
         shutil.rmtree(staged, ignore_errors=True)
         staged.mkdir()
     try:
-        warnings = stage_run_files(staged, source, where, job.with_final_model)
+        with DirSink(staged) as sink:
+            record, warnings = stage_run_files(sink, source, path, with_final_model=True)
+        record.write(staged)
     except OSError as exc:
         shutil.rmtree(staged, ignore_errors=True)
         return _Outcome("skipped", where, message=f"cannot copy its files ({exc.strerror or exc})")
     return _Outcome(
-        "staged", where, record.id, record.fingerprint, warnings=tuple(warnings), staged=staged
+        "staged",
+        where,
+        record.id,
+        record.fingerprint,
+        warnings=tuple(warnings),
+        staged=staged,
+        cloud=is_cloud_trial(where),
     )
+
+
+# One pack writer per process and store: a forked worker never shares its parent's (the
+# pid differs), so two processes never append to one pack.
+_writers: dict[tuple[int, str], PackWriter] = {}
+
+
+def _pack_writer(packs: str) -> PackWriter:
+    key = (os.getpid(), packs)
+    writer = _writers.get(key)
+    if writer is None:
+        writer = _writers[key] = PackWriter(Path(packs))
+    return writer
+
+
+def _close_pack_writers() -> None:
+    for writer in _writers.values():
+        writer.close()
+    _writers.clear()
 
 
 def export(
@@ -308,13 +376,22 @@ def export(
     store = ResultsStore.open(results_dir, create=True)
     summary = ExportSummary(results_dir=str(store.root))
     with store.locked():
-        index, _ = load_index(store.root, store.runs)
-        walk = _Walk([Path(d) for d in job_dirs], index, store.staging, with_final_model)
-        stored: list[tuple[Path, str]] = []  # (trial dir, run id) of every trial now in the store
+        loaded = load_index(store.root, store.runs)
+        index = loaded.entries
+        run_dirs = loaded.run_dirs - set(loaded.stale_dirs)
+        for run_id in loaded.stale_dirs:  # a replacement killed before it removed the dir
+            shutil.rmtree(store.runs / run_id, ignore_errors=True)
+        walk = _Walk([Path(d) for d in job_dirs], index, store, with_final_model)
+        # (trial dir, run id) of every cloud trial stored now, and of every unchanged trial
+        stored: list[tuple[Path | str, str]] = []
         committed: set[str] = set()
         store.staging.mkdir(exist_ok=True)
+        store.packs.mkdir(exist_ok=True)
+        journal = Journal(store.root)
         done = 0
         try:
+            for carried in loaded.to_journal:  # run dirs the journal did not vouch for yet
+                journal.append(carried)
             for outcome in _outcomes(walk.jobs(), workers or os.cpu_count() or 1):
                 if outcome.kind == "staged" and outcome.run_id in committed:
                     # Two trials with one id that the walk could not tell apart before
@@ -324,23 +401,22 @@ def export(
                         "exported just before it"
                     )
                 else:
-                    _record(store, outcome, walk.known, summary)
-                    if outcome.kind in ("staged", "unchanged") and outcome.run_id:
-                        stored.append((outcome.trial_dir, outcome.run_id))
-                if outcome.kind == "staged" and outcome.run_id not in committed:
-                    committed.add(outcome.run_id)
-                    entry = entry_for(
-                        store.runs, outcome.run_id, str(outcome.trial_dir), outcome.fingerprint
-                    )
+                    entry = _record(store, journal, outcome, walk.known, summary, run_dirs)
                     if entry is not None:
                         index[outcome.run_id] = entry
+                        committed.add(outcome.run_id)
+                    if (
+                        outcome.kind == "staged" and outcome.cloud or outcome.kind == "unchanged"
+                    ) and outcome.run_id:
+                        stored.append((outcome.trial_dir, outcome.run_id))
                 done += 1
                 if progress is not None:
                     progress(done + len(walk.unchanged), walk.found, walk.finished)
         finally:
-            # Saved even when interrupted: what was committed is indexed; the rest of the
-            # index is checked against the records on the next load anyway.
-            save_index(store.root, index)
+            _close_pack_writers()
+            journal.close()
+        if loaded.journal_lines + journal.lines_written > 2 * len(index) + _SLACK_LINES:
+            compact_journal(store.root, index)  # replaced runs' lines only slow each load
         if progress is not None:
             progress(done + len(walk.unchanged), walk.found, True)
         summary.unchanged += len(walk.unchanged)
@@ -348,7 +424,11 @@ def export(
         stored.extend(walk.unchanged)
         store.recover()  # drops the (now empty) staging directory
         removed, warnings = release_volumes(
-            [(trial, store.runs / run_id) for trial, run_id in stored],
+            [
+                (Path(trial), store.runs / run_id)
+                for trial, run_id in stored
+                if is_cloud_trial(trial)
+            ],
             keep=keep_volumes,
             with_final_model=with_final_model,
         )
@@ -381,18 +461,47 @@ def _outcomes(jobs: Iterable[_Job], workers: int) -> Iterator[_Outcome]:
 
 
 def _record(
-    store: ResultsStore, outcome: _Outcome, known: dict[str, str], summary: ExportSummary
-) -> None:
-    where = str(outcome.trial_dir)
+    store: ResultsStore,
+    journal: Journal,
+    outcome: _Outcome,
+    known: dict[str, str],
+    summary: ExportSummary,
+    run_dirs: set[str],
+) -> IndexEntry | None:
+    """Tally *outcome*; a staged run is committed: its index entry (None for the rest).
+    *run_dirs*: the run ids stored as directories, kept up to date."""
+    where = outcome.trial_dir
     if outcome.kind == "unchanged":
         summary.unchanged += 1
-    elif outcome.kind == "in_progress":
+        return None
+    if outcome.kind == "in_progress":
         summary.in_progress.append(where)
-    elif outcome.kind == "skipped":
+        return None
+    if outcome.kind == "skipped":
         summary.skipped.append(f"{where}: {outcome.message}")
-    else:
-        summary.warnings.extend(outcome.warnings)
-        previous = known.get(outcome.run_id)
-        store.commit(outcome.staged or store.staging / outcome.run_id, outcome.run_id)
-        known[outcome.run_id] = outcome.fingerprint
-        (summary.updated if previous is not None else summary.added).append(where)
+        return None
+    stat_now = None
+    if outcome.packed is None:
+        target = store.commit(outcome.staged or store.staging / outcome.run_id, outcome.run_id)
+        run_dirs.add(outcome.run_id)
+        stat_now = record_stat(target / RECORD_FILE)
+    summary.warnings.extend(outcome.warnings)
+    previous = known.get(outcome.run_id)
+    known[outcome.run_id] = outcome.fingerprint
+    (summary.updated if previous is not None else summary.added).append(where)
+    if outcome.packed is None and stat_now is None:
+        return None  # already gone: the next export finds out by listing runs/
+    entry = IndexEntry(
+        run_id=outcome.run_id,
+        source_dir=where,
+        fingerprint=outcome.fingerprint,
+        record=outcome.packed,
+        record_stat=stat_now,
+    )
+    journal.append(entry)
+    if outcome.packed is not None and outcome.run_id in run_dirs:
+        # After the line: a run dir the journal now replaces (a crash in between leaves a
+        # dir the next export removes, never a store without the run).
+        shutil.rmtree(store.runs / outcome.run_id, ignore_errors=True)
+        run_dirs.discard(outcome.run_id)
+    return entry

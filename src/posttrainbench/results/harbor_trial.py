@@ -18,7 +18,6 @@ import os
 import stat
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +26,7 @@ from pydantic import ValidationError
 from posttrainbench.integrity.judges.verdict import JUDGE_IDS, VERDICT_IDS, Judgement
 from posttrainbench.integrity.traces.trial_files import (
     MAX_TRACE_BYTES,
+    TraceScan,
     artifacts_subdir,
     plain_agent_log,
     scan_trial_traces,
@@ -224,7 +224,7 @@ def _read(root: SafeDir, trial_dir: Path, text: str | None) -> TrialSource:
         flagged=combine_flags(
             [v for v in verdicts if v.judge in JUDGE_IDS or v.flagged], len(JUDGE_IDS)
         ),
-        usage=_usage(result, root, scan.files, spec),
+        usage=_usage(result, root, scan, spec),
         time=_time(result, spec),
         source_dir=str(trial_dir),
         fingerprint=printed,
@@ -263,10 +263,11 @@ def _model_name(info) -> str:
 
 def _task_spec(root: SafeDir, result: TrialResult, refused: list[str]) -> TaskSpec | None:
     """The verifier's copy of the task spec, else the task directory's, if either is there."""
-    if root.lstat("verifier/task.json") is not None:
+    found = root.lstat("verifier/task.json")
+    if found is not None:
         try:
             return TaskSpec.model_validate_json(
-                root.read_bytes("verifier/task.json", MAX_JSON_BYTES)
+                root.read_bytes("verifier/task.json", MAX_JSON_BYTES, lstat=found)
             )
         except Refused as exc:
             refused.append(str(exc))
@@ -287,10 +288,11 @@ def _task_version(root: SafeDir, refused: list[str]) -> TaskVersion | None:
     """The verifier's copy of the task's version; None for a trial scored before tasks had
     one (or whose copy is unreadable: the run is then shown as unversioned)."""
     name = f"verifier/{TASK_VERSION_FILE}"
-    if root.lstat(name) is None:
+    found = root.lstat(name)
+    if found is None:
         return None
     try:
-        return TaskVersion.model_validate_json(root.read_bytes(name, MAX_JSON_BYTES))
+        return TaskVersion.model_validate_json(root.read_bytes(name, MAX_JSON_BYTES, lstat=found))
     except Refused as exc:
         refused.append(str(exc))
     except (OSError, ValueError):
@@ -300,10 +302,11 @@ def _task_version(root: SafeDir, refused: list[str]) -> TaskVersion | None:
 
 def _metrics(root: SafeDir) -> Metrics | None:
     name = "verifier/metrics.json"
-    if root.lstat(name) is None:
+    found = root.lstat(name)
+    if found is None:
         return None
     try:
-        return Metrics.model_validate_json(root.read_bytes(name, MAX_JSON_BYTES))
+        return Metrics.model_validate_json(root.read_bytes(name, MAX_JSON_BYTES, lstat=found))
     except Refused as exc:
         raise TrialReadError(f"refused to read {exc}") from None
     except OSError as exc:
@@ -337,10 +340,14 @@ def _verdicts(root: SafeDir, refused: list[str]) -> list[Judgement]:
     """One verdict per judge; an unreadable verdict file counts as no verdict."""
     found: dict[str, Judgement] = {}
     for sub in JUDGE_DIRS:
-        if not root.is_dir(sub):
-            continue
-        for name, _ in root.entries(sub):
-            if not fnmatchcase(name, "judgement_*.json"):
+        try:
+            # Names only: each verdict file is lstat'ed as it is opened, the rest never are.
+            names = root.names(sub)
+        except (FileNotFoundError, NotADirectoryError, Refused):
+            continue  # no such directory, or not a real one (a link, a file)
+        for name in names:
+            # `judgement_*.json` (the two ends cannot overlap), without fnmatch's regex
+            if not (name.startswith("judgement_") and name.endswith(".json")):
                 continue
             try:
                 # straight from bytes: one parse, not json.loads and then a validation
@@ -373,8 +380,10 @@ def _time(result: TrialResult, spec: TaskSpec | None) -> TimeUsed:
     )
 
 
-def _usage(result: TrialResult, root: SafeDir, traces: list[str], spec: TaskSpec | None) -> Usage:
-    """Tokens and cost from Harbor's agent context, else summed from the best trace."""
+def _usage(result: TrialResult, root: SafeDir, scan: TraceScan, spec: TaskSpec | None) -> Usage:
+    """Tokens and cost from Harbor's agent context, else summed from the best trace (as the
+    scan read it, when it kept it: the file is not opened a second time)."""
+    traces = scan.files
     gpus = spec.gpus if spec else _gpus_from_config(root)
     agent = result.agent_execution
     hours = _hours(agent.started_at, agent.finished_at) if agent else None
@@ -394,7 +403,9 @@ def _usage(result: TrialResult, root: SafeDir, traces: list[str], spec: TaskSpec
         from posttrainbench.integrity.traces.load import parse_trace_text
 
         try:
-            head, _ = root.read_head(traces[0], MAX_TRACE_BYTES)
+            kept = scan.reads.get(traces[0])
+            whole = kept.whole if kept is not None else None
+            head = whole if whole is not None else root.read_head(traces[0], MAX_TRACE_BYTES)[0]
             usage = parse_trace_text(head.decode("utf-8", errors="replace"), source=traces[0]).usage
         except Exception:
             usage = None

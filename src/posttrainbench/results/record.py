@@ -1,4 +1,4 @@
-"""The run record: one exported Harbor trial, as stored in `RESULTS_DIR/runs/<id>/record.json`."""
+"""The run record: one exported Harbor trial, as a results store keeps it (`store.py`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from posttrainbench.integrity.judges.verdict import Judgement
+from posttrainbench.results.pack import BlobRef
 from posttrainbench.schemas import Metrics, TaskSpec, legacy_failure
 from posttrainbench.trial_outcome import OutcomeKind, exception_kind
 
@@ -105,7 +106,9 @@ class ResultRecord(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     time: TimeUsed = Field(default_factory=TimeUsed)
     trace_files: list[str] = Field(
-        default_factory=list, description="paths relative to the record's directory"
+        default_factory=list,
+        description="the stored trace files, best first: relative to the run dir, or keys of "
+        "packed_files",
     )
     agent_log: str | None = Field(
         default=None,
@@ -117,6 +120,11 @@ class ResultRecord(BaseModel):
     )
     final_model_dir: str | None = Field(
         default=None, description="only with --with-final-model, relative"
+    )
+    packed_files: dict[str, BlobRef] = Field(
+        default_factory=dict,
+        description="for a run stored in packs: each stored file (the relative names above; "
+        "a snapshot's as snapshot/<path>) and its blob; empty for a run directory",
     )
     refused_files: list[str] = Field(
         default_factory=list,

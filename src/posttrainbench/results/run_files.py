@@ -1,4 +1,7 @@
-"""Copying a trial's files into its staged run: traces, code snapshot and (when asked) final_model.
+"""Copying a trial's files into its stored run: traces, code snapshot and (when asked) final_model.
+
+A run goes into the store's packs (`PackSink`), or into a staged run directory when its
+final_model is asked for (`DirSink`): a model is many large files a rescore reads in place.
 
 The agent wrote every one of them, so each is copied through `safe_fs` (no link followed,
 only real directories and plain single-name files, nothing sparse) under a cap per kind. A
@@ -9,13 +12,24 @@ What was left out goes into the run's `refused_files` with why, and into one war
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from posttrainbench.copy_caps import CopyCaps
 from posttrainbench.integrity.traces.trial_files import MAX_TRACE_BYTES
 from posttrainbench.results.harbor_trial import TrialSource
+from posttrainbench.results.pack import BlobRef, PackWriter
+from posttrainbench.results.record import ResultRecord
 from posttrainbench.results.trial_volumes import fetch_into
-from posttrainbench.safe_fs import CopyBudget, Refused, SafeDir, write_read
+from posttrainbench.safe_fs import (
+    CopyBudget,
+    CopySink,
+    DirSink,
+    Refused,
+    SafeDir,
+    read_fd,
+    write_read,
+)
 
 # Traces lie in the run directory itself, as `trace-00-<name>` (best first): a `trace/`
 # directory per run cost one more mkdir, the dearest operation of a store write here. Stores
@@ -27,14 +41,36 @@ AGENT_LOG_FILE = "agent-log.txt"
 AGENT_LOG_BYTES = 256 * 1024  # the head is what a reader looks at; the trial keeps the rest
 
 
+class PackSink:
+    """Copies into a pack: each file one blob, its ref kept under its relative name."""
+
+    def __init__(self, writer: PackWriter):
+        self.writer = writer
+        self.files: dict[str, BlobRef] = {}
+
+    def make_dir(self, relative: str) -> None:
+        """Directories are implied by their files' names."""
+
+    def put(self, relative: str, data: bytes, st: os.stat_result | None = None) -> None:
+        """Store *data* as the file *relative*."""
+        self.files[relative] = self.writer.append(data)
+
+    def copy_from(self, relative: str, fd: int, st: os.stat_result) -> int:
+        """Store what *fd* holds (at most its size when opened) as *relative*."""
+        data = read_fd(fd, st.st_size)
+        self.put(relative, data)
+        return len(data)
+
+
 def stage_run_files(
-    staged: Path,
+    sink: CopySink,
     source: TrialSource,
     trial_dir: Path,
-    with_final_model: bool,
+    with_final_model: bool = False,
     caps: CopyCaps | None = None,
-) -> list[str]:
-    """Copy the run's files into *staged* and write its record; returns warning lines."""
+) -> tuple[ResultRecord, list[str]]:
+    """Copy the run's files into *sink* (a final_model only into a `DirSink`); returns its
+    record, completed with what was stored and refused, and warning lines."""
     caps = caps or CopyCaps()
     record = source.record
     warnings: list[str] = []
@@ -50,46 +86,52 @@ def stage_run_files(
             # A trace the scan read whole is stored from those bytes (one read per trace);
             # a larger one is copied from the trial, through the same checks.
             if (
-                write_read(read, staged, name, traces)
+                write_read(read, sink, name, traces)
                 if read is not None
-                else root.copy_file(relative, staged, name, traces)
+                else root.copy_file(relative, sink, name, traces)
             ):
                 record.trace_files.append(name)
         refused += traces.refusal_lines()
         if source.agent_log is not None:
-            record.agent_log = _keep_log_head(root, source.agent_log, staged, refused)
+            record.agent_log = _keep_log_head(root, source.agent_log, sink, refused)
         if source.snapshot is not None:
-            refused += _copy_dir(
+            copied, lines = _copy_dir(
                 root,
                 source.snapshot,
-                staged / SNAPSHOT_DIR,
+                sink,
+                SNAPSHOT_DIR,
                 CopyBudget(max_bytes=caps.snapshot_bytes, max_files=caps.snapshot_files),
             )
-            record.snapshot_dir = SNAPSHOT_DIR if (staged / SNAPSHOT_DIR).is_dir() else None
-        if with_final_model and source.final_model is not None:
-            refused += _copy_dir(
-                root,
-                source.final_model,
-                staged / FINAL_MODEL_DIR,
-                CopyBudget(max_bytes=caps.final_model_bytes, max_files=caps.final_model_files),
-            )
-        elif with_final_model:
-            warning = fetch_into(trial_dir, staged)  # a cloud trial's model is on its volume
-            if warning:
-                warnings.append(warning)
-    if (staged / FINAL_MODEL_DIR).is_dir():
-        record.final_model_dir = FINAL_MODEL_DIR
+            refused += lines
+            record.snapshot_dir = SNAPSHOT_DIR if copied else None
+        if with_final_model and isinstance(sink, DirSink):
+            if source.final_model is not None:
+                copied, lines = _copy_dir(
+                    root,
+                    source.final_model,
+                    sink,
+                    FINAL_MODEL_DIR,
+                    CopyBudget(max_bytes=caps.final_model_bytes, max_files=caps.final_model_files),
+                )
+                refused += lines
+            else:
+                warning = fetch_into(trial_dir, sink.path)  # a cloud trial's model is on its volume
+                if warning:
+                    warnings.append(warning)
+            if (sink.path / FINAL_MODEL_DIR).is_dir():
+                record.final_model_dir = FINAL_MODEL_DIR
+    if isinstance(sink, PackSink):
+        record.packed_files = sink.files
     record.refused_files = refused
     if refused:
         warnings.append(
             f"{trial_dir}: {len(refused)} file(s) refused, neither read nor copied "
-            f"(refused_files in its record.json); first: {refused[0]}"
+            f"(refused_files in its record); first: {refused[0]}"
         )
-    record.write(staged)
-    return warnings
+    return record, warnings
 
 
-def _keep_log_head(root: SafeDir, relative: str, staged: Path, refused: list[str]) -> str | None:
+def _keep_log_head(root: SafeDir, relative: str, sink: CopySink, refused: list[str]) -> str | None:
     """The first AGENT_LOG_BYTES of the agent's plain log (a link or special file refused)."""
     try:
         read = root.read_file(relative, AGENT_LOG_BYTES)
@@ -98,15 +140,20 @@ def _keep_log_head(root: SafeDir, relative: str, staged: Path, refused: list[str
         return None
     except OSError:
         return None
-    (staged / AGENT_LOG_FILE).write_bytes(read.data)
+    sink.put(AGENT_LOG_FILE, read.data)
     return AGENT_LOG_FILE
 
 
-def _copy_dir(root: SafeDir, relative: str, dest: Path, budget: CopyBudget) -> list[str]:
+def _copy_dir(
+    root: SafeDir, relative: str, sink: CopySink, target: str, budget: CopyBudget
+) -> tuple[bool, list[str]]:
+    """Copy a directory of the trial to *target* in *sink*: (whether it was, refusal lines)."""
     try:
-        root.copy_tree(relative, dest, budget)
+        root.copy_tree(relative, sink, budget, target=target)
     except Refused as exc:  # the directory itself was swapped for a link since it was read
         budget.refuse(exc)
     except (FileNotFoundError, NotADirectoryError):
         budget.refuse(Refused(relative, "removed or replaced during the export"))
-    return budget.refusal_lines()
+    else:
+        return True, budget.refusal_lines()
+    return False, budget.refusal_lines()

@@ -1,14 +1,26 @@
-"""The results store on disk: `RESULTS_DIR/runs/<trial id>/record.json` plus copied files.
+"""The results store on disk: a journal of stored runs, packs of their blobs, run dirs.
 
-Every run directory appears by one rename of a fully written staging directory, so a
-reader (or an export that was killed) never sees half a run. Replacing a run moves the
-old directory aside first and restores it if the swap did not finish.
+```
+RESULTS_DIR/
+  store.json       marks the directory as a results store
+  journal.jsonl    one line per run stored, in order (the last line of a run id wins)
+  packs/*.pack     records and their copied files, appended (pack.py)
+  runs/<id>/       record.json and files of a run stored with its final_model, or by an
+                   older exporter
+```
+
+A run appears by one journal line, written after everything it refers to: its blobs,
+or its run directory, which appears by one rename of a fully written staging directory
+(replacing a run dir moves the old one aside first, restored if the swap did not
+finish). A reader or an export that was killed never sees half a run; a torn last
+journal line is ignored. A run dir whose run id's last line says packed is a leftover
+of a replacement and is not read.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
-import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -19,7 +31,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from posttrainbench.atomic_write import write_text_atomic
 from posttrainbench.errors import PtbError
+from posttrainbench.results.pack import PACKS_DIR, PackReader
 from posttrainbench.results.record import RECORD_FILE, ResultRecord
+from posttrainbench.results.store_index import JOURNAL_FILE, read_journal, run_dir_ids
+from posttrainbench.safe_fs import SafeDir
 
 STORE_FILE = "store.json"
 STORE_FORMAT = "posttrainbench-results"
@@ -35,7 +50,7 @@ class StoreManifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     format: str = STORE_FORMAT
-    version: int = 1
+    version: int = 2  # 2: runs in packs and a journal; a version-1 store (run dirs) reads as one
 
 
 class ResultsStore:
@@ -46,6 +61,7 @@ class ResultsStore:
         self.runs = self.root / "runs"
         self.staging = self.root / ".staging"
         self.attic = self.root / ".replaced"
+        self.packs = self.root / PACKS_DIR
 
     @classmethod
     def open(cls, root: Path, *, create: bool) -> ResultsStore:
@@ -71,6 +87,7 @@ class ResultsStore:
             )
         try:
             store.runs.mkdir(parents=True, exist_ok=True)
+            store.packs.mkdir(exist_ok=True)
             write_text_atomic(manifest, StoreManifest().model_dump_json(indent=2) + "\n")
         except OSError as exc:
             raise StoreError(f"cannot create results store {root}: {exc.strerror or exc}") from None
@@ -117,33 +134,54 @@ class ResultsStore:
             os.replace(staged, target)
         return target
 
-    def fingerprints(self) -> dict[str, str]:
-        """run id -> fingerprint of every stored run (read without full validation)."""
-        found: dict[str, str] = {}
-        for run_dir in self._run_dirs():
-            try:
-                raw = json.loads((run_dir / RECORD_FILE).read_text(encoding="utf-8"))
-                found[run_dir.name] = str(raw["fingerprint"])
-            except (OSError, ValueError, KeyError, TypeError):
-                continue  # unreadable: exported again
-        return found
-
     def load(self) -> tuple[list[ResultRecord], list[str]]:
-        """Every readable record, and one line per run that could not be read."""
+        """Every readable record, by run id, and one line per run that could not be read."""
+        journal, _ = read_journal(self.root)
+        packed = {k: e.record for k, e in journal.items() if e.record is not None}
         records: list[ResultRecord] = []
         skipped: list[str] = []
-        for run_dir in self._run_dirs():
-            path = run_dir / RECORD_FILE
-            try:
-                records.append(ResultRecord.model_validate_json(path.read_bytes()))
-            except OSError as exc:
-                skipped.append(f"{path}: cannot read ({exc.strerror or exc})")
-            except ValidationError as exc:
-                first = str(exc).splitlines()
-                skipped.append(f"{path}: not a valid run record ({' '.join(first[:3])})")
+        with PackReader(self.packs) as packs:
+            for run_id in sorted(packed.keys() | set(run_dir_ids(self.runs))):
+                ref = packed.get(run_id)
+                where = f"{self.root / JOURNAL_FILE} ({run_id})" if ref else self.runs / run_id
+                try:
+                    data = (
+                        packs.read(ref) if ref else (self.runs / run_id / RECORD_FILE).read_bytes()
+                    )
+                    records.append(ResultRecord.model_validate_json(data))
+                except OSError as exc:
+                    skipped.append(f"{where}: cannot read ({exc.strerror or exc})")
+                except ValidationError as exc:
+                    first = str(exc).splitlines()
+                    skipped.append(f"{where}: not a valid run record ({' '.join(first[:3])})")
         return records, skipped
 
-    def _run_dirs(self) -> list[Path]:
-        if not self.runs.is_dir():
-            return []
-        return sorted(p for p in self.runs.iterdir() if p.is_dir())
+    def record(self, run_id: str) -> ResultRecord | None:
+        """One run's record, read alone (None when the store has no such run)."""
+        entry = read_journal(self.root)[0].get(run_id)
+        if entry is not None and entry.record is not None:
+            with PackReader(self.packs) as packs:
+                return ResultRecord.model_validate_json(packs.read(entry.record))
+        path = self.runs / run_id / RECORD_FILE
+        return ResultRecord.model_validate_json(path.read_bytes()) if path.is_file() else None
+
+    def read_run_file(
+        self, record: ResultRecord, relative: str, limit: int, packs: PackReader | None = None
+    ) -> tuple[bytes, bool]:
+        """The first *limit* bytes of a stored run's file, and whether there was more.
+
+        A run dir may hold links an older export copied: it is read below the run dir
+        without following any (a hard link there is the user's backup, not the agent's).
+        """
+        if not record.packed_files:
+            with SafeDir.open(self.runs / record.id, hard_links_ok=True) as root:
+                return root.read_head(relative, limit)
+        ref = record.packed_files.get(relative)
+        if ref is None:
+            raise FileNotFoundError(errno.ENOENT, "not in the run's packed files", relative)
+        if packs is not None:
+            data = packs.read(ref)
+        else:
+            with PackReader(self.packs) as own:
+                data = own.read(ref)
+        return data[:limit], len(data) > limit

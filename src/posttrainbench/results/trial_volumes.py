@@ -30,6 +30,12 @@ def fetch_into(trial_dir: Path, staged: Path) -> str | None:
     return None
 
 
+def is_cloud_trial(trial_dir: Path | str) -> bool:
+    """Whether a trial ran in the cloud (its ptb-cloud.json exists): one stat, on a string
+    path; most trials are not, and this runs for every trial an export stores."""
+    return os.path.isfile(os.path.join(trial_dir, RECORD_FILE))
+
+
 def release_volumes(
     stored: list[tuple[Path, Path]], *, keep: bool, with_final_model: bool
 ) -> tuple[list[str], list[str]]:
@@ -41,9 +47,7 @@ def release_volumes(
     removed: list[str] = []
     warnings: list[str] = []
     for trial_dir, run_dir in stored:
-        # The check read_record starts with, on a string path: most trials are not cloud
-        # trials, and this runs for every stored trial on every export (~20 us a trial less).
-        if not os.path.isfile(os.path.join(trial_dir, RECORD_FILE)):
+        if not is_cloud_trial(trial_dir):
             continue
         try:
             record = read_record(trial_dir)

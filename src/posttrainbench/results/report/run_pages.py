@@ -7,6 +7,7 @@ justification that contains markup is shown as text.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,9 +16,11 @@ from posttrainbench.integrity.judges.verdict import Judgement
 from posttrainbench.integrity.traces.events import NormalizedTrace, TokenUsage, TraceEvent
 from posttrainbench.integrity.traces.load import parse_trace_text
 from posttrainbench.integrity.traces.render import format_usage, truncate
+from posttrainbench.results.pack import PackReader
 from posttrainbench.results.record import ResultRecord
+from posttrainbench.results.store import ResultsStore
 from posttrainbench.results.table import Leaderboard, RunRow
-from posttrainbench.safe_fs import Refused, SafeDir
+from posttrainbench.safe_fs import Refused
 
 DEFAULT_MAX_EVENTS = 200
 DEFAULT_MAX_CHARS = 2_000
@@ -117,17 +120,17 @@ def _event_view(event: TraceEvent, max_chars: int) -> EventView:
     return EventView(number=event.index + 1, kind=kind, label=label, body=shown, cut=shown != body)
 
 
-def _read_capped(run_dir: Path, relative: str) -> tuple[str, bool]:
-    # The record names the file, and a store may hold links an older export copied: read it
-    # below the run directory without following any. The exporter wrote the store, so a
-    # hard link there is the user's (a backup), not the agent's.
-    with SafeDir.open(run_dir, hard_links_ok=True) as root:
-        data, cut = root.read_head(relative, MAX_TRACE_BYTES)
+# Reads the first bytes of one of the run's stored files: (bytes, whether there was more).
+ReadHead = Callable[[str, int], tuple[bytes, bool]]
+
+
+def _read_capped(read: ReadHead, relative: str) -> tuple[str, bool]:
+    data, cut = read(relative, MAX_TRACE_BYTES)
     return data.decode("utf-8", errors="replace"), cut
 
 
 def trace_view(
-    run_dir: Path,
+    read: ReadHead,
     record: ResultRecord,
     *,
     max_events: int = DEFAULT_MAX_EVENTS,
@@ -136,11 +139,11 @@ def trace_view(
     """The run's first trace file, parsed and capped; never raises for a missing or odd trace."""
     if not record.trace_files:
         if record.agent_log:
-            return _log_view(run_dir, record.agent_log, max_events * max_chars)
+            return _log_view(read, record.agent_log, max_events * max_chars)
         return TraceView(error="this run has no trace file")
     relative = record.trace_files[0]
     try:
-        text, bytes_cut = _read_capped(run_dir, relative)
+        text, bytes_cut = _read_capped(read, relative)
         trace: NormalizedTrace = parse_trace_text(text, source=relative)
     except (OSError, PtbError) as exc:
         reason = (
@@ -159,10 +162,10 @@ def trace_view(
     )
 
 
-def _log_view(run_dir: Path, relative: str, max_chars: int) -> TraceView:
+def _log_view(read: ReadHead, relative: str, max_chars: int) -> TraceView:
     """An agent's plain log (no structured trace): its head, as one text block."""
     try:
-        text, bytes_cut = _read_capped(run_dir, relative)
+        text, bytes_cut = _read_capped(read, relative)
     except OSError as exc:
         reason = exc.reason if isinstance(exc, Refused) else exc.strerror or str(exc)
         return TraceView(source=relative, error=f"cannot read the agent's log: {reason}")
@@ -186,18 +189,27 @@ def build_run_pages(
     rows = {row.id: row for row in board.runs}
     order = {row.id: i for i, row in enumerate(board.runs)}
     ordered = sorted(records, key=lambda r: (order.get(r.id, len(order)), r.id))
+    store = ResultsStore(Path(results_dir))
     pages = []
-    for record in ordered:
-        run_dir = Path(results_dir) / "runs" / record.id
-        pages.append(
-            RunPage(
-                record=record,
-                row=rows.get(record.id),
-                verdicts=[
-                    VerdictView(v)
-                    for v in sorted(record.verdicts, key=lambda v: (v.flagged is not True, v.judge))
-                ],
-                trace=trace_view(run_dir, record, max_events=max_events, max_chars=max_chars),
+    with PackReader(store.packs) as packs:
+        for record in ordered:
+
+            def read(
+                relative: str, limit: int, record: ResultRecord = record
+            ) -> tuple[bytes, bool]:
+                return store.read_run_file(record, relative, limit, packs)
+
+            pages.append(
+                RunPage(
+                    record=record,
+                    row=rows.get(record.id),
+                    verdicts=[
+                        VerdictView(v)
+                        for v in sorted(
+                            record.verdicts, key=lambda v: (v.flagged is not True, v.judge)
+                        )
+                    ],
+                    trace=trace_view(read, record, max_events=max_events, max_chars=max_chars),
+                )
             )
-        )
     return pages
