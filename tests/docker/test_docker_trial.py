@@ -53,6 +53,8 @@ def test_oracle_trial_with_harbor_run_on_docker(docker_ready: None, tmp_path: Pa
         str(TRIAL_MEMORY_GB),
         "--eval-limit",
         "2",
+        "--train-steps",
+        "2",
         "-o",
         str(tmp_path / "tasks"),
     )

@@ -171,6 +171,8 @@ def test_harbor_cli_runs_a_generated_task_on_the_local_sandbox(tmp_path: Path) -
         "8",
         "--eval-limit",
         "2",
+        "--train-steps",
+        "2",
         "-o",
         str(tmp_path / "tasks"),
     )

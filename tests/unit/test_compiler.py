@@ -125,6 +125,24 @@ def test_generate_all(tmp_path: Path) -> None:
         Task(out / name)
 
 
+def test_train_steps_sets_the_reference_solutions_training(tmp_path: Path) -> None:
+    """A smoke task's oracle trains 2 steps instead of the solution's default."""
+    cache = tmp_path / "cache"
+    seed_prepared(cache, "bfcl")
+    solve = "bfcl-smollm2-135m/solution/solve.sh"
+    for steps, out in [(None, tmp_path / "default"), ("2", tmp_path / "smoke")]:
+        extra = ["--train-steps", steps] if steps else []
+        result = run_ptb(
+            *["tasks", "generate", "-b", "bfcl", "-M", "smollm2-135m", "--offline"],
+            *extra,
+            *["-o", str(out)],
+            env={"PTB_CACHE_DIR": str(cache)},
+        )
+        assert result.returncode == 0, result.stderr
+    assert "--steps" not in (tmp_path / "default" / solve).read_text()
+    assert "--steps 2 " in (tmp_path / "smoke" / solve).read_text()
+
+
 def _split_ids(path: Path) -> list[str]:
     return [json.loads(line)["id"] for line in path.read_text().splitlines()]
 

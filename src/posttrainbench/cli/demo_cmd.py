@@ -11,7 +11,7 @@ from rich import get_console
 from rich.console import Console
 from rich.table import Table
 
-from posttrainbench.cli.options import runs_dir_option
+from posttrainbench.cli.options import TrainSteps, runs_dir_option
 from posttrainbench.errors import PtbError
 from posttrainbench.runner.preflight import check_local_sandbox
 from posttrainbench.schemas import VerifierProgress
@@ -25,14 +25,7 @@ def demo(
     limit: int = typer.Option(
         50, "--limit", metavar="N", help="BFCL questions scored for both models."
     ),
-    train_steps: int | None = typer.Option(
-        None,
-        "--train-steps",
-        min=1,
-        metavar="N",
-        help="Optimizer steps of the reference fine-tune (default: the solution's, 20): a fixed amount of "
-        "training, so the result does not depend on how busy the machine is, only its time.",
-    ),
+    train_steps: int | None = TrainSteps,
 ) -> None:
     """Post-train SmolLM2-135M for BFCL offline on this machine and compare with the base model.
 

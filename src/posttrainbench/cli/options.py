@@ -179,6 +179,15 @@ GpuType = typer.Option(
 EvalLimit = typer.Option(
     None, "--eval-limit", help="Score only the first N test questions (smoke tests; default: all)."
 )
+TrainSteps = typer.Option(
+    None,
+    "--train-steps",
+    min=1,
+    metavar="N",
+    help="Optimizer steps of the reference fine-tune (default: the solution's, 20): a fixed "
+    "amount of training, so the result does not depend on how busy the machine is, only its "
+    "time; a smoke task trains fewer.",
+)
 Feedback = typer.Option(
     "test",
     "--feedback",

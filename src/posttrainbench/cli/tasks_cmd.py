@@ -22,6 +22,7 @@ from posttrainbench.cli.options import (
     ModelFrom,
     ModelSource,
     Offline,
+    TrainSteps,
     compile_options,
     out_option,
 )
@@ -50,6 +51,7 @@ def generate(
     gpu_type: str | None = GpuType,
     model_from: ModelSource = ModelFrom,
     eval_limit: int | None = EvalLimit,
+    train_steps: int | None = TrainSteps,
     feedback: FeedbackName = Feedback,
     eval_budget: int | None = EvalBudget,
     offline: bool = Offline,
@@ -73,6 +75,7 @@ def generate(
         gpu_type=gpu_type,
         model_from=model_from,
         final_eval_limit=eval_limit,
+        solution_steps=train_steps,
         feedback=feedback,
         agent_eval_budget=eval_budget,
     )
