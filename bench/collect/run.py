@@ -73,11 +73,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=5_000)
     parser.add_argument(
-        "--keep", type=Path, default=None, help="Work in this directory and keep it."
+        "--keep", type=Path, default=None, help="Work in this new directory and keep it."
     )
     args = parser.parse_args()
     if args.trials < 1:
-        sys.exit("error: --trials must be a positive integer")
+        print("error: --trials must be a positive integer", file=sys.stderr)
+        return 2
+    if args.keep is not None and args.keep.exists() and any(args.keep.iterdir()):
+        # Trials written next to an earlier run's would be counted with them.
+        print(f"error: --keep {args.keep} is not empty; give a new directory", file=sys.stderr)
+        return 2
     work = args.keep or Path(tempfile.mkdtemp(prefix="ptb-bench-collect-"))
     jobs, store = work / "jobs", work / "results"
     try:

@@ -63,7 +63,10 @@ def export_cmd(
     ),
     to: Path = out_option(..., "The results store (created if new)."),
     with_final_model: bool = typer.Option(
-        False, "--with-final-model", help="Also copy each run's final_model/."
+        False,
+        "--with-final-model",
+        help="Also copy each run's final_model/ (such a run is stored as a directory, "
+        "runs/<id>/, where `ptb rescore` reads it).",
     ),
     workers: int | None = typer.Option(
         None, "--workers", metavar="N", help="Processes reading trials (default: one per CPU)."

@@ -33,6 +33,7 @@ from posttrainbench.results.harbor_trial import (
     RESULT_FILE,
     TrialInProgress,
     TrialReadError,
+    TrialSource,
     fingerprint,
     is_trial_result,
     read_harbor_file,
@@ -41,7 +42,7 @@ from posttrainbench.results.harbor_trial import (
     trial_result_model,
 )
 from posttrainbench.results.pack import BlobRef, PackWriter
-from posttrainbench.results.record import RECORD_FILE
+from posttrainbench.results.record import RECORD_FILE, ResultRecord
 from posttrainbench.results.run_files import PackSink, stage_run_files
 from posttrainbench.results.store import ResultsStore
 from posttrainbench.results.store_index import (
@@ -273,7 +274,7 @@ class _Walk:
 
 
 def _prepare(job: _Job) -> _Outcome:
-    """Read one trial and stage its run directory (runs in a worker process)."""
+    """Read one trial and pack its run, or stage its run directory (in a worker process)."""
     path = job.trial.path
     where = str(path)
     if job.trial.text is None:
@@ -290,37 +291,16 @@ def _prepare(job: _Job) -> _Outcome:
         return _Outcome("in_progress", where)
     except TrialReadError as exc:
         return _Outcome("skipped", where, message=str(exc))
-    record = source.record
-    if job.known == record.fingerprint:
-        return _Outcome("unchanged", where, record.id)
-    if not job.with_final_model:
-        writer = _pack_writer(job.packs)
-        try:
-            record, warnings = stage_run_files(PackSink(writer), source, path)
-            ref = writer.append(record.model_dump_json().encode())
-        except OSError as exc:  # what was appended is garbage no journal line refers to
-            return _Outcome("skipped", where, message=f"cannot store it ({exc.strerror or exc})")
-        return _Outcome(
-            "staged",
-            where,
-            record.id,
-            record.fingerprint,
-            warnings=tuple(warnings),
-            packed=ref,
-            cloud=is_cloud_trial(where),
-        )
-    staged = job.staging / f"{job.seq}-{record.id}"
+    if job.known == source.record.fingerprint:
+        return _Outcome("unchanged", where, source.record.id)
     try:
-        staged.mkdir()
-    except FileExistsError:  # left by a killed export (recover() normally clears staging)
-        shutil.rmtree(staged, ignore_errors=True)
-        staged.mkdir()
-    try:
-        with DirSink(staged) as sink:
-            record, warnings = stage_run_files(sink, source, path, with_final_model=True)
-        record.write(staged)
+        if job.with_final_model:
+            record, warnings, staged = _stage_dir(job, source, path)
+            packed = None
+        else:
+            record, warnings, packed = _pack(job.packs, source, path)
+            staged = None
     except OSError as exc:
-        shutil.rmtree(staged, ignore_errors=True)
         return _Outcome("skipped", where, message=f"cannot copy its files ({exc.strerror or exc})")
     return _Outcome(
         "staged",
@@ -329,8 +309,40 @@ def _prepare(job: _Job) -> _Outcome:
         record.fingerprint,
         warnings=tuple(warnings),
         staged=staged,
+        packed=packed,
         cloud=is_cloud_trial(where),
     )
+
+
+def _pack(
+    packs: str, source: TrialSource, trial_dir: Path
+) -> tuple[ResultRecord, list[str], BlobRef]:
+    """Append the run's files, then its record, to this process's pack (what a failure
+    left appended is garbage no journal line refers to)."""
+    writer = _pack_writer(packs)
+    record, warnings = stage_run_files(PackSink(writer), source, trial_dir)
+    return record, warnings, writer.append(record.model_dump_json().encode())
+
+
+def _stage_dir(
+    job: _Job, source: TrialSource, trial_dir: Path
+) -> tuple[ResultRecord, list[str], Path]:
+    """Write the run, final_model included, into a new staging directory (removed again
+    when that fails)."""
+    staged = job.staging / f"{job.seq}-{source.record.id}"
+    try:
+        staged.mkdir()
+    except FileExistsError:  # left by a killed export (recover() normally clears staging)
+        shutil.rmtree(staged, ignore_errors=True)
+        staged.mkdir()
+    try:
+        with DirSink(staged) as sink:
+            record, warnings = stage_run_files(sink, source, trial_dir, with_final_model=True)
+        record.write(staged)
+    except OSError:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+    return record, warnings, staged
 
 
 # One pack writer per process and store: a forked worker never shares its parent's (the
