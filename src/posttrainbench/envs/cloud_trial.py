@@ -18,14 +18,17 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from harbor.models.task.config import EnvironmentConfig
 from pydantic import BaseModel, ConfigDict, Field
 
 from posttrainbench.atomic_write import write_text_atomic
 from posttrainbench.envs.service_secrets import deliver_secrets
 from posttrainbench.errors import RunError
+
+if TYPE_CHECKING:  # an annotation only: Harbor's task config costs ~30 ms to import, and
+    # every export imports this module for its record file's name
+    from harbor.models.task.config import EnvironmentConfig
 
 HANDOFF_MOUNT = "/ptb-handoff"
 CACHE_MOUNT = "/ptb-cache"
