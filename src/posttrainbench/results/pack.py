@@ -67,12 +67,10 @@ class PackWriter:
         return BlobRef(self.name, offset, len(data), zlib.crc32(data))
 
     def close(self) -> None:
-        """Close the pack (appending again opens a new one)."""
+        """Close the pack (an export closes its writers once, at its end)."""
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-            self.name = uuid.uuid4().hex + PACK_SUFFIX
-            self._size = 0
 
 
 class PackReader:
