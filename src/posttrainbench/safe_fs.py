@@ -511,13 +511,21 @@ class SafeDir:
         st = self.lstat(relative)
         return st is not None and stat.S_ISDIR(st.st_mode)
 
-    def entries(self, relative: str = "") -> list[tuple[str, os.stat_result]]:
-        """(name, lstat) of each entry of a directory below the root, sorted by name."""
+    def entries(
+        self, relative: str = "", wanted: Callable[[str], bool] | None = None
+    ) -> list[tuple[str, os.stat_result]]:
+        """(name, lstat) of each entry of a directory below the root, sorted by name.
+
+        *wanted*: only the names it accepts are lstat'ed and returned (a directory an agent
+        filled with countless other files then costs a listing, not a stat apiece).
+        """
         found = []
         fd, owned = self._borrow(_split(relative))
         try:
             with os.scandir(fd) as listing:
                 for entry in listing:
+                    if wanted is not None and not wanted(entry.name):
+                        continue
                     try:
                         found.append((entry.name, entry.stat(follow_symlinks=False)))
                     except FileNotFoundError:
@@ -644,7 +652,7 @@ class SafeDir:
         Raises Refused only when *relative* itself is a link or not a directory.
         """
         parts = split_relative(relative)
-        src = self._walk(parts)
+        src, owned = self._borrow(parts)
         try:
             if isinstance(dest, Path):
                 os.mkdir(dest, 0o755)
@@ -655,7 +663,8 @@ class SafeDir:
         except _FilesCapReached:
             pass
         finally:
-            os.close(src)
+            if owned:
+                os.close(src)
 
     def _copy_level(
         self, src: int, sink: CopySink, out: str, shown: str, budget: CopyBudget, depth: int
@@ -671,7 +680,7 @@ class SafeDir:
                 continue
             try:
                 if not stat.S_ISDIR(st.st_mode):
-                    self._copy_one(src, name, where, sink, target, budget)
+                    self._copy_one(src, name, where, sink, target, budget, st)
                     continue
                 if depth >= MAX_DEPTH:
                     raise Refused(where, f"nested deeper than {MAX_DEPTH} directories")
@@ -687,8 +696,17 @@ class SafeDir:
                 continue  # removed or replaced while we copied: nothing of it is taken
 
     def _copy_one(
-        self, src: int, name: str, shown: str, sink: CopySink, target: str, budget: CopyBudget
+        self,
+        src: int,
+        name: str,
+        shown: str,
+        sink: CopySink,
+        target: str,
+        budget: CopyBudget,
+        lstat: os.stat_result | None = None,
     ) -> None:
+        """Copy one entry of the directory *src* (*lstat*: its lstat through *src*, when the
+        caller just took it)."""
         if budget.files >= budget.max_files:
             budget.refuse(
                 Refused(
@@ -697,7 +715,7 @@ class SafeDir:
             )
             raise _FilesCapReached
         try:
-            fd, st = _open_file_at(src, name, shown, self.hard_links_ok)
+            fd, st = _open_file_at(src, name, shown, self.hard_links_ok, lstat)
         except Refused as exc:
             budget.refuse(exc)
             return

@@ -29,7 +29,7 @@ def _export_with(tmp_path: Path, after_read, prepare=None) -> tuple[Path, object
     trial = write_trial(tmp_path / "jobs" / "job", TrialSpec())
     if prepare is not None:
         prepare(trial)
-    real_read = export_module.read_trial
+    real_read = export_module.read_trial_at
 
     def read_then_tamper(*args, **kwargs):
         source = real_read(*args, **kwargs)
@@ -37,7 +37,7 @@ def _export_with(tmp_path: Path, after_read, prepare=None) -> tuple[Path, object
         return source
 
     monkeypatch = pytest.MonkeyPatch()
-    monkeypatch.setattr(export_module, "read_trial", read_then_tamper)
+    monkeypatch.setattr(export_module, "read_trial_at", read_then_tamper)
     try:
         summary = export([tmp_path / "jobs"], tmp_path / "res", workers=1)
     finally:

@@ -133,8 +133,8 @@ def test_a_verdict_rewritten_while_its_trial_is_read_is_read_again_next_time(
     trial = next(p for p in job.iterdir() if p.is_dir())
     verdicts = harbor_trial._verdicts
 
-    def read_then_judge(root, refused):
-        found = verdicts(root, refused)
+    def read_then_judge(*args):
+        found = verdicts(*args)
         Judgement(
             judge="contamination",
             flagged=True,
@@ -195,24 +195,32 @@ def _records_id(trial: Path) -> str:
 
 
 def test_many_trials_go_through_worker_processes(tmp_path: Path) -> None:
-    write_job(
-        tmp_path / "jobs",
+    """Workers read each trial's result.json themselves (the walk only sees trial.log): a
+    copy of a trial is told apart once read, and a stored trial found at a new path is
+    unchanged, both through the worker pool."""
+    import shutil
+
+    n = export_mod.POOL_THRESHOLD + 6
+    jobs = tmp_path / "jobs"
+    job = write_job(
+        jobs,
         "big",
-        [
-            TrialSpec(started=T0 + timedelta(minutes=i), score=i / 100)
-            for i in range(export_mod.POOL_THRESHOLD + 6)
-        ],
+        [TrialSpec(started=T0 + timedelta(minutes=i), score=i / 100) for i in range(n)],
     )
-    summary = export([tmp_path / "jobs"], tmp_path / "res", workers=2)
-    assert len(summary.added) == export_mod.POOL_THRESHOLD + 6 and not summary.skipped
+    first, moved = sorted(p for p in job.iterdir() if p.is_dir())[:2]
+    copy = jobs / "zz-backup" / first.name
+    shutil.copytree(first, copy)
+    summary = export([jobs], tmp_path / "res", workers=2)
+    copy_line = f"{copy}: the same trial (id {_records_id(first)}) as {first}"
+    assert len(summary.added) == n and summary.skipped == [copy_line]
     records = _records(tmp_path / "res")[0]
-    assert sorted(r.score for r in records.values()) == [
-        i / 100 for i in range(export_mod.POOL_THRESHOLD + 6)
-    ]
-    assert (
-        export([tmp_path / "jobs"], tmp_path / "res", workers=2).unchanged
-        == export_mod.POOL_THRESHOLD + 6
-    )
+    assert sorted(r.score for r in records.values()) == [i / 100 for i in range(n)]
+    (jobs / "moved").mkdir()
+    moved.rename(jobs / "moved" / moved.name)
+    again = export([jobs], tmp_path / "res", workers=2)
+    assert again.unchanged == n and not again.added and not again.updated
+    assert again.skipped == [copy_line]
+    assert len(_records(tmp_path / "res")[0]) == n
 
 
 def test_interrupted_export_loses_nothing_and_leaves_nothing_half_written(

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from posttrainbench import safe_fs
-from posttrainbench.results.harbor_trial import read_trial
+from posttrainbench.integrity.judges.verdict import Judgement
+from posttrainbench.results.export import export
+from posttrainbench.results.harbor_trial import fingerprint, fingerprint_at, read_trial
 from posttrainbench.safe_fs import Refused, SafeDir, read_fd
 from tests.results_fixtures import TrialSpec, write_trial
 
@@ -174,3 +176,41 @@ def test_a_copy_of_countless_directories_holds_few_fds(tmp_path: Path) -> None:
     assert (copy / "s150" / "f.txt").read_text() == "150"
     assert peak - before <= safe_fs.MAX_CACHED_DIRS + 45  # the cache, plus the source walk
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_entries_lstats_only_the_names_asked_for(tmp_path: Path, monkeypatch) -> None:
+    for name in ("judgement_a.json", "metrics.json", "junk-1", "junk-2"):
+        (tmp_path / name).write_text("{}")
+    os.mkfifo(tmp_path / "junk-fifo")
+    with SafeDir.open(tmp_path) as root:
+        found = root.entries("", lambda name: not name.startswith("junk"))
+    assert [name for name, _ in found] == ["judgement_a.json", "metrics.json"]
+
+
+def test_the_walks_fingerprint_by_path_is_the_readers(tmp_path: Path) -> None:
+    """The walk decides a stored trial is unchanged from `fingerprint` (by path); the read
+    took `fingerprint_at` (fd-relative): for a real trial the two must agree."""
+    trial = write_trial(tmp_path / "job", TrialSpec())
+    Judgement(
+        judge="contamination", flagged=True, decided_by="override", justification="again"
+    ).write(trial / "judges")
+    with SafeDir.open(trial) as root:
+        printed, listings = fingerprint_at(root)
+    assert fingerprint(trial) == printed == read_trial(trial).record.fingerprint
+    assert [name for name, _ in listings["judges"]] == ["judgement_contamination.json"]
+    (trial / "verifier" / "metrics.json").write_text("{}")
+    assert fingerprint(trial) != printed
+
+
+def test_a_linked_verdict_directory_costs_a_read_never_an_update(tmp_path: Path) -> None:
+    """By path, the walk's fingerprint follows a `judges/` swapped for a link; the reader's
+    never does: such a trial is read again by each export and found unchanged."""
+    trial = write_trial(tmp_path / "jobs" / "job", TrialSpec())
+    (tmp_path / "elsewhere").mkdir()
+    (trial / "judges").symlink_to(tmp_path / "elsewhere")
+    Judgement(
+        judge="contamination", flagged=True, decided_by="override", justification="planted"
+    ).write(tmp_path / "elsewhere")
+    assert len(export([tmp_path / "jobs"], tmp_path / "res").added) == 1
+    again = export([tmp_path / "jobs"], tmp_path / "res")
+    assert again.unchanged == 1 and not again.updated and not again.added

@@ -20,7 +20,7 @@ import re
 import shutil
 import stat
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -36,8 +36,9 @@ from posttrainbench.results.harbor_trial import (
     TrialSource,
     fingerprint,
     is_trial_result,
+    open_trial,
     read_harbor_file,
-    read_trial,
+    read_trial_at,
     trial_id,
     trial_result_model,
 )
@@ -135,45 +136,41 @@ class FoundTrial:
     """A trial directory and its result.json text (None: Harbor has not written it yet).
 
     *indexed*: the store's index entry when the trial is stored and its fingerprint has not
-    changed since (its result.json was then not read at all).
+    changed since (its result.json was then not read at all). *deferred*: Harbor's trial.log
+    told it is a trial, and its result.json is left to the worker that reads the trial.
     """
 
     path: Path
     text: str | None
-    readable: bool = True
     indexed: IndexEntry | None = None
+    deferred: bool = False
 
 
-def _is_regular(root: SafeDir, name: str) -> bool:
-    found = root.lstat(name)
-    return found is not None and stat.S_ISREG(found.st_mode)
-
-
-def _classify(directory: Path, by_dir: dict[str, IndexEntry] | None = None) -> FoundTrial | None:
+def _classify(directory: str, by_dir: dict[str, IndexEntry] | None = None) -> FoundTrial | None:
+    # *directory* a string: a trial costs one Path, built only once it is found to be one
     if by_dir:
-        entry = by_dir.get(str(directory))
-        if entry is not None and fingerprint(directory) == entry.fingerprint:
-            return FoundTrial(directory, None, indexed=entry)
+        entry = by_dir.get(directory)
+        if entry is not None and fingerprint(Path(directory)) == entry.fingerprint:
+            return FoundTrial(Path(directory), None, indexed=entry)
+    # Harbor writes trial.log only in trial directories (a job has job.log): such a
+    # directory is a trial for one lstat, and the worker reading it reads its result.json
+    # (the walk, in the parent, reads and ships nothing).
     try:
-        root = SafeDir.open(directory)
+        log = os.stat(f"{directory}/{TRIAL_LOG}", follow_symlinks=False)
+    except OSError:
+        log = None
+    if log is not None and stat.S_ISREG(log.st_mode):
+        return FoundTrial(Path(directory), None, deferred=True)
+    try:
+        root = SafeDir.open(Path(directory))
     except OSError:
         return None
-    with root:
-        # The common case costs one read: trial.log (Harbor writes it only in trial
-        # directories; a job has job.log) is looked at only when result.json does not tell.
+    with root:  # no trial.log: a trial only if its result.json says so (an older Harbor)
         try:
-            text: str | None = read_harbor_file(root, RESULT_FILE)  # a link or FIFO is refused
-        except FileNotFoundError:
-            text = None
+            text = read_harbor_file(root, RESULT_FILE)  # a link or FIFO is refused
         except (OSError, UnicodeDecodeError):
-            text = ""
-        if text and is_trial_result(text):
-            return FoundTrial(directory, text)
-        if not _is_regular(root, TRIAL_LOG):
             return None
-    return (
-        FoundTrial(directory, None) if text is None else FoundTrial(directory, text, readable=False)
-    )
+    return FoundTrial(Path(directory), text) if is_trial_result(text) else None
 
 
 def find_trials(root: Path, by_dir: dict[str, IndexEntry] | None = None) -> Iterator[FoundTrial]:
@@ -183,7 +180,7 @@ def find_trials(root: Path, by_dir: dict[str, IndexEntry] | None = None) -> Iter
     every path found is already canonical. *by_dir* (source dir -> index entry) lets a
     stored trial whose fingerprint is unchanged be recognised without opening it.
     """
-    stack = [(Path(root).resolve(), 0)]
+    stack = [(str(Path(root).resolve()), 0)]
     while stack:
         directory, depth = stack.pop()
         found = _classify(directory, by_dir)
@@ -200,7 +197,8 @@ def find_trials(root: Path, by_dir: dict[str, IndexEntry] | None = None) -> Iter
                 )
         except OSError:
             continue
-        stack.extend((directory / name, depth + 1) for name in children if name not in _LEAF_DIRS)
+        prefix = directory.rstrip("/") + "/"  # the root directory "/" ends in one already
+        stack.extend((prefix + name, depth + 1) for name in children if name not in _LEAF_DIRS)
 
 
 def _run_id(text: str) -> str | None:
@@ -231,11 +229,14 @@ class _Walk:
         self.skipped: list[str] = []
         self.found = 0
         self.finished = False
+        # run id -> the first trial dir found with it, of the trials whose id the walk knows
+        # (a stored one, or one without trial.log); the rest are told apart once read
+        self.first_of: dict[str, str] = {}
 
     def jobs(self) -> Iterator[_Job]:
         """The trials a worker must read, in path order; unchanged ones are tallied instead."""
         seen: set[Path] = set()
-        first_of: dict[str, Path] = {}
+        first_of = self.first_of
         for root in self.roots:
             for trial in find_trials(Path(root), self.by_dir):
                 if trial.path in seen:
@@ -245,7 +246,7 @@ class _Walk:
                 if trial.indexed is not None:
                     run_id: str | None = trial.indexed.run_id
                 else:
-                    run_id = _run_id(trial.text) if trial.text and trial.readable else None
+                    run_id = _run_id(trial.text) if trial.text else None
                 if run_id is not None and run_id in first_of:
                     # A copy of a trial (same Harbor id): one run in the store, never two.
                     self.skipped.append(
@@ -253,7 +254,7 @@ class _Walk:
                     )
                     continue
                 if run_id is not None:
-                    first_of[run_id] = trial.path
+                    first_of[run_id] = str(trial.path)
                 if trial.indexed is not None:
                     self.unchanged.append((trial.path, trial.indexed.run_id))
                     continue
@@ -273,35 +274,64 @@ class _Walk:
         self.finished = True
 
 
+# run id -> stored fingerprint, for a worker to tell a stored trial found at a new path
+# (set before the workers start: forked, they share it; spawned, the initializer sets it)
+_known: dict[str, str] = {}
+
+
+def _set_known(known: dict[str, str]) -> None:
+    global _known
+    _known = known
+
+
 def _prepare(job: _Job) -> _Outcome:
     """Read one trial and pack its run, or stage its run directory (in a worker process)."""
     path = job.trial.path
     where = str(path)
-    if job.trial.text is None:
-        return _Outcome("in_progress", where)
-    if not job.trial.readable:
-        return _Outcome(
-            "skipped",
-            where,
-            message=f"{RESULT_FILE} is unreadable or not a trial result (half-written?)",
-        )
     try:
-        source = read_trial(path, job.trial.text, resolved=True)
-    except TrialInProgress:
-        return _Outcome("in_progress", where)
+        root = open_trial(path)
     except TrialReadError as exc:
         return _Outcome("skipped", where, message=str(exc))
-    if job.known == source.record.fingerprint:
-        return _Outcome("unchanged", where, source.record.id)
-    try:
-        if job.with_final_model:
-            record, warnings, staged = _stage_dir(job, source, path)
-            packed = None
-        else:
-            record, warnings, packed = _pack(job.packs, source, path)
-            staged = None
-    except OSError as exc:
-        return _Outcome("skipped", where, message=f"cannot copy its files ({exc.strerror or exc})")
+    # One open of the trial for reading and copying: the directories reached while reading
+    # (agent/, artifacts/...) are not walked again.
+    with root:
+        text, known = job.trial.text, job.known
+        if job.trial.deferred:
+            try:
+                text = read_harbor_file(root, RESULT_FILE)  # a link or FIFO is refused
+            except FileNotFoundError:
+                text = None
+            except (OSError, UnicodeDecodeError):
+                text = ""
+            if text is not None and not is_trial_result(text):
+                return _Outcome(
+                    "skipped",
+                    where,
+                    message=f"{RESULT_FILE} is unreadable or not a trial result (half-written?)",
+                )
+            run_id = _run_id(text) if text else None
+            known = _known.get(run_id) if run_id else None
+        if text is None:
+            return _Outcome("in_progress", where)
+        try:
+            source = read_trial_at(root, path, text)
+        except TrialInProgress:
+            return _Outcome("in_progress", where)
+        except TrialReadError as exc:
+            return _Outcome("skipped", where, message=str(exc))
+        if known == source.record.fingerprint:
+            return _Outcome("unchanged", where, source.record.id)
+        try:
+            if job.with_final_model:
+                record, warnings, staged = _stage_dir(job, source, root, path)
+                packed = None
+            else:
+                record, warnings, packed = _pack(job.packs, source, root, path)
+                staged = None
+        except OSError as exc:
+            return _Outcome(
+                "skipped", where, message=f"cannot copy its files ({exc.strerror or exc})"
+            )
     return _Outcome(
         "staged",
         where,
@@ -315,17 +345,23 @@ def _prepare(job: _Job) -> _Outcome:
 
 
 def _pack(
-    packs: str, source: TrialSource, trial_dir: Path
+    packs: str, source: TrialSource, root: SafeDir, trial_dir: Path
 ) -> tuple[ResultRecord, list[str], BlobRef]:
     """Append the run's files, then its record, to this process's pack (what a failure
     left appended is garbage no journal line refers to)."""
     writer = _pack_writer(packs)
-    record, warnings = stage_run_files(PackSink(writer), source, trial_dir)
-    return record, warnings, writer.append(record.model_dump_json().encode())
+    try:
+        record, warnings = stage_run_files(PackSink(writer), source, root, trial_dir)
+        ref = writer.append(record.model_dump_json().encode())
+        writer.flush()  # before the parent may write a journal line naming these blobs
+    except BaseException:
+        writer.drop()
+        raise
+    return record, warnings, ref
 
 
 def _stage_dir(
-    job: _Job, source: TrialSource, trial_dir: Path
+    job: _Job, source: TrialSource, root: SafeDir, trial_dir: Path
 ) -> tuple[ResultRecord, list[str], Path]:
     """Write the run, final_model included, into a new staging directory (removed again
     when that fails)."""
@@ -337,7 +373,7 @@ def _stage_dir(
         staged.mkdir()
     try:
         with DirSink(staged) as sink:
-            record, warnings = stage_run_files(sink, source, trial_dir, with_final_model=True)
+            record, warnings = stage_run_files(sink, source, root, trial_dir, with_final_model=True)
         record.write(staged)
     except OSError:
         shutil.rmtree(staged, ignore_errors=True)
@@ -396,7 +432,7 @@ def export(
         walk = _Walk([Path(d) for d in job_dirs], index, store, with_final_model)
         # (trial dir, run id) of every cloud trial stored now, and of every unchanged trial
         stored: list[tuple[Path | str, str]] = []
-        committed: set[str] = set()
+        owners: dict[str, str] = {}  # run id -> the trial dir whose outcome holds it
         store.staging.mkdir(exist_ok=True)
         store.packs.mkdir(exist_ok=True)
         journal = Journal(store.root)
@@ -404,19 +440,18 @@ def export(
         try:
             for carried in loaded.to_journal:  # run dirs the journal did not vouch for yet
                 journal.append(carried)
-            for outcome in _outcomes(walk.jobs(), workers or os.cpu_count() or 1):
-                if outcome.kind == "staged" and outcome.run_id in committed:
-                    # Two trials with one id that the walk could not tell apart before
-                    # reading them: only the first in path order is kept.
+            for outcome in _outcomes(walk, workers or os.cpu_count() or 1):
+                first = _first_with_id(outcome, walk.first_of, owners)
+                if first is not None:
+                    # A copy of a trial (same Harbor id) the walk could not tell before it
+                    # was read: one run in the store, never two.
                     summary.skipped.append(
-                        f"{outcome.trial_dir}: the same trial (id {outcome.run_id}) as one "
-                        "exported just before it"
+                        f"{outcome.trial_dir}: the same trial (id {outcome.run_id}) as {first}"
                     )
                 else:
                     entry = _record(store, journal, outcome, walk.known, summary, run_dirs)
                     if entry is not None:
                         index[outcome.run_id] = entry
-                        committed.add(outcome.run_id)
                     if (
                         outcome.kind == "staged" and outcome.cloud or outcome.kind == "unchanged"
                     ) and outcome.run_id:
@@ -458,18 +493,36 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("spawn")
 
 
-def _outcomes(jobs: Iterable[_Job], workers: int) -> Iterator[_Outcome]:
-    jobs = iter(jobs)
+def _outcomes(walk: _Walk, workers: int) -> Iterator[_Outcome]:
+    known = dict(walk.known)  # as stored before this export (the parent updates walk.known)
+    jobs = walk.jobs()
     head = list(itertools.islice(jobs, POOL_THRESHOLD))
     if head:
         trial_result_model()  # imported once here, before forked workers would each import it
     if workers == 1 or len(head) < POOL_THRESHOLD:
-        yield from map(_prepare, itertools.chain(head, jobs))
+        _set_known(known)
+        try:
+            yield from map(_prepare, itertools.chain(head, jobs))
+        finally:
+            _set_known({})
         return
     # The pool reads the rest of the walk in its feeder thread: workers stage trials while
     # the walk is still finding more.
-    with _pool_context().Pool(workers) as pool:
+    with _pool_context().Pool(workers, initializer=_set_known, initargs=(known,)) as pool:
         yield from pool.imap(_prepare, itertools.chain(head, jobs), chunksize=_CHUNK)
+
+
+def _first_with_id(
+    outcome: _Outcome, first_of: dict[str, str], owners: dict[str, str]
+) -> str | None:
+    """The trial dir that holds *outcome*'s run id when it is not this one (a copy of that
+    trial), else None; the first outcome with an id claims it."""
+    if outcome.kind not in ("staged", "unchanged") or not outcome.run_id:
+        return None
+    first = first_of.get(outcome.run_id)
+    if first is None or first == outcome.trial_dir:
+        first = owners.setdefault(outcome.run_id, outcome.trial_dir)
+    return first if first != outcome.trial_dir else None
 
 
 def _record(

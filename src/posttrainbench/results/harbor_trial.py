@@ -86,36 +86,67 @@ def trial_id(text: str) -> str | None:
     return str(value) if value else None
 
 
-def fingerprint(trial_dir: Path) -> str:
-    """Changes when result.json, metrics.json or any verdict file changes (size and mtime)."""
-    parts: list[str] = [READER_VERSION]
-    try:
-        # One lstat, not a listing of the trial directory: the same values a listing gives.
-        found = os.stat(os.path.join(trial_dir, RESULT_FILE), follow_symlinks=False)
-        parts.append(f"/{RESULT_FILE}:{found.st_mode:o}:{found.st_size}:{found.st_mtime_ns}")
-    except OSError:
-        pass
-    for sub in ("verifier", "judges"):
+# The verifier's files a reader lstats: those the fingerprint covers and those `_read` opens.
+_VERIFIER_NAMES = frozenset({"metrics.json", "task.json", TASK_VERSION_FILE})
+
+
+def _listed(name: str) -> bool:
+    return name in _VERIFIER_NAMES or name.startswith("judgement_")
+
+
+def _printed(name: str) -> bool:
+    return name == "metrics.json" or name.startswith("judgement_")
+
+
+# (name, lstat) of the files of interest in each of JUDGE_DIRS, sorted by name
+Listings = dict[str, list[tuple[str, os.stat_result]]]
+
+
+def fingerprint_at(root: SafeDir) -> tuple[str, Listings]:
+    """Changes when result.json, metrics.json or any verdict file changes (kind, size and
+    mtime); with the listings it was taken from, whose lstats spare the reads taking them
+    again. Neither the directories nor the files are reached through a link."""
+    listings: Listings = {}
+    for sub in JUDGE_DIRS:
         try:
-            with os.scandir(os.path.join(trial_dir, sub)) as listing:
-                entries = sorted(
-                    (
-                        e
-                        for e in listing
-                        if e.name == "metrics.json" or e.name.startswith("judgement_")
-                    ),
-                    key=lambda e: e.name,
+            listings[sub] = root.entries(sub, _listed)
+        except (OSError, Refused):  # no such directory, or not a real one (a link, a file)
+            continue
+    return _print_of(root.lstat(RESULT_FILE), listings), listings
+
+
+def fingerprint(trial_dir: Path | str) -> str:
+    """`fingerprint_at`, by the trial directory's path, for a walk deciding whether a stored
+    trial changed without opening it: about half the system calls. It would follow a
+    verdict directory swapped for a link, which only makes the two prints differ: the trial
+    is then read again, by `fingerprint_at`, which never follows one."""
+    try:
+        result = os.stat(os.path.join(trial_dir, RESULT_FILE), follow_symlinks=False)
+    except OSError:
+        result = None
+    listings: Listings = {}
+    for sub in JUDGE_DIRS:
+        try:
+            with os.scandir(os.path.join(trial_dir, sub)) as found:
+                listings[sub] = sorted(
+                    ((e.name, e.stat(follow_symlinks=False)) for e in found if _printed(e.name)),
+                    key=lambda entry: entry[0],
                 )
-                for entry in entries:
-                    try:
-                        found = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    parts.append(
-                        f"{sub}/{entry.name}:{found.st_mode:o}:{found.st_size}:{found.st_mtime_ns}"
-                    )
         except OSError:
             continue
+    return _print_of(result, listings)
+
+
+def _print_of(result: os.stat_result | None, listings: Listings) -> str:
+    parts = [READER_VERSION]
+    if result is not None:
+        parts.append(f"/{RESULT_FILE}:{result.st_mode:o}:{result.st_size}:{result.st_mtime_ns}")
+    for sub in JUDGE_DIRS:
+        parts.extend(
+            f"{sub}/{name}:{st.st_mode:o}:{st.st_size}:{st.st_mtime_ns}"
+            for name, st in listings.get(sub, ())
+            if _printed(name)
+        )
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
@@ -126,12 +157,16 @@ def read_trial(trial_dir: Path, text: str | None = None, *, resolved: bool = Fal
     spares a path resolution per trial.
     """
     trial_dir = Path(trial_dir) if resolved else Path(trial_dir).resolve()
+    with open_trial(trial_dir) as root:
+        return read_trial_at(root, trial_dir, text)
+
+
+def open_trial(trial_dir: Path) -> SafeDir:
+    """The trial directory as a SafeDir; TrialReadError when it cannot be opened."""
     try:
-        root = SafeDir.open(trial_dir)
+        return SafeDir.open(trial_dir)
     except OSError as exc:
         raise TrialReadError(f"cannot open the trial directory: {exc.strerror or exc}") from None
-    with root:
-        return _read(root, trial_dir, text)
 
 
 def read_harbor_file(root: SafeDir, name: str) -> str:
@@ -143,12 +178,8 @@ def read_harbor_file(root: SafeDir, name: str) -> str:
 def read_outcome(trial_dir: Path) -> TrialOutcome:
     """What became of a trial (an unfinished one is an infra_error: it never finished), read
     through the same guards as `read_trial`; TrialReadError when it cannot be read."""
-    try:
-        root = SafeDir.open(Path(trial_dir))
-    except OSError as exc:
-        raise TrialReadError(f"cannot open the trial directory: {exc.strerror or exc}") from None
-    with root:
-        return classify(_result(root, None), _metrics(root))
+    with open_trial(Path(trial_dir)) as root:
+        return classify(_result(root, None), _metrics(root, _verifier_lstat(root, "metrics.json")))
 
 
 def trial_result_model() -> type[TrialResult]:
@@ -175,20 +206,23 @@ def _result(root: SafeDir, text: str | None) -> TrialResult:
         ) from None
 
 
-def _read(root: SafeDir, trial_dir: Path, text: str | None) -> TrialSource:
+def read_trial_at(root: SafeDir, trial_dir: Path, text: str | None = None) -> TrialSource:
+    """`read_trial` of a trial directory already open as *root* (*trial_dir*: its canonical
+    path); the caller may go on using *root*, say to copy the trial's files."""
     # Taken before any verdict or metrics file is read: a file rewritten meanwhile (`ptb
     # judge` running during an export) then changes the fingerprint, and the next export
     # reads the run again instead of keeping what was read before the change.
-    printed = fingerprint(trial_dir)
+    printed, listings = fingerprint_at(root)
+    verifier = dict(listings.get("verifier", ()))
     result = _result(root, text)
     if result.finished_at is None:
         raise TrialInProgress(result.trial_name)
     refused: list[str] = []
-    spec = _task_spec(root, result, refused)
-    version = _task_version(root, refused)
-    metrics = _metrics(root)
+    spec = _task_spec(root, result, verifier.get("task.json"), refused)
+    version = _task_version(root, verifier.get(TASK_VERSION_FILE), refused)
+    metrics = _metrics(root, verifier.get("metrics.json"))
     benchmark, base_model = _benchmark_and_model(result.task_name, spec, metrics)
-    verdicts = _verdicts(root, refused)
+    verdicts = _verdicts(root, listings, refused)
     outcome = classify(result, metrics)
     score = None
     if outcome.kind == "completed":  # the verifier's accuracy, else the bare reward
@@ -261,9 +295,15 @@ def _model_name(info) -> str:
     return f"{info.provider}/{info.name}" if info.provider and "/" not in info.name else info.name
 
 
-def _task_spec(root: SafeDir, result: TrialResult, refused: list[str]) -> TaskSpec | None:
-    """The verifier's copy of the task spec, else the task directory's, if either is there."""
-    found = root.lstat("verifier/task.json")
+def _verifier_lstat(root: SafeDir, name: str) -> os.stat_result | None:
+    return root.lstat(f"verifier/{name}")
+
+
+def _task_spec(
+    root: SafeDir, result: TrialResult, found: os.stat_result | None, refused: list[str]
+) -> TaskSpec | None:
+    """The verifier's copy of the task spec (*found*: its lstat, None when it is not
+    there), else the task directory's, if either is there."""
     if found is not None:
         try:
             return TaskSpec.model_validate_json(
@@ -284,15 +324,18 @@ def _task_spec(root: SafeDir, result: TrialResult, refused: list[str]) -> TaskSp
     return None
 
 
-def _task_version(root: SafeDir, refused: list[str]) -> TaskVersion | None:
-    """The verifier's copy of the task's version; None for a trial scored before tasks had
-    one (or whose copy is unreadable: the run is then shown as unversioned)."""
-    name = f"verifier/{TASK_VERSION_FILE}"
-    found = root.lstat(name)
+def _task_version(
+    root: SafeDir, found: os.stat_result | None, refused: list[str]
+) -> TaskVersion | None:
+    """The verifier's copy of the task's version (*found*: its lstat); None for a trial
+    scored before tasks had one (or whose copy is unreadable: the run is then shown as
+    unversioned)."""
     if found is None:
         return None
     try:
-        return TaskVersion.model_validate_json(root.read_bytes(name, MAX_JSON_BYTES, lstat=found))
+        return TaskVersion.model_validate_json(
+            root.read_bytes(f"verifier/{TASK_VERSION_FILE}", MAX_JSON_BYTES, lstat=found)
+        )
     except Refused as exc:
         refused.append(str(exc))
     except (OSError, ValueError):
@@ -300,9 +343,9 @@ def _task_version(root: SafeDir, refused: list[str]) -> TaskVersion | None:
     return None
 
 
-def _metrics(root: SafeDir) -> Metrics | None:
+def _metrics(root: SafeDir, found: os.stat_result | None) -> Metrics | None:
+    """The verifier's metrics (*found*: the lstat of metrics.json, None when it is not there)."""
     name = "verifier/metrics.json"
-    found = root.lstat(name)
     if found is None:
         return None
     try:
@@ -336,23 +379,19 @@ def _benchmark_and_model(
     return benchmark, model
 
 
-def _verdicts(root: SafeDir, refused: list[str]) -> list[Judgement]:
-    """One verdict per judge; an unreadable verdict file counts as no verdict."""
+def _verdicts(root: SafeDir, listings: Listings, refused: list[str]) -> list[Judgement]:
+    """One verdict per judge, from the files *listings* found (with their lstats); an
+    unreadable verdict file counts as no verdict."""
     found: dict[str, Judgement] = {}
-    for sub in JUDGE_DIRS:
-        try:
-            # Names only: each verdict file is lstat'ed as it is opened, the rest never are.
-            names = root.names(sub)
-        except (FileNotFoundError, NotADirectoryError, Refused):
-            continue  # no such directory, or not a real one (a link, a file)
-        for name in names:
+    for sub in JUDGE_DIRS:  # later wins
+        for name, st in listings.get(sub, ()):
             # `judgement_*.json` (the two ends cannot overlap), without fnmatch's regex
             if not (name.startswith("judgement_") and name.endswith(".json")):
                 continue
             try:
                 # straight from bytes: one parse, not json.loads and then a validation
                 verdict = Judgement.model_validate_json(
-                    root.read_bytes(f"{sub}/{name}", MAX_JSON_BYTES)
+                    root.read_bytes(f"{sub}/{name}", MAX_JSON_BYTES, lstat=st)
                 )
             except Refused as exc:
                 refused.append(str(exc))

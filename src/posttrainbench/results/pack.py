@@ -24,6 +24,8 @@ from pydantic import Field
 
 PACKS_DIR = "packs"
 PACK_SUFFIX = ".pack"
+FLUSH_BYTES = 4 * 2**20  # queued past this, blobs are written without waiting for flush
+_IOV_MAX = 1024  # buffers one writev takes (Linux)
 _NEW_PACK = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
 
 
@@ -47,30 +49,65 @@ class BlobRef(NamedTuple):
 
 
 class PackWriter:
-    """Appends blobs to one new pack under *packs_dir* (created on the first blob)."""
+    """Appends blobs to one new pack under *packs_dir* (created on the first write).
+
+    Blobs are queued and written together by `flush` (a run's few blobs in one system
+    call, not one each), or as soon as FLUSH_BYTES are queued.
+    """
 
     def __init__(self, packs_dir: Path):
         self.packs_dir = Path(packs_dir)
         self.name = uuid.uuid4().hex + PACK_SUFFIX
         self._fd: int | None = None
-        self._size = 0
+        self._size = 0  # written
+        self._queued: list[bytes] = []
+        self._queued_size = 0
 
     def append(self, data: bytes) -> BlobRef:
-        """Write *data* whole at the pack's end; its ref."""
-        if self._fd is None:
-            self._fd = os.open(self.packs_dir / self.name, _NEW_PACK, 0o644)
-        offset = self._size
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
-        self._size += len(data)
+        """Queue *data* for the pack's end; its ref (valid once flushed)."""
+        offset = self._size + self._queued_size
+        self._queued.append(data)
+        self._queued_size += len(data)
+        if self._queued_size >= FLUSH_BYTES:
+            self.flush()
         return BlobRef(self.name, offset, len(data), zlib.crc32(data))
 
+    def flush(self) -> None:
+        """Write what is queued. On a failure the pack's size is taken again from the file:
+        what did get written is garbage no ref names, and later blobs still land where their
+        refs say."""
+        if not self._queued:
+            return
+        if self._fd is None:
+            self._fd = os.open(self.packs_dir / self.name, _NEW_PACK, 0o644)
+        queued, size = self._queued, self._queued_size
+        self._queued, self._queued_size = [], 0
+        try:
+            written = 0
+            for start in range(0, len(queued), _IOV_MAX):
+                written += os.writev(self._fd, queued[start : start + _IOV_MAX])
+            if written < size:  # a short write: the rest, whole
+                view = memoryview(b"".join(queued))[written:]
+                while view:
+                    view = view[os.write(self._fd, view) :]
+        except OSError:
+            self._size = os.fstat(self._fd).st_size
+            raise
+        self._size += size
+
+    def drop(self) -> None:
+        """Forget what is queued (a run that failed half-way: its refs are never used)."""
+        self._queued, self._queued_size = [], 0
+
     def close(self) -> None:
-        """Close the pack (an export closes its writers once, at its end)."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        """Write what is queued and close the pack (an export closes its writers once, at
+        its end)."""
+        try:
+            self.flush()
+        finally:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
 
 class PackReader:

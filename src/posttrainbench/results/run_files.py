@@ -65,61 +65,62 @@ class PackSink:
 def stage_run_files(
     sink: CopySink,
     source: TrialSource,
+    root: SafeDir,
     trial_dir: Path,
     with_final_model: bool = False,
     caps: CopyCaps | None = None,
 ) -> tuple[ResultRecord, list[str]]:
-    """Copy the run's files into *sink* (a final_model only into a `DirSink`); returns its
-    record, completed with what was stored and refused, and warning lines."""
+    """Copy the run's files from the trial directory *root* (at *trial_dir*) into *sink* (a
+    final_model only into a `DirSink`); returns its record, completed with what was stored
+    and refused, and warning lines."""
     caps = caps or CopyCaps()
     record = source.record
     warnings: list[str] = []
     refused = list(record.refused_files)
-    with SafeDir.open(trial_dir) as root:
-        traces = CopyBudget(
-            max_bytes=caps.trace_bytes, max_files=caps.trace_files, max_file_bytes=MAX_TRACE_BYTES
+    traces = CopyBudget(
+        max_bytes=caps.trace_bytes, max_files=caps.trace_files, max_file_bytes=MAX_TRACE_BYTES
+    )
+    record.trace_files = []
+    for i, relative in enumerate(source.traces):
+        name = f"{TRACE_PREFIX}{i:02d}-{Path(relative).name}"
+        read = source.trace_reads.get(relative)
+        # A trace the scan read whole is stored from those bytes (one read per trace);
+        # a larger one is copied from the trial, through the same checks.
+        if (
+            write_read(read, sink, name, traces)
+            if read is not None
+            else root.copy_file(relative, sink, name, traces)
+        ):
+            record.trace_files.append(name)
+    refused += traces.refusal_lines()
+    if source.agent_log is not None:
+        record.agent_log = _keep_log_head(root, source.agent_log, sink, refused)
+    if source.snapshot is not None:
+        copied, lines = _copy_dir(
+            root,
+            source.snapshot,
+            sink,
+            SNAPSHOT_DIR,
+            CopyBudget(max_bytes=caps.snapshot_bytes, max_files=caps.snapshot_files),
         )
-        record.trace_files = []
-        for i, relative in enumerate(source.traces):
-            name = f"{TRACE_PREFIX}{i:02d}-{Path(relative).name}"
-            read = source.trace_reads.get(relative)
-            # A trace the scan read whole is stored from those bytes (one read per trace);
-            # a larger one is copied from the trial, through the same checks.
-            if (
-                write_read(read, sink, name, traces)
-                if read is not None
-                else root.copy_file(relative, sink, name, traces)
-            ):
-                record.trace_files.append(name)
-        refused += traces.refusal_lines()
-        if source.agent_log is not None:
-            record.agent_log = _keep_log_head(root, source.agent_log, sink, refused)
-        if source.snapshot is not None:
+        refused += lines
+        record.snapshot_dir = SNAPSHOT_DIR if copied else None
+    if with_final_model and isinstance(sink, DirSink):
+        if source.final_model is not None:
             copied, lines = _copy_dir(
                 root,
-                source.snapshot,
+                source.final_model,
                 sink,
-                SNAPSHOT_DIR,
-                CopyBudget(max_bytes=caps.snapshot_bytes, max_files=caps.snapshot_files),
+                FINAL_MODEL_DIR,
+                CopyBudget(max_bytes=caps.final_model_bytes, max_files=caps.final_model_files),
             )
             refused += lines
-            record.snapshot_dir = SNAPSHOT_DIR if copied else None
-        if with_final_model and isinstance(sink, DirSink):
-            if source.final_model is not None:
-                copied, lines = _copy_dir(
-                    root,
-                    source.final_model,
-                    sink,
-                    FINAL_MODEL_DIR,
-                    CopyBudget(max_bytes=caps.final_model_bytes, max_files=caps.final_model_files),
-                )
-                refused += lines
-            else:
-                warning = fetch_into(trial_dir, sink.path)  # a cloud trial's model is on its volume
-                if warning:
-                    warnings.append(warning)
-            if (sink.path / FINAL_MODEL_DIR).is_dir():
-                record.final_model_dir = FINAL_MODEL_DIR
+        else:
+            warning = fetch_into(trial_dir, sink.path)  # a cloud trial's model is on its volume
+            if warning:
+                warnings.append(warning)
+        if (sink.path / FINAL_MODEL_DIR).is_dir():
+            record.final_model_dir = FINAL_MODEL_DIR
     if isinstance(sink, PackSink):
         record.packed_files = sink.files
     record.refused_files = refused

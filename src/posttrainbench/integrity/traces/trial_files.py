@@ -13,6 +13,7 @@ link or sparse file among the candidates is refused and listed, never opened.
 
 from __future__ import annotations
 
+import os
 import stat
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -53,10 +54,11 @@ class TraceScan:
     kept_bytes: int = 0
 
 
-def _sniff(root: SafeDir, relative: str) -> tuple[bool, FileRead]:
-    """Whether the file's head is a known trace format, and what was read of it."""
+def _sniff(root: SafeDir, relative: str, st: os.stat_result) -> tuple[bool, FileRead]:
+    """Whether the file's head is a known trace format, and what was read of it (*st*: its
+    lstat from the listing)."""
     limit = MAX_DOCUMENT_BYTES if relative.endswith(".json") else SNIFF_BYTES
-    read = root.read_file(relative, limit)
+    read = root.read_file(relative, limit, lstat=st)
     return is_known_format(read.data.decode("utf-8", errors="replace")), read
 
 
@@ -91,7 +93,7 @@ class _Scanner:
         if st.st_size == 0:
             return
         try:
-            known, read = _sniff(self.root, relative)
+            known, read = _sniff(self.root, relative, st)
         except Refused as exc:
             self.scan.refused.append(str(exc))
             return

@@ -1,0 +1,76 @@
+"""Pack files: queued blobs written together, and refs that stay true after a failed write."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from posttrainbench.results import pack as pack_mod
+from posttrainbench.results.pack import BlobError, PackReader, PackWriter
+
+
+def test_queued_blobs_are_written_by_one_flush_and_read_back(tmp_path: Path, monkeypatch) -> None:
+    calls = []
+    real_writev = os.writev
+    monkeypatch.setattr(
+        pack_mod.os, "writev", lambda fd, bufs: calls.append(1) or real_writev(fd, bufs)
+    )
+    writer = PackWriter(tmp_path)
+    refs = [writer.append(data) for data in (b"trace", b"", b"snapshot file", b"record")]
+    assert not list(tmp_path.iterdir())  # nothing written before the flush
+    writer.flush()
+    writer.close()
+    assert len(calls) == 1
+    with PackReader(tmp_path) as reader:
+        assert [reader.read(ref) for ref in refs] == [b"trace", b"", b"snapshot file", b"record"]
+
+
+def test_dropped_blobs_leave_no_gap_for_the_next_ones(tmp_path: Path) -> None:
+    writer = PackWriter(tmp_path)
+    kept = writer.append(b"first run")
+    writer.flush()
+    writer.append(b"a run that failed half-way")
+    writer.drop()
+    after = writer.append(b"next run")
+    writer.close()
+    assert after.offset == kept.length
+    with PackReader(tmp_path) as reader:
+        assert reader.read(kept) == b"first run" and reader.read(after) == b"next run"
+
+
+def test_a_failed_write_leaves_later_refs_true(tmp_path: Path, monkeypatch) -> None:
+    """A write that failed part-way (a full disk, say) left some bytes: the writer takes the
+    pack's size from the file again, so the next blobs' refs point where they landed."""
+    real_write = os.write
+
+    def half_then_fail(fd, bufs):
+        data = b"".join(bufs)
+        real_write(fd, data[: len(data) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    writer = PackWriter(tmp_path)
+    lost = writer.append(b"x" * 1000)
+    monkeypatch.setattr(pack_mod.os, "writev", half_then_fail)
+    with pytest.raises(OSError):
+        writer.flush()
+    monkeypatch.undo()
+    later = writer.append(b"the next run")
+    writer.close()
+    assert later.offset == 500
+    with PackReader(tmp_path) as reader:
+        assert reader.read(later) == b"the next run"
+        with pytest.raises(BlobError):
+            reader.read(lost)
+
+
+def test_a_large_run_is_written_before_its_flush(tmp_path: Path) -> None:
+    """Queued bytes are bounded: past FLUSH_BYTES they are written at once."""
+    writer = PackWriter(tmp_path)
+    big = writer.append(b"y" * pack_mod.FLUSH_BYTES)
+    assert (tmp_path / writer.name).stat().st_size == pack_mod.FLUSH_BYTES
+    writer.close()
+    with PackReader(tmp_path) as reader:
+        assert reader.read(big) == b"y" * pack_mod.FLUSH_BYTES
