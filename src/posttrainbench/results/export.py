@@ -6,9 +6,10 @@ verdict files), so a trial whose fingerprint is unchanged is skipped with a few 
 before its result.json is even opened; one whose result or verdicts changed since (say
 `ptb judge` ran again) is read and replaced. A trial still running is left for a later
 export, and a malformed one is reported and skipped. Worker processes read trials while
-the parent is still walking the job directories, and append each run to a pack of their
-own (or stage its run directory, with --with-final-model); only the parent commits runs,
-one journal line each.
+the parent is still walking the job directories (which finds a trial by Harbor's
+trial.log, without opening it), and append each run to a pack of their own (or stage its
+run directory, with --with-final-model); only the parent commits runs, one journal line
+each, and only one run per Harbor trial id.
 """
 
 from __future__ import annotations
