@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import io
+import itertools
 import json
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 from posttrainbench.integrity.traces.events import TraceFormat
@@ -65,8 +66,10 @@ def is_known_format(text: str) -> bool:
 
 
 def _sniff(text: str, *, first_vote_wins: bool) -> TraceFormat | None:
-    stripped = text.lstrip()
-    if stripped.startswith("{") and not _first_line_is_object(stripped):
+    stripped = text.lstrip()  # blank lines vote for nothing: skipping them changes no vote
+    lines = _lines(stripped)
+    first = parse_object(next(lines, ""))
+    if stripped.startswith("{") and first is None:
         # A multi-line JSON document: only ATIF trajectories are single documents.
         try:
             doc = json.loads(stripped)
@@ -76,8 +79,7 @@ def _sniff(text: str, *, first_vote_wins: bool) -> TraceFormat | None:
             return "harbor"
     votes: Counter[str] = Counter()
     seen = 0
-    for line in io.StringIO(text):  # lazily: a trace can be hundreds of megabytes
-        obj = parse_object(line)
+    for obj in itertools.chain([first], map(parse_object, lines)):
         if obj is None:
             continue
         if is_atif(obj):  # a trajectory written on one line
@@ -95,5 +97,14 @@ def _sniff(text: str, *, first_vote_wins: bool) -> TraceFormat | None:
     return votes.most_common(1)[0][0]  # type: ignore[return-value]
 
 
-def _first_line_is_object(text: str) -> bool:
-    return parse_object(text.split("\n", 1)[0]) is not None
+def _lines(text: str) -> Iterator[str]:
+    """*text*'s lines, one at a time: a trace can be hundreds of megabytes, and only its
+    first lines are looked at (io.StringIO would first copy it whole, at 4 bytes a char)."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        if end < 0:
+            yield text[start:]
+            return
+        yield text[start : end + 1]
+        start = end + 1
