@@ -45,6 +45,19 @@ def _host_pids_matching(marker: str) -> list[int]:
     return pids
 
 
+async def _pids_appear(marker: str, count: int, timeout: float = 10.0) -> list[int]:
+    """The host pids whose command line holds *marker*, once there are *count* of them (or
+    after *timeout*): a process the shell started in the background may be mid-exec when
+    the shell returns, its command line empty for that moment (seen once in a full test
+    run: none found)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while len(found := _host_pids_matching(marker)) < count:
+        if asyncio.get_running_loop().time() > deadline:
+            break
+        await asyncio.sleep(0.05)
+    return found
+
+
 def test_exec_stdout_rc_cwd_env(make_env: MakeEnv) -> None:
     async def body() -> None:
         env = make_env(persistent_env={"PERSIST": "p"})
@@ -180,7 +193,7 @@ def test_background_process_survives_exec_and_dies_at_stop(make_env: MakeEnv) ->
         # no redirect: a background child that keeps the pipes open must not block
         await env.exec(f"sleep {marker}1 &", timeout_sec=10)
         assert f"sleep {marker}" in (await env.exec("ps -eo args")).stdout
-        assert len(_host_pids_matching(f"sleep {marker}")) == 2
+        assert len(await _pids_appear(f"sleep {marker}", 2)) == 2
         await env.stop(delete=True)
         assert _host_pids_matching(f"sleep {marker}") == []
         assert not env._fs.instance_dir.exists()
@@ -619,7 +632,8 @@ def test_two_instances_with_one_session_id_share_no_cgroup(
         try:
             for env, marker in ((first_env, "4343.1"), (second_env, "4343.2")):
                 await env.exec(f"setsid nohup sleep {marker} > /dev/null 2>&1 &", user="nobody")
-            assert len(_host_pids_matching("sleep 4343.2")) == 1
+            assert len(await _pids_appear("sleep 4343.1", 1)) == 1
+            assert len(await _pids_appear("sleep 4343.2", 1)) == 1
             await first_env.stop(delete=True)
             assert _host_pids_matching("sleep 4343.1") == []
             assert len(_host_pids_matching("sleep 4343.2")) == 1
