@@ -112,7 +112,7 @@ class ExportSummary(BaseModel):
 @dataclass(frozen=True)
 class _Job:
     trial: FoundTrial
-    known: str | None  # the stored fingerprint of this trial id, if any
+    known: str | None  # the stored fingerprint of this trial id (the walk knew the id), if any
     staging: Path
     packs: str  # a string: hashing a Path (a new one per job, unpickled) cost ~30 us a trial
     with_final_model: bool
