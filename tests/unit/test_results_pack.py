@@ -74,3 +74,20 @@ def test_a_large_run_is_written_before_its_flush(tmp_path: Path) -> None:
     writer.close()
     with PackReader(tmp_path) as reader:
         assert reader.read(big) == b"y" * pack_mod.FLUSH_BYTES
+
+
+def test_short_writes_keep_every_blob_in_place(tmp_path: Path, monkeypatch) -> None:
+    """More blobs than one writev takes, and a kernel that writes only part of each call:
+    every blob still lands where its ref says."""
+    real_writev = os.writev
+
+    def short_writev(fd, bufs):
+        return real_writev(fd, [bufs[0][: max(len(bufs[0]) // 2, 1)]])
+
+    monkeypatch.setattr(pack_mod.os, "writev", short_writev)
+    writer = PackWriter(tmp_path)
+    blobs = [f"blob {i}".encode() for i in range(2 * pack_mod._IOV_MAX + 5)]
+    refs = [writer.append(blob) for blob in blobs]
+    writer.close()
+    with PackReader(tmp_path) as reader:
+        assert [reader.read(ref) for ref in refs] == blobs

@@ -83,13 +83,13 @@ class PackWriter:
         queued, size = self._queued, self._queued_size
         self._queued, self._queued_size = [], 0
         try:
-            written = 0
             for start in range(0, len(queued), _IOV_MAX):
-                written += os.writev(self._fd, queued[start : start + _IOV_MAX])
-            if written < size:  # a short write: the rest, whole
-                view = memoryview(b"".join(queued))[written:]
-                while view:
-                    view = view[os.write(self._fd, view) :]
+                batch = queued[start : start + _IOV_MAX]
+                written = os.writev(self._fd, batch)
+                if written < sum(map(len, batch)):  # a short write: this batch's rest first
+                    view = memoryview(b"".join(batch))[written:]
+                    while view:
+                        view = view[os.write(self._fd, view) :]
         except OSError:
             self._size = os.fstat(self._fd).st_size
             raise
