@@ -134,7 +134,8 @@ class _Outcome:
 
 @dataclass(frozen=True)
 class FoundTrial:
-    """A trial directory and its result.json text (None: Harbor has not written it yet).
+    """A trial directory and its result.json text, when the walk read it (None: not read,
+    *indexed* or *deferred*).
 
     *indexed*: the store's index entry when the trial is stored and its fingerprint has not
     changed since (its result.json was then not read at all). *deferred*: Harbor's trial.log
