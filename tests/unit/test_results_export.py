@@ -223,6 +223,43 @@ def test_many_trials_go_through_worker_processes(tmp_path: Path) -> None:
     assert len(_records(tmp_path / "res")[0]) == n
 
 
+def test_a_pack_write_that_fails_skips_its_chunks_runs_and_stores_nothing_of_them(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A worker writes a chunk's runs in one go after reading them: when that write fails
+    (a full disk), every run of the chunk is reported skipped, no journal line names its
+    blobs, and the next export adds them."""
+    import errno
+
+    from posttrainbench.results.pack import PackWriter
+
+    n = export_mod.POOL_THRESHOLD + 6
+    jobs = tmp_path / "jobs"
+    write_job(jobs, "j", [TrialSpec(started=T0 + timedelta(minutes=i)) for i in range(n)])
+    real_flush = PackWriter.flush
+    calls = {"n": 0}
+
+    def second_write_fails(self):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            self._queued, self._queued_size = [], 0  # as a failed write leaves it
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_flush(self)
+
+    monkeypatch.setattr(PackWriter, "flush", second_write_fails)
+    # Two workers: chunks 0 and 1 are their first writes; chunk 2 (the last n - 64 trials)
+    # is one worker's second.
+    summary = export([jobs], tmp_path / "res", workers=2)
+    failed = [line for line in summary.skipped if "No space left on device" in line]
+    lost = n - 2 * export_mod._CHUNK
+    assert len(failed) == lost and len(summary.added) == n - lost
+    assert len(_records(tmp_path / "res")[0]) == n - lost
+    monkeypatch.undo()
+    again = export([jobs], tmp_path / "res", workers=2)
+    assert len(again.added) == lost and again.unchanged == n - lost
+    assert len(_records(tmp_path / "res")[0]) == n
+
+
 def test_interrupted_export_loses_nothing_and_leaves_nothing_half_written(
     tmp_path: Path, monkeypatch
 ) -> None:

@@ -31,14 +31,36 @@ def test_queued_blobs_are_written_by_one_flush_and_read_back(tmp_path: Path, mon
 def test_dropped_blobs_leave_no_gap_for_the_next_ones(tmp_path: Path) -> None:
     writer = PackWriter(tmp_path)
     kept = writer.append(b"first run")
-    writer.flush()
+    queued = writer.append(b"second run, not written yet")
+    mark = writer.mark()
     writer.append(b"a run that failed half-way")
-    writer.drop()
+    writer.append(b"its second file")
+    writer.drop(mark)
     after = writer.append(b"next run")
     writer.close()
-    assert after.offset == kept.length
+    assert after.offset == kept.length + queued.length
     with PackReader(tmp_path) as reader:
-        assert reader.read(kept) == b"first run" and reader.read(after) == b"next run"
+        assert [reader.read(ref) for ref in (kept, queued, after)] == [
+            b"first run",
+            b"second run, not written yet",
+            b"next run",
+        ]
+
+
+def test_a_drop_after_a_write_forgets_only_what_is_still_queued(tmp_path: Path) -> None:
+    """A run large enough to be written part-way (past FLUSH_BYTES) and then failed: the
+    written part stays as garbage, the queued rest is forgotten, nothing earlier is lost."""
+    writer = PackWriter(tmp_path)
+    kept = writer.append(b"an earlier run")
+    mark = writer.mark()
+    writer.append(b"y" * pack_mod.FLUSH_BYTES)  # written at once, with the earlier run
+    writer.append(b"queued after the write")
+    writer.drop(mark)
+    after = writer.append(b"next run")
+    writer.close()
+    assert after.offset == kept.length + pack_mod.FLUSH_BYTES
+    with PackReader(tmp_path) as reader:
+        assert reader.read(kept) == b"an earlier run" and reader.read(after) == b"next run"
 
 
 def test_a_failed_write_leaves_later_refs_true(tmp_path: Path, monkeypatch) -> None:

@@ -43,6 +43,7 @@ from posttrainbench.results.harbor_trial import (
     trial_id,
     trial_result_model,
 )
+from posttrainbench.results.ordered_pool import ProcessContext, map_chunks
 from posttrainbench.results.pack import BlobRef, PackWriter
 from posttrainbench.results.record import RECORD_FILE, ResultRecord
 from posttrainbench.results.run_files import PackSink, stage_run_files
@@ -349,17 +350,34 @@ def _prepare(job: _Job) -> _Outcome:
 def _pack(
     packs: str, source: TrialSource, root: SafeDir, trial_dir: Path
 ) -> tuple[ResultRecord, list[str], BlobRef]:
-    """Append the run's files, then its record, to this process's pack (what a failure
-    left appended is garbage no journal line refers to)."""
+    """Queue the run's files, then its record, for this process's pack (`_prepare_all`
+    writes them); on a failure, what the run queued is forgotten."""
     writer = _pack_writer(packs)
+    mark = writer.mark()
     try:
         record, warnings = stage_run_files(PackSink(writer), source, root, trial_dir)
         ref = writer.append(record.model_dump_json().encode())
-        writer.flush()  # before the parent may write a journal line naming these blobs
     except BaseException:
-        writer.drop()
+        writer.drop(mark)
         raise
     return record, warnings, ref
+
+
+def _prepare_all(jobs: list[_Job]) -> list[_Outcome]:
+    """`_prepare` each job, then write their runs to the pack in one go: before the parent,
+    which writes the journal lines naming them, sees any of their outcomes."""
+    outcomes = [_prepare(job) for job in jobs]
+    writer = _writers.get((os.getpid(), jobs[0].packs)) if jobs else None
+    if writer is not None:
+        try:
+            writer.flush()
+        except OSError as exc:
+            message = f"cannot copy its files ({exc.strerror or exc})"
+            return [
+                _Outcome("skipped", o.trial_dir, message=message) if o.packed else o
+                for o in outcomes
+            ]
+    return outcomes
 
 
 def _stage_dir(
@@ -486,7 +504,7 @@ def export(
     return summary
 
 
-def _pool_context() -> multiprocessing.context.BaseContext:
+def _pool_context() -> ProcessContext:
     """fork when this process runs no other thread (no lock can be held mid-fork, and the
     workers start at once with everything imported); spawn otherwise (a library's thread
     holding a lock at fork time could deadlock the child). Start-up: ~0 s vs ~1 s a worker."""
@@ -501,17 +519,30 @@ def _outcomes(walk: _Walk, workers: int) -> Iterator[_Outcome]:
     head = list(itertools.islice(jobs, POOL_THRESHOLD))
     if head:
         trial_result_model()  # imported once here, before forked workers would each import it
+    jobs = itertools.chain(head, jobs)
     if workers == 1 or len(head) < POOL_THRESHOLD:
         _set_known(known)
         try:
-            yield from map(_prepare, itertools.chain(head, jobs))
+            for job in jobs:  # each committed before the next is read: an interrupt loses none
+                yield from _prepare_all([job])
         finally:
             _set_known({})
         return
-    # The pool reads the rest of the walk in its feeder thread: workers stage trials while
-    # the walk is still finding more.
-    with _pool_context().Pool(workers, initializer=_set_known, initargs=(known,)) as pool:
-        yield from pool.imap(_prepare, itertools.chain(head, jobs), chunksize=_CHUNK)
+    # The workers read trials while the walk is still finding more (it runs as they ask).
+    for outcomes in map_chunks(
+        _prepare_all,
+        _chunks(jobs),
+        context=_pool_context(),
+        workers=workers,
+        initializer=_set_known,
+        initargs=(known,),
+    ):
+        yield from outcomes
+
+
+def _chunks(jobs: Iterator[_Job]) -> Iterator[list[_Job]]:
+    while chunk := list(itertools.islice(jobs, _CHUNK)):
+        yield chunk
 
 
 def _first_with_id(

@@ -62,6 +62,7 @@ class PackWriter:
         self._size = 0  # written
         self._queued: list[bytes] = []
         self._queued_size = 0
+        self._flushes = 0  # writes so far: a mark taken before the last one is all written
 
     def append(self, data: bytes) -> BlobRef:
         """Queue *data* for the pack's end; its ref (valid once flushed)."""
@@ -78,6 +79,7 @@ class PackWriter:
         refs say."""
         if not self._queued:
             return
+        self._flushes += 1
         if self._fd is None:
             self._fd = os.open(self.packs_dir / self.name, _NEW_PACK, 0o644)
         queued, size = self._queued, self._queued_size
@@ -95,9 +97,17 @@ class PackWriter:
             raise
         self._size += size
 
-    def drop(self) -> None:
-        """Forget what is queued (a run that failed half-way: its refs are never used)."""
-        self._queued, self._queued_size = [], 0
+    def mark(self) -> tuple[int, int]:
+        """Where the queue ends now, for `drop`."""
+        return self._flushes, len(self._queued)
+
+    def drop(self, mark: tuple[int, int]) -> None:
+        """Forget the blobs queued since *mark* (a run that failed half-way: its refs are
+        never used); any of them already written are garbage no ref names."""
+        flushes, queued = mark
+        keep = queued if flushes == self._flushes else 0  # written since: the rest is its
+        self._queued_size -= sum(map(len, self._queued[keep:]))
+        del self._queued[keep:]
 
     def close(self) -> None:
         """Write what is queued and close the pack (an export closes its writers once, at
