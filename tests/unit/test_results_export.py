@@ -178,7 +178,7 @@ def test_finds_trials_in_ptb_run_dirs_job_dirs_and_trial_dirs(tmp_path: Path) ->
     assert len(list(find_trials(tmp_path / "ptb-runs"))) == 2
     assert len(list(find_trials(job))) == 2
     trial = next(p for p in job.iterdir() if p.is_dir())
-    assert [t.path for t in find_trials(trial)] == [trial]
+    assert [t.path for t in find_trials(trial)] == [str(trial)]
     # The same trial reached twice (a dir and its parent) is exported once, and so is a copy.
     import shutil
 

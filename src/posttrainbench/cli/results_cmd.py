@@ -8,7 +8,6 @@ from pathlib import Path
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from posttrainbench.cli.options import Json, out_option
 from posttrainbench.errors import PtbError
@@ -177,6 +176,8 @@ def collect_cmd(
     if as_json:
         typer.echo(board.model_dump_json(indent=2))
         return
+    from rich.table import Table  # here: the other commands never draw one
+
     _warn(Console(stderr=True), board.skipped, "skipped")
     # Per-benchmark scores are in agents.csv and the report; the terminal gets the summary.
     table = Table(

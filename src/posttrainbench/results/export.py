@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -110,20 +110,28 @@ class ExportSummary(BaseModel):
     )
 
 
-@dataclass(frozen=True)
-class _Job:
-    trial: FoundTrial
+# Jobs and outcomes are tuples of strings: they cross a pipe once each, and a frozen
+# dataclass holding Paths took ~10 us a trial to pickle and unpickle, a tuple ~1.5.
+class _Job(NamedTuple):
+    trial_dir: str  # canonical
+    text: str | None  # result.json as the walk read it; None: the worker reads it
     known: str | None  # the stored fingerprint of this trial id (the walk knew the id), if any
-    staging: Path
-    packs: str  # a string: hashing a Path (a new one per job, unpickled) cost ~30 us a trial
-    with_final_model: bool
-    seq: int = 0  # names the staging directory: two copies of one trial never share one
+    seq: int  # names the staging directory: two copies of one trial never share one
 
 
 @dataclass(frozen=True)
-class _Outcome:
+class _Setting:
+    """What every job of one export shares: sent to each worker once, not with each job."""
+
+    known: dict[str, str]  # run id -> stored fingerprint, to tell a stored trial moved
+    staging: Path
+    packs: str
+    with_final_model: bool
+
+
+class _Outcome(NamedTuple):
     kind: Literal["staged", "unchanged", "in_progress", "skipped"]
-    trial_dir: str  # not a Path: rebuilding one per outcome in the parent cost ~10 us
+    trial_dir: str
     run_id: str = ""
     fingerprint: str = ""
     message: str = ""
@@ -133,28 +141,26 @@ class _Outcome:
     cloud: bool = False  # a cloud trial: its final_model volume is released once stored
 
 
-@dataclass(frozen=True)
-class FoundTrial:
-    """A trial directory and its result.json text, when the walk read it (None: not read,
-    *indexed* or *deferred*).
+class FoundTrial(NamedTuple):
+    """A trial directory (its canonical path) and its result.json text, when the walk read
+    it (None: not read, *indexed* or *deferred*).
 
     *indexed*: the store's index entry when the trial is stored and its fingerprint has not
     changed since (its result.json was then not read at all). *deferred*: Harbor's trial.log
     told it is a trial, and its result.json is left to the worker that reads the trial.
     """
 
-    path: Path
+    path: str
     text: str | None
     indexed: IndexEntry | None = None
     deferred: bool = False
 
 
 def _classify(directory: str, by_dir: dict[str, IndexEntry] | None = None) -> FoundTrial | None:
-    # *directory* a string: a trial costs one Path, built only once it is found to be one
     if by_dir:
         entry = by_dir.get(directory)
         if entry is not None and fingerprint(Path(directory)) == entry.fingerprint:
-            return FoundTrial(Path(directory), None, indexed=entry)
+            return FoundTrial(directory, None, indexed=entry)
     # Harbor writes trial.log only in trial directories (a job has job.log): such a
     # directory is a trial for one lstat, and the worker reading it reads its result.json
     # (the walk, in the parent, reads and ships nothing).
@@ -163,7 +169,7 @@ def _classify(directory: str, by_dir: dict[str, IndexEntry] | None = None) -> Fo
     except OSError:
         log = None
     if log is not None and stat.S_ISREG(log.st_mode):
-        return FoundTrial(Path(directory), None, deferred=True)
+        return FoundTrial(directory, None, deferred=True)
     try:
         root = SafeDir.open(Path(directory))
     except OSError:
@@ -173,7 +179,7 @@ def _classify(directory: str, by_dir: dict[str, IndexEntry] | None = None) -> Fo
             text = read_harbor_file(root, RESULT_FILE)  # a link or FIFO is refused
         except (OSError, UnicodeDecodeError):
             return None
-    return FoundTrial(Path(directory), text) if is_trial_result(text) else None
+    return FoundTrial(directory, text) if is_trial_result(text) else None
 
 
 def find_trials(root: Path, by_dir: dict[str, IndexEntry] | None = None) -> Iterator[FoundTrial]:
@@ -216,19 +222,11 @@ class _Walk:
     its own tallies (merged into the summary at the end) and a copy of the fingerprints.
     """
 
-    def __init__(
-        self,
-        roots: list[Path],
-        index: dict[str, IndexEntry],
-        store: ResultsStore,
-        with_final_model: bool,
-    ):
+    def __init__(self, roots: list[Path], index: dict[str, IndexEntry]):
         self.roots = roots
         self.known = {run_id: e.fingerprint for run_id, e in index.items()}
         self.by_dir = {e.source_dir: e for e in index.values()}
-        self.store = store
-        self.with_final_model = with_final_model
-        self.unchanged: list[tuple[Path, str]] = []  # (trial dir, run id)
+        self.unchanged: list[tuple[str, str]] = []  # (trial dir, run id)
         self.skipped: list[str] = []
         self.found = 0
         self.finished = False
@@ -238,7 +236,7 @@ class _Walk:
 
     def jobs(self) -> Iterator[_Job]:
         """The trials a worker must read, in path order; unchanged ones are tallied instead."""
-        seen: set[Path] = set()
+        seen: set[str] = set()
         first_of = self.first_of
         for root in self.roots:
             for trial in find_trials(Path(root), self.by_dir):
@@ -257,7 +255,7 @@ class _Walk:
                     )
                     continue
                 if run_id is not None:
-                    first_of[run_id] = str(trial.path)
+                    first_of[run_id] = trial.path
                 if trial.indexed is not None:
                     self.unchanged.append((trial.path, trial.indexed.run_id))
                     continue
@@ -266,31 +264,26 @@ class _Walk:
                     # the same trial found at another path (moved): unchanged, no worker
                     self.unchanged.append((trial.path, run_id or ""))
                     continue
-                yield _Job(
-                    trial,
-                    stored_print,
-                    self.store.staging,
-                    str(self.store.packs),
-                    self.with_final_model,
-                    seq=self.found,
-                )
+                yield _Job(trial.path, trial.text, stored_print, self.found)
         self.finished = True
 
 
-# run id -> stored fingerprint, for a worker to tell a stored trial found at a new path
-# (set before the workers start: forked, they share it; spawned, the initializer sets it)
-_known: dict[str, str] = {}
+# This export's setting, in the process that reads trials (set before the workers start:
+# forked, they share it; spawned, the initializer sets it).
+_setting: _Setting | None = None
 
 
-def _set_known(known: dict[str, str]) -> None:
-    global _known
-    _known = known
+def _set_setting(setting: _Setting | None) -> None:
+    global _setting
+    _setting = setting
 
 
 def _prepare(job: _Job) -> _Outcome:
     """Read one trial and pack its run, or stage its run directory (in a worker process)."""
-    path = job.trial.path
-    where = str(path)
+    setting = _setting
+    assert setting is not None, "_set_setting first"
+    where = job.trial_dir
+    path = Path(where)
     try:
         root = open_trial(path)
     except TrialReadError as exc:
@@ -298,8 +291,8 @@ def _prepare(job: _Job) -> _Outcome:
     # One open of the trial for reading and copying: the directories reached while reading
     # (agent/, artifacts/...) are not walked again.
     with root:
-        text, known = job.trial.text, job.known
-        if job.trial.deferred:
+        text, known = job.text, job.known
+        if text is None:  # the walk found the trial by its trial.log
             try:
                 text = read_harbor_file(root, RESULT_FILE)  # a link or FIFO is refused
             except FileNotFoundError:
@@ -313,7 +306,7 @@ def _prepare(job: _Job) -> _Outcome:
                     message=f"{RESULT_FILE} is unreadable or not a trial result (half-written?)",
                 )
             run_id = _run_id(text) if text else None
-            known = _known.get(run_id) if run_id else None
+            known = setting.known.get(run_id) if run_id else None
         if text is None:
             return _Outcome("in_progress", where)
         try:
@@ -325,11 +318,12 @@ def _prepare(job: _Job) -> _Outcome:
         if known == source.record.fingerprint:
             return _Outcome("unchanged", where, source.record.id)
         try:
-            if job.with_final_model:
-                record, warnings, staged = _stage_dir(job, source, root, path)
+            if setting.with_final_model:
+                staging = setting.staging / f"{job.seq}-{source.record.id}"
+                record, warnings, staged = _stage_dir(staging, source, root, path)
                 packed = None
             else:
-                record, warnings, packed = _pack(job.packs, source, root, path)
+                record, warnings, packed = _pack(setting.packs, source, root, path)
                 staged = None
         except OSError as exc:
             return _Outcome(
@@ -367,7 +361,7 @@ def _prepare_all(jobs: list[_Job]) -> list[_Outcome]:
     """`_prepare` each job, then write their runs to the pack in one go: before the parent,
     which writes the journal lines naming them, sees any of their outcomes."""
     outcomes = [_prepare(job) for job in jobs]
-    writer = _writers.get((os.getpid(), jobs[0].packs)) if jobs else None
+    writer = _writers.get(_setting.packs) if _setting is not None else None
     if writer is not None:
         try:
             writer.flush()
@@ -381,11 +375,10 @@ def _prepare_all(jobs: list[_Job]) -> list[_Outcome]:
 
 
 def _stage_dir(
-    job: _Job, source: TrialSource, root: SafeDir, trial_dir: Path
+    staged: Path, source: TrialSource, root: SafeDir, trial_dir: Path
 ) -> tuple[ResultRecord, list[str], Path]:
-    """Write the run, final_model included, into a new staging directory (removed again
-    when that fails)."""
-    staged = job.staging / f"{job.seq}-{source.record.id}"
+    """Write the run, final_model included, into the new staging directory *staged*
+    (removed again when that fails)."""
     try:
         staged.mkdir()
     except FileExistsError:  # left by a killed export (recover() normally clears staging)
@@ -401,16 +394,17 @@ def _stage_dir(
     return record, warnings, staged
 
 
-# One pack writer per process and store: a forked worker never shares its parent's (the
-# pid differs), so two processes never append to one pack.
-_writers: dict[tuple[int, str], PackWriter] = {}
+# One pack writer per process and store (by the store's packs dir): a forked worker forgets
+# its parent's, so two processes never append to one pack. Not keyed by pid: os.getpid()
+# is a system call, twice a trial.
+_writers: dict[str, PackWriter] = {}
+os.register_at_fork(after_in_child=_writers.clear)
 
 
 def _pack_writer(packs: str) -> PackWriter:
-    key = (os.getpid(), packs)
-    writer = _writers.get(key)
+    writer = _writers.get(packs)
     if writer is None:
-        writer = _writers[key] = PackWriter(Path(packs))
+        writer = _writers[packs] = PackWriter(Path(packs))
     return writer
 
 
@@ -449,7 +443,9 @@ def export(
         run_dirs = loaded.run_dirs - set(loaded.stale_dirs)
         for run_id in loaded.stale_dirs:  # a replacement killed before it removed the dir
             shutil.rmtree(store.runs / run_id, ignore_errors=True)
-        walk = _Walk([Path(d) for d in job_dirs], index, store, with_final_model)
+        walk = _Walk([Path(d) for d in job_dirs], index)
+        # the fingerprints as stored before this export (the parent updates walk.known)
+        setting = _Setting(dict(walk.known), store.staging, str(store.packs), with_final_model)
         # (trial dir, run id) of every cloud trial stored now, and of every unchanged trial
         stored: list[tuple[Path | str, str]] = []
         owners: dict[str, str] = {}  # run id -> the trial dir whose outcome holds it
@@ -460,7 +456,7 @@ def export(
         try:
             for carried in loaded.to_journal:  # run dirs the journal did not vouch for yet
                 journal.append(carried)
-            for outcome in _outcomes(walk, workers or os.cpu_count() or 1):
+            for outcome in _outcomes(walk, setting, workers or os.cpu_count() or 1):
                 first = _first_with_id(outcome, walk.first_of, owners)
                 if first is not None:
                     # A copy of a trial (same Harbor id) the walk could not tell before it
@@ -513,20 +509,19 @@ def _pool_context() -> ProcessContext:
     return multiprocessing.get_context("spawn")
 
 
-def _outcomes(walk: _Walk, workers: int) -> Iterator[_Outcome]:
-    known = dict(walk.known)  # as stored before this export (the parent updates walk.known)
+def _outcomes(walk: _Walk, setting: _Setting, workers: int) -> Iterator[_Outcome]:
     jobs = walk.jobs()
     head = list(itertools.islice(jobs, POOL_THRESHOLD))
     if head:
         trial_result_model()  # imported once here, before forked workers would each import it
     jobs = itertools.chain(head, jobs)
     if workers == 1 or len(head) < POOL_THRESHOLD:
-        _set_known(known)
+        _set_setting(setting)
         try:
             for job in jobs:  # each committed before the next is read: an interrupt loses none
                 yield from _prepare_all([job])
         finally:
-            _set_known({})
+            _set_setting(None)
         return
     # The workers read trials while the walk is still finding more (it runs as they ask).
     for outcomes in map_chunks(
@@ -534,8 +529,8 @@ def _outcomes(walk: _Walk, workers: int) -> Iterator[_Outcome]:
         _chunks(jobs),
         context=_pool_context(),
         workers=workers,
-        initializer=_set_known,
-        initargs=(known,),
+        initializer=_set_setting,
+        initargs=(setting,),
     ):
         yield from outcomes
 
