@@ -260,6 +260,35 @@ def test_a_pack_write_that_fails_skips_its_chunks_runs_and_stores_nothing_of_the
     assert len(_records(tmp_path / "res")[0]) == n
 
 
+def test_a_worker_killed_mid_export_is_an_error_and_the_next_export_completes(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A worker killed (the OOM killer, say) ends the export with an error, not a hang;
+    what was committed stays, and the next export stores the rest."""
+    from posttrainbench.results.ordered_pool import WorkerDied
+
+    n = export_mod.POOL_THRESHOLD + 6
+    jobs = tmp_path / "jobs"
+    write_job(jobs, "j", [TrialSpec(started=T0 + timedelta(minutes=i)) for i in range(n)])
+    real_prepare = export_mod._prepare
+    victim = sorted(p for p in (jobs / "j").iterdir() if p.is_dir())[40]
+
+    def killed_at_the_victim(job):
+        if job.trial_dir == str(victim.resolve()):
+            os._exit(9)
+        return real_prepare(job)
+
+    monkeypatch.setattr(export_mod, "_prepare", killed_at_the_victim)  # forked workers too
+    with pytest.raises(WorkerDied, match="exit code 9"):
+        export([jobs], tmp_path / "res", workers=2)
+    kept = len(_records(tmp_path / "res")[0])
+    assert kept < n
+    monkeypatch.undo()
+    again = export([jobs], tmp_path / "res", workers=2)
+    assert len(again.added) == n - kept and again.unchanged == kept
+    assert len(_records(tmp_path / "res")[0]) == n
+
+
 def test_interrupted_export_loses_nothing_and_leaves_nothing_half_written(
     tmp_path: Path, monkeypatch
 ) -> None:

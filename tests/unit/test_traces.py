@@ -477,6 +477,24 @@ def test_find_trial_traces_ranks_agent_stream_first(tmp_path: Path) -> None:
     assert find_trial_traces(tmp_path / "missing") == []
 
 
+def test_a_stream_in_no_known_format_ranks_after_a_known_trace_and_alone_is_the_trace(
+    tmp_path: Path,
+) -> None:
+    """Gemini's default output is plain text: kept, but after a parseable trajectory; a
+    trial with nothing else still has it as its trace."""
+    agent = tmp_path / "trial__abc" / "agent"
+    agent.mkdir(parents=True)
+    (agent / "gemini-cli.txt").write_text("Loaded cached credentials.\nDone.\n")
+    found = find_trial_traces(tmp_path / "trial__abc")
+    assert [p.relative_to(agent).as_posix() for p in found] == ["gemini-cli.txt"]
+    shutil.copy(FIXTURES / "trajectory.json", agent / "trajectory.json")
+    found = find_trial_traces(tmp_path / "trial__abc")
+    assert [p.relative_to(agent).as_posix() for p in found] == [
+        "trajectory.json",
+        "gemini-cli.txt",
+    ]
+
+
 def test_render_shows_commands_paths_urls_and_usage() -> None:
     trace = parse_trace(FIXTURES / "codex.txt")
     text = render_trace(trace)

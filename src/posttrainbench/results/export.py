@@ -283,9 +283,8 @@ def _prepare(job: _Job) -> _Outcome:
     setting = _setting
     assert setting is not None, "_set_setting first"
     where = job.trial_dir
-    path = Path(where)
     try:
-        root = open_trial(path)
+        root = open_trial(where)
     except TrialReadError as exc:
         return _Outcome("skipped", where, message=str(exc))
     # One open of the trial for reading and copying: the directories reached while reading
@@ -310,7 +309,7 @@ def _prepare(job: _Job) -> _Outcome:
         if text is None:
             return _Outcome("in_progress", where)
         try:
-            source = read_trial_at(root, path, text)
+            source = read_trial_at(root, where, text)
         except TrialInProgress:
             return _Outcome("in_progress", where)
         except TrialReadError as exc:
@@ -320,10 +319,10 @@ def _prepare(job: _Job) -> _Outcome:
         try:
             if setting.with_final_model:
                 staging = setting.staging / f"{job.seq}-{source.record.id}"
-                record, warnings, staged = _stage_dir(staging, source, root, path)
+                record, warnings, staged = _stage_dir(staging, source, root, where)
                 packed = None
             else:
-                record, warnings, packed = _pack(setting.packs, source, root, path)
+                record, warnings, packed = _pack(setting.packs, source, root, where)
                 staged = None
         except OSError as exc:
             return _Outcome(
@@ -342,7 +341,7 @@ def _prepare(job: _Job) -> _Outcome:
 
 
 def _pack(
-    packs: str, source: TrialSource, root: SafeDir, trial_dir: Path
+    packs: str, source: TrialSource, root: SafeDir, trial_dir: str
 ) -> tuple[ResultRecord, list[str], BlobRef]:
     """Queue the run's files, then its record, for this process's pack (`_prepare_all`
     writes them); on a failure, what the run queued is forgotten."""
@@ -375,7 +374,7 @@ def _prepare_all(jobs: list[_Job]) -> list[_Outcome]:
 
 
 def _stage_dir(
-    staged: Path, source: TrialSource, root: SafeDir, trial_dir: Path
+    staged: Path, source: TrialSource, root: SafeDir, trial_dir: str
 ) -> tuple[ResultRecord, list[str], Path]:
     """Write the run, final_model included, into the new staging directory *staged*
     (removed again when that fails)."""

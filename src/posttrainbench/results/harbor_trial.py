@@ -161,7 +161,7 @@ def read_trial(trial_dir: Path, text: str | None = None, *, resolved: bool = Fal
         return read_trial_at(root, trial_dir, text)
 
 
-def open_trial(trial_dir: Path) -> SafeDir:
+def open_trial(trial_dir: Path | str) -> SafeDir:
     """The trial directory as a SafeDir; TrialReadError when it cannot be opened."""
     try:
         return SafeDir.open(trial_dir)
@@ -206,9 +206,10 @@ def _result(root: SafeDir, text: str | None) -> TrialResult:
         ) from None
 
 
-def read_trial_at(root: SafeDir, trial_dir: Path, text: str | None = None) -> TrialSource:
+def read_trial_at(root: SafeDir, trial_dir: Path | str, text: str | None = None) -> TrialSource:
     """`read_trial` of a trial directory already open as *root* (*trial_dir*: its canonical
-    path); the caller may go on using *root*, say to copy the trial's files."""
+    path, a string from an export's walk); the caller may go on using *root*, say to copy
+    the trial's files."""
     # Taken before any verdict or metrics file is read: a file rewritten meanwhile (`ptb
     # judge` running during an export) then changes the fingerprint, and the next export
     # reads the run again instead of keeping what was read before the change.
@@ -235,7 +236,7 @@ def read_trial_at(root: SafeDir, trial_dir: Path, text: str | None = None) -> Tr
     model_info = result.agent_info.model_info
     record = ResultRecord(
         id=str(result.id),
-        job_name=trial_dir.parent.name,
+        job_name=os.path.basename(os.path.dirname(trial_dir)),
         trial_name=result.trial_name,
         task_name=result.task_name,
         agent=result.agent_info.name,

@@ -33,6 +33,8 @@ _JOIN_SECONDS = 5.0
 class WorkerDied(PtbError):
     """A worker process ended without answering (killed, out of memory, a crash)."""
 
+    exit_code = 1  # not the user's input: the machine's
+
 
 def _serve(
     func: Callable[[list], Any],

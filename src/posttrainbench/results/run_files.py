@@ -66,7 +66,7 @@ def stage_run_files(
     sink: CopySink,
     source: TrialSource,
     root: SafeDir,
-    trial_dir: Path,
+    trial_dir: Path | str,
     with_final_model: bool = False,
     caps: CopyCaps | None = None,
 ) -> tuple[ResultRecord, list[str]]:
@@ -82,7 +82,7 @@ def stage_run_files(
     )
     record.trace_files = []
     for i, relative in enumerate(source.traces):
-        name = f"{TRACE_PREFIX}{i:02d}-{Path(relative).name}"
+        name = f"{TRACE_PREFIX}{i:02d}-{relative.rpartition('/')[2]}"  # the scan's "/" paths
         read = source.trace_reads.get(relative)
         # A trace the scan read whole is stored from those bytes (one read per trace);
         # a larger one is copied from the trial, through the same checks.
@@ -116,7 +116,9 @@ def stage_run_files(
             )
             refused += lines
         else:
-            warning = fetch_into(trial_dir, sink.path)  # a cloud trial's model is on its volume
+            warning = fetch_into(
+                Path(trial_dir), sink.path
+            )  # a cloud trial's model is on its volume
             if warning:
                 warnings.append(warning)
         if (sink.path / FINAL_MODEL_DIR).is_dir():

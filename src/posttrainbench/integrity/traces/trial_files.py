@@ -54,12 +54,15 @@ class TraceScan:
     kept_bytes: int = 0
 
 
-def _sniff(root: SafeDir, relative: str, st: os.stat_result) -> tuple[bool, FileRead]:
-    """Whether the file's head is a known trace format, and what was read of it (*st*: its
-    lstat from the listing)."""
+def _read_head(root: SafeDir, relative: str, st: os.stat_result) -> FileRead:
+    """What a sniff of the file reads (*st*: its lstat from the listing)."""
     limit = MAX_DOCUMENT_BYTES if relative.endswith(".json") else SNIFF_BYTES
-    read = root.read_file(relative, limit, lstat=st)
-    return is_known_format(read.data.decode("utf-8", errors="replace")), read
+    return root.read_file(relative, limit, lstat=st)
+
+
+def _known(read: FileRead) -> bool:
+    """Whether the head of a file is a known trace format."""
+    return is_known_format(read.data.decode("utf-8", errors="replace"))
 
 
 class _Scanner:
@@ -70,6 +73,9 @@ class _Scanner:
         self.agent = agent
         self.scan = TraceScan()
         self.ranked: list[tuple[int, str]] = []
+        # Kept whatever their format, which only ranks them among the others: checked only
+        # when there are others (most trials have one trace, and a check decodes its head).
+        self.unsniffed: list[tuple[int, str, FileRead]] = []
         self.seen: set[str] = set()
 
     def rel(self, *names: str) -> str:
@@ -93,15 +99,18 @@ class _Scanner:
         if st.st_size == 0:
             return
         try:
-            known, read = _sniff(self.root, relative, st)
+            read = _read_head(self.root, relative, st)
         except Refused as exc:
             self.scan.refused.append(str(exc))
             return
         except (OSError, ValueError):
             return
-        if not known and not keep_unknown:
+        if keep_unknown:
+            self.unsniffed.append((rank, relative, read))
+        elif _known(read):
+            self.ranked.append((rank, relative))
+        else:
             return
-        self.ranked.append((rank if known else rank + 10, relative))
         size = read.st.st_size
         if (
             read.whole is not None
@@ -160,6 +169,9 @@ class _Scanner:
                 self.scan.refused.append(
                     f"{self.rel('sessions')}: {kind_of(top['sessions'].st_mode)}"
                 )
+        alone = len(self.ranked) + len(self.unsniffed) == 1
+        for rank, relative, read in self.unsniffed:  # an unknown format ranks after the known
+            self.ranked.append((rank if alone or _known(read) else rank + 10, relative))
         self.ranked.sort()
         self.scan.files = [relative for _, relative in self.ranked]
         return self.scan
