@@ -218,8 +218,8 @@ def _run_id(text: str) -> str | None:
 class _Walk:
     """Finds the trials to export and decides, in path order, which need a worker.
 
-    It may run in the pool's feeder thread while the parent commits outcomes, so it keeps
-    its own tallies (merged into the summary at the end) and a copy of the fingerprints.
+    It advances as the workers ask for more trials, between the parent's commits; its
+    tallies are merged into the summary at the end.
     """
 
     def __init__(self, roots: list[Path], index: dict[str, IndexEntry]):

@@ -73,9 +73,10 @@ class _Scanner:
         self.agent = agent
         self.scan = TraceScan()
         self.ranked: list[tuple[int, str]] = []
-        # Kept whatever their format, which only ranks them among the others: checked only
-        # when there are others (most trials have one trace, and a check decodes its head).
-        self.unsniffed: list[tuple[int, str, FileRead]] = []
+        # The first candidate kept whatever its format (which only ranks it among others),
+        # not sniffed yet: most trials have one trace, and a sniff decodes its head. Sniffed
+        # once a second candidate comes (only one read is held for it).
+        self.pending: tuple[int, str, FileRead] | None = None
         self.seen: set[str] = set()
 
     def rel(self, *names: str) -> str:
@@ -105,12 +106,14 @@ class _Scanner:
             return
         except (OSError, ValueError):
             return
-        if keep_unknown:
-            self.unsniffed.append((rank, relative, read))
-        elif _known(read):
-            self.ranked.append((rank, relative))
+        if keep_unknown and not self.ranked and self.pending is None:
+            self.pending = (rank, relative, read)
         else:
-            return
+            self._settle()
+            known = _known(read)
+            if not known and not keep_unknown:
+                return
+            self.ranked.append((rank if known else rank + 10, relative))
         size = read.st.st_size
         if (
             read.whole is not None
@@ -119,6 +122,13 @@ class _Scanner:
         ):
             self.scan.reads[relative] = read
             self.scan.kept_bytes += size
+
+    def _settle(self) -> None:
+        """Rank the pending candidate: a known format first, an unknown one after."""
+        if self.pending is not None:
+            rank, relative, read = self.pending
+            self.pending = None
+            self.ranked.append((rank if _known(read) else rank + 10, relative))
 
     def listing(self, *names: str) -> dict:
         try:
@@ -169,9 +179,8 @@ class _Scanner:
                 self.scan.refused.append(
                     f"{self.rel('sessions')}: {kind_of(top['sessions'].st_mode)}"
                 )
-        alone = len(self.ranked) + len(self.unsniffed) == 1
-        for rank, relative, read in self.unsniffed:  # an unknown format ranks after the known
-            self.ranked.append((rank if alone or _known(read) else rank + 10, relative))
+        if self.pending is not None:  # the only candidate: no need to know its format
+            self.ranked.append(self.pending[:2])
         self.ranked.sort()
         self.scan.files = [relative for _, relative in self.ranked]
         return self.scan
