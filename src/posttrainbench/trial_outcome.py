@@ -122,22 +122,22 @@ AGENT_EXCEPTIONS = frozenset(
 _VERIFIER_FAILURE = "verifier"
 
 
-class _View(BaseModel):
+class HarborView(BaseModel):
     """Read from a Harbor object or its JSON alike; what is not named here is ignored."""
 
     model_config = ConfigDict(extra="ignore", from_attributes=True)
 
 
-class _Timing(_View):
+class _Timing(HarborView):
     started_at: datetime | None = None
     finished_at: datetime | None = None
 
 
-class _Policy(_View):
+class _Policy(HarborView):
     has_valid_reward: bool = True
 
 
-class _Exception(_View):
+class _Exception(HarborView):
     exception_type: str
     exception_message: str = ""
     occurred_at: datetime | None = None
@@ -150,22 +150,22 @@ class _Exception(_View):
         return f"{self.exception_type}: {lines[0] if lines else ''}".strip().rstrip(":")
 
 
-class _Verifier(_View):
+class _Verifier(HarborView):
     rewards: dict[str, Any] | None = None
 
 
-class _Step(_View):
+class HarborStep(HarborView):
     exception_info: _Exception | None = None
 
 
-class HarborTrial(_View):
+class HarborTrial(HarborView):
     """The fields of Harbor's ``TrialResult`` an outcome depends on (plus its names)."""
 
     trial_name: str
     task_name: str
     finished_at: datetime | None = None
     exception_info: _Exception | None = None
-    step_results: list[_Step] | None = None
+    step_results: list[HarborStep] | None = None
     verifier_result: _Verifier | None = None
     agent_execution: _Timing | None = None
     verifier: _Timing | None = None
@@ -183,7 +183,7 @@ class HarborTrial(_View):
         return float(value)
 
 
-class _VerifierReport(_View):
+class _VerifierReport(HarborView):
     """Our verifier's ``metrics.json`` (posttrainbench.schemas.Metrics), as far as it matters."""
 
     error: str | None = None

@@ -41,7 +41,6 @@ from posttrainbench.results.harbor_trial import (
     read_harbor_file,
     read_trial_at,
     trial_id,
-    trial_result_model,
 )
 from posttrainbench.results.ordered_pool import ProcessContext, map_chunks
 from posttrainbench.results.pack import BlobRef, PackWriter
@@ -511,8 +510,6 @@ def _pool_context() -> ProcessContext:
 def _outcomes(walk: _Walk, setting: _Setting, workers: int) -> Iterator[_Outcome]:
     jobs = walk.jobs()
     head = list(itertools.islice(jobs, POOL_THRESHOLD))
-    if head:
-        trial_result_model()  # imported once here, before forked workers would each import it
     jobs = itertools.chain(head, jobs)
     if workers == 1 or len(head) < POOL_THRESHOLD:
         _set_setting(setting)

@@ -19,7 +19,6 @@ import stat
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -31,15 +30,13 @@ from posttrainbench.integrity.traces.trial_files import (
     plain_agent_log,
     scan_trial_traces,
 )
+from posttrainbench.results.harbor_result import HarborResult
 from posttrainbench.results.record import ResultRecord, TimeUsed, Usage, combine_flags
 from posttrainbench.results.rescore_origin import REPLAY_AGENT_NAME, origin_of
 from posttrainbench.safe_fs import FileRead, Refused, SafeDir, kind_of
 from posttrainbench.schemas import Metrics, TaskSpec
 from posttrainbench.tasks.task_version import TASK_VERSION_FILE, TaskVersion
 from posttrainbench.trial_outcome import TrialOutcome, classify
-
-if TYPE_CHECKING:
-    from harbor.models.trial.result import TrialResult
 
 RESULT_FILE = "result.json"
 CONFIG_FILE = "config.json"
@@ -182,19 +179,11 @@ def read_outcome(trial_dir: Path) -> TrialOutcome:
         return classify(_result(root, None), _metrics(root, _verifier_lstat(root, "metrics.json")))
 
 
-def trial_result_model() -> type[TrialResult]:
-    """Harbor's `TrialResult`, imported on first use: an export with nothing new to read
-    (the store's index vouches for every trial) never pays its ~0.1-0.2 s import."""
-    from harbor.models.trial.result import TrialResult
-
-    return TrialResult
-
-
-def _result(root: SafeDir, text: str | None) -> TrialResult:
+def _result(root: SafeDir, text: str | None) -> HarborResult:
     """Harbor's result.json (*text* when the caller has read it already)."""
     try:
         text = text if text is not None else read_harbor_file(root, RESULT_FILE)
-        return trial_result_model().model_validate_json(text)
+        return HarborResult.model_validate_json(text)
     except UnicodeDecodeError:
         raise TrialReadError(f"{RESULT_FILE} is not UTF-8 text") from None
     except OSError as exc:
@@ -301,7 +290,7 @@ def _verifier_lstat(root: SafeDir, name: str) -> os.stat_result | None:
 
 
 def _task_spec(
-    root: SafeDir, result: TrialResult, found: os.stat_result | None, refused: list[str]
+    root: SafeDir, result: HarborResult, found: os.stat_result | None, refused: list[str]
 ) -> TaskSpec | None:
     """The verifier's copy of the task spec (*found*: its lstat, None when it is not
     there), else the task directory's, if either is there."""
@@ -314,7 +303,7 @@ def _task_spec(
             refused.append(str(exc))
         except (OSError, ValueError):
             pass
-    task_path = getattr(result.config.task, "path", None)
+    task_path = result.config.task.path
     if task_path is not None:  # the compiled task: written on the host, before the agent ran
         path = Path(task_path) / "tests" / "task.json"
         if path.is_file():
@@ -409,7 +398,7 @@ def _hours(start: datetime | None, end: datetime | None) -> float | None:
     return max((end - start).total_seconds(), 0.0) / 3600
 
 
-def _time(result: TrialResult, spec: TaskSpec | None) -> TimeUsed:
+def _time(result: HarborResult, spec: TaskSpec | None) -> TimeUsed:
     agent = result.agent_execution
     return TimeUsed(
         budget_hours=spec.hours if spec else None,
@@ -420,7 +409,7 @@ def _time(result: TrialResult, spec: TaskSpec | None) -> TimeUsed:
     )
 
 
-def _usage(result: TrialResult, root: SafeDir, scan: TraceScan, spec: TaskSpec | None) -> Usage:
+def _usage(result: HarborResult, root: SafeDir, scan: TraceScan, spec: TaskSpec | None) -> Usage:
     """Tokens and cost from Harbor's agent context, else summed from the best trace (as the
     scan read it, when it kept it: the file is not opened a second time)."""
     traces = scan.files
@@ -428,7 +417,7 @@ def _usage(result: TrialResult, root: SafeDir, scan: TraceScan, spec: TaskSpec |
     agent = result.agent_execution
     hours = _hours(agent.started_at, agent.finished_at) if agent else None
     gpu_hours = gpus * hours if hours else 0.0
-    n_input, n_cache, n_output, cost = result.compute_token_cost_totals()
+    n_input, n_cache, n_output, cost = result.token_cost_totals()
     if any(v is not None for v in (n_input, n_output, cost)):
         return Usage(
             input_tokens=n_input,

@@ -1,0 +1,89 @@
+"""The parts of Harbor's `result.json` (its `TrialResult`) a stored run is built from.
+
+A typed view, validated from the file's text: Harbor's own model validated every field
+of the trial's config (six paths, the environment, the verifier...) at ~25-45 us a
+trial, about a tenth of an export's reading, and its import cost every `ptb results
+export` ~55 ms before any worker started. Fields not named here are ignored; those named
+keep Harbor's types, so a value Harbor would refuse here is refused too
+(`tests/unit/test_harbor_result.py` holds the two side by side on Harbor-written files).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from pydantic import Field
+
+from posttrainbench.trial_outcome import HarborStep, HarborTrial, HarborView
+
+
+class AgentContext(HarborView):
+    """Harbor's `AgentContext`: what the agent's model calls cost."""
+
+    n_input_tokens: int | None = None  # all input, cache included
+    n_cache_tokens: int | None = None
+    n_output_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+class _Step(HarborStep):
+    agent_result: AgentContext | None = None
+
+
+class ModelInfo(HarborView):
+    name: str
+    provider: str | None = None
+
+
+class AgentInfo(HarborView):
+    name: str
+    version: str
+    model_info: ModelInfo | None = None
+
+
+class _AgentConfig(HarborView):
+    model_name: str | None = None
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+
+
+class _TaskConfig(HarborView):
+    path: str | None = None  # the compiled task's directory
+
+
+class _Config(HarborView):
+    task: _TaskConfig
+    agent: _AgentConfig = Field(default_factory=_AgentConfig)
+
+
+class HarborResult(HarborTrial):
+    """A trial's `result.json`, as far as a stored run needs it."""
+
+    id: UUID
+    config: _Config
+    agent_info: AgentInfo
+    agent_result: AgentContext | None = None
+    started_at: datetime | None = None
+    step_results: list[_Step] | None = None  # type: ignore[assignment]
+
+    def token_cost_totals(self) -> tuple[int | None, int | None, int | None, float | None]:
+        """(input tokens, cache tokens, output tokens, cost): the trial's agent context, or
+        the sum over its steps' (a multi-step trial has no trial-level one), as Harbor's
+        `TrialResult.compute_token_cost_totals`; None where none of them has the value."""
+        if self.agent_result is not None:
+            contexts = [self.agent_result]
+        else:
+            contexts = [s.agent_result for s in self.step_results or [] if s.agent_result]
+        totals: list[Any] = [None, None, None, None]
+        for context in contexts:
+            values = (
+                context.n_input_tokens,
+                context.n_cache_tokens,
+                context.n_output_tokens,
+                context.cost_usd,
+            )
+            for i, value in enumerate(values):
+                if value is not None:
+                    totals[i] = (totals[i] or 0) + value
+        return totals[0], totals[1], totals[2], totals[3]
