@@ -223,6 +223,20 @@ def test_many_trials_go_through_worker_processes(tmp_path: Path) -> None:
     assert len(_records(tmp_path / "res")[0]) == n
 
 
+def test_spawned_workers_export_as_forked_ones_do(tmp_path: Path, monkeypatch) -> None:
+    """Workers are spawned when the exporting process runs another thread: they get this
+    export's setting through the initializer, not by inheriting it."""
+    import multiprocessing
+
+    n = export_mod.POOL_THRESHOLD + 6
+    jobs = tmp_path / "jobs"
+    write_job(jobs, "j", [TrialSpec(started=T0 + timedelta(minutes=i)) for i in range(n)])
+    monkeypatch.setattr(export_mod, "_pool_context", lambda: multiprocessing.get_context("spawn"))
+    summary = export([jobs], tmp_path / "res", workers=2)
+    assert len(summary.added) == n and not summary.skipped
+    assert len(_records(tmp_path / "res")[0]) == n
+
+
 def test_a_pack_write_that_fails_skips_its_chunks_runs_and_stores_nothing_of_them(
     tmp_path: Path, monkeypatch
 ) -> None:
