@@ -155,6 +155,8 @@ class _Verifier(HarborView):
 
 
 class HarborStep(HarborView):
+    """One step of a multi-step trial (Harbor's `StepResult`), as far as its outcome goes."""
+
     exception_info: _Exception | None = None
 
 

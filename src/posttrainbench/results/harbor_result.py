@@ -33,11 +33,15 @@ class _Step(HarborStep):
 
 
 class ModelInfo(HarborView):
+    """The model the agent ran with."""
+
     name: str
     provider: str | None = None
 
 
 class AgentInfo(HarborView):
+    """The agent that ran the trial."""
+
     name: str
     version: str
     model_info: ModelInfo | None = None
