@@ -137,7 +137,9 @@ class _Policy(HarborView):
     has_valid_reward: bool = True
 
 
-class _Exception(HarborView):
+class HarborException(HarborView):
+    """An exception Harbor recorded (its `ExceptionInfo`)."""
+
     exception_type: str
     exception_message: str = ""
     occurred_at: datetime | None = None
@@ -157,7 +159,7 @@ class _Verifier(HarborView):
 class HarborStep(HarborView):
     """One step of a multi-step trial (Harbor's `StepResult`), as far as its outcome goes."""
 
-    exception_info: _Exception | None = None
+    exception_info: HarborException | None = None
 
 
 class HarborTrial(HarborView):
@@ -166,13 +168,13 @@ class HarborTrial(HarborView):
     trial_name: str
     task_name: str
     finished_at: datetime | None = None
-    exception_info: _Exception | None = None
+    exception_info: HarborException | None = None
     step_results: list[HarborStep] | None = None
     verifier_result: _Verifier | None = None
     agent_execution: _Timing | None = None
     verifier: _Timing | None = None
 
-    def exceptions(self) -> list[_Exception]:
+    def exceptions(self) -> list[HarborException]:
         """Trial-level exception first, then the steps' (Harbor's recorded_exceptions)."""
         found = [self.exception_info] if self.exception_info else []
         return found + [s.exception_info for s in self.step_results or [] if s.exception_info]
@@ -267,7 +269,7 @@ def exception_kind(exception_type: str, by_phase: OutcomeKind = "agent_error") -
     return by_phase
 
 
-def _by_phase(exception: _Exception, trial: HarborTrial) -> OutcomeKind:
+def _by_phase(exception: HarborException, trial: HarborTrial) -> OutcomeKind:
     """Before the agent started: setting up the environment or the agent (infrastructure);
     once the verifier started: the verifier's; in between: the agent's run (Harbor records
     the agent's exception just after it stamps the agent's end, so that gap is the agent's)."""

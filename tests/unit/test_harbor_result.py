@@ -12,6 +12,7 @@ import pytest
 from harbor.models.agent.context import AgentContext
 from harbor.models.task.id import LocalTaskId
 from harbor.models.trial.config import AgentConfig, TaskConfig, TrialConfig
+from harbor.models.trial.error_policy import ErrorPolicyOverride
 from harbor.models.trial.result import (
     AgentInfo,
     ExceptionInfo,
@@ -24,6 +25,7 @@ from harbor.models.verifier.result import VerifierResult
 from pydantic import ValidationError
 
 from posttrainbench.results.harbor_result import HarborResult
+from posttrainbench.trial_outcome import classify
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 
@@ -104,6 +106,57 @@ def test_the_view_reads_what_harbors_model_reads(changes) -> None:
     assert view.config.task.path == (str(task_path) if task_path else None)
     assert (view.started_at, view.finished_at) == (harbor.started_at, harbor.finished_at)
     assert view.token_cost_totals() == harbor.compute_token_cost_totals()
+
+
+def _exception(kind: str, **more) -> ExceptionInfo:
+    return ExceptionInfo(
+        exception_type=kind,
+        exception_message="it failed",
+        exception_traceback="",
+        occurred_at=T0,
+        **more,
+    )
+
+
+OUTCOMES = {
+    "scored": {},
+    "infra error, reward left behind": {
+        "exception_info": _exception("EnvironmentStartTimeoutError")
+    },
+    "agent timeout, reward valid": {"exception_info": _exception("AgentTimeoutError")},
+    "unknown error": {"exception_info": _exception("SomethingElse")},
+    "overridden policy": {
+        "exception_info": _exception(
+            "EnvironmentStartTimeoutError",
+            policy_override=ErrorPolicyOverride(has_valid_reward=True),
+        )
+    },
+    "a step's error": {
+        "agent_result": None,
+        "step_results": [
+            StepResult(step_name="s0", exception_info=_exception("EnvironmentStartTimeoutError"))
+        ],
+    },
+}
+
+
+@pytest.mark.parametrize("policy_in_file", [True, False], ids=["as written", "policy dropped"])
+@pytest.mark.parametrize("changes", OUTCOMES.values(), ids=OUTCOMES.keys())
+def test_the_outcome_is_harbors_whether_or_not_the_file_carries_the_policy(
+    changes, policy_in_file: bool
+) -> None:
+    """Harbor recomputes an exception's policy on every load; a file that lacks it (edited
+    by hand, as a sweep's retry test does, or an older Harbor's) is classified the same."""
+    raw = json.loads(_result(**changes).model_dump_json())
+    if not policy_in_file:
+        for info in [raw.get("exception_info")] + [
+            step.get("exception_info") for step in raw.get("step_results") or []
+        ]:
+            if info:
+                info.pop("policy")
+    text = json.dumps(raw)
+    expected = classify(TrialResult.model_validate_json(text))
+    assert classify(HarborResult.model_validate_json(text)) == expected
 
 
 @pytest.mark.parametrize(

@@ -223,6 +223,13 @@ def test_many_trials_go_through_worker_processes(tmp_path: Path) -> None:
     assert len(_records(tmp_path / "res")[0]) == n
 
 
+def _fork_workers(monkeypatch) -> None:
+    """Export workers forked, whatever threads this test process runs."""
+    import multiprocessing
+
+    monkeypatch.setattr(export_mod, "_pool_context", lambda: multiprocessing.get_context("fork"))
+
+
 def test_spawned_workers_export_as_forked_ones_do(tmp_path: Path, monkeypatch) -> None:
     """Workers are spawned when the exporting process runs another thread: they get this
     export's setting through the initializer, not by inheriting it."""
@@ -261,6 +268,7 @@ def test_a_pack_write_that_fails_skips_its_chunks_runs_and_stores_nothing_of_the
         return real_flush(self)
 
     monkeypatch.setattr(PackWriter, "flush", second_write_fails)
+    _fork_workers(monkeypatch)  # they inherit the patch (spawned ones, when a thread runs, not)
     # Two workers: chunks 0 and 1 are their first writes; chunk 2 (the last n - 64 trials)
     # is one worker's second.
     summary = export([jobs], tmp_path / "res", workers=2)
@@ -292,7 +300,8 @@ def test_a_worker_killed_mid_export_is_an_error_and_the_next_export_completes(
             os._exit(9)
         return real_prepare(job)
 
-    monkeypatch.setattr(export_mod, "_prepare", killed_at_the_victim)  # forked workers too
+    monkeypatch.setattr(export_mod, "_prepare", killed_at_the_victim)
+    _fork_workers(monkeypatch)  # they inherit the patch (spawned ones, when a thread runs, not)
     with pytest.raises(WorkerDied, match="exit code 9"):
         export([jobs], tmp_path / "res", workers=2)
     kept = len(_records(tmp_path / "res")[0])

@@ -14,9 +14,9 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from posttrainbench.trial_outcome import HarborStep, HarborTrial, HarborView
+from posttrainbench.trial_outcome import HarborException, HarborStep, HarborTrial, HarborView
 
 
 class AgentContext(HarborView):
@@ -28,8 +28,30 @@ class AgentContext(HarborView):
     cost_usd: float | None = None
 
 
+class _Exception(HarborException):
+    """Harbor computes an exception's policy from its type (and override) on every load,
+    whatever result.json says: a file written without it (edited, an older Harbor) or by
+    another table still gets the policy Harbor would give it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _harbors_policy(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("exception_type"), str):
+            # here, not at the top: only a trial with an exception needs it (~5 ms)
+            from harbor.models.trial.error_policy import ErrorPolicyOverride, policy_for
+
+            override = data.get("policy_override")
+            policy = policy_for(
+                data["exception_type"],
+                ErrorPolicyOverride.model_validate(override) if override is not None else None,
+            )
+            data = {**data, "policy": {"has_valid_reward": policy.has_valid_reward}}
+        return data
+
+
 class _Step(HarborStep):
     agent_result: AgentContext | None = None
+    exception_info: _Exception | None = None
 
 
 class ModelInfo(HarborView):
@@ -68,6 +90,7 @@ class HarborResult(HarborTrial):
     config: _Config
     agent_info: AgentInfo
     agent_result: AgentContext | None = None
+    exception_info: _Exception | None = None
     started_at: datetime | None = None
     step_results: list[_Step] | None = None  # type: ignore[assignment]
 
