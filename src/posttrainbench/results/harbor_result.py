@@ -2,8 +2,9 @@
 
 A typed view, validated from the file's text: Harbor's own model validated every field
 of the trial's config (six paths, the environment, the verifier...) at ~25-45 us a
-trial, about a tenth of an export's reading, and its import cost every `ptb results
-export` ~55 ms before any worker started. Fields not named here are ignored; those named
+trial, about a tenth of an export's reading, and importing it cost every `ptb results
+export` ~55 ms before any worker started (only Harbor's error-policy table is imported
+here, once a trial recorded an exception). Fields not named here are ignored; those named
 keep Harbor's types, so a value Harbor would refuse here is refused too
 (`tests/unit/test_harbor_result.py` holds the two side by side on Harbor-written files).
 """
