@@ -142,17 +142,14 @@ class _Outcome(NamedTuple):
 
 class FoundTrial(NamedTuple):
     """A trial directory (its canonical path) and its result.json text, when the walk read
-    it (None: not read, *indexed* or *deferred*).
-
-    *indexed*: the store's index entry when the trial is stored and its fingerprint has not
-    changed since (its result.json was then not read at all). *deferred*: Harbor's trial.log
-    told it is a trial, and its result.json is left to the worker that reads the trial.
+    it. None: not read, either *indexed* (the store's index entry, when the trial is stored
+    and its fingerprint has not changed since) or left to the worker that reads the trial
+    (Harbor's trial.log told the walk it is a trial).
     """
 
     path: str
     text: str | None
     indexed: IndexEntry | None = None
-    deferred: bool = False
 
 
 def _classify(directory: str, by_dir: dict[str, IndexEntry] | None = None) -> FoundTrial | None:
@@ -168,7 +165,7 @@ def _classify(directory: str, by_dir: dict[str, IndexEntry] | None = None) -> Fo
     except OSError:
         log = None
     if log is not None and stat.S_ISREG(log.st_mode):
-        return FoundTrial(directory, None, deferred=True)
+        return FoundTrial(directory, None)  # the worker reads its result.json
     try:
         root = SafeDir.open(Path(directory))
     except OSError:
