@@ -7,6 +7,8 @@
 #   scripts/check_gpu_pins.sh            # uses .venv/bin/python (pip >= 25)
 #   PYTHON=/path/to/python scripts/check_gpu_pins.sh
 set -euo pipefail
+source "$(dirname "$0")/lib/help.sh"
+print_help_if_asked "$0" "$@"
 cd "$(dirname "$0")/.."
 python="${PYTHON:-.venv/bin/python}"
 pins() { "$python" -m posttrainbench.tasks.gpu_image "$1"; }

@@ -3,6 +3,8 @@
 # (pyproject.toml [tool.importlinter]) and the type-check ratchet. Runs every check and
 # fails if any failed.
 set -uo pipefail
+source "$(dirname "$0")/lib/help.sh"
+print_help_if_asked "$0" "$@"
 cd "$(dirname "$0")/.."
 paths=(src tests bench scripts)
 status=0

@@ -3,7 +3,10 @@
 # network of a sandbox, without the host's loopback) for the local sandbox, gdb (a test's
 # attack), uv, and the locked Python environment in .venv. Safe to run again.
 set -euo pipefail
+source "$(dirname "$0")/lib/help.sh"
+print_help_if_asked "$0" "$@"
 cd "$(dirname "$0")/.."
+source scripts/lib/apt.sh
 
 log() { printf '[setup] %s\n' "$*"; }
 
@@ -15,9 +18,7 @@ command -v git >/dev/null 2>&1 || need_apt+=(git)
 command -v gdb >/dev/null 2>&1 || need_apt+=(gdb)
 if [ ${#need_apt[@]} -gt 0 ]; then
     log "installing ${need_apt[*]} (apt-get)"
-    if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    apt_install "${need_apt[@]}"
 fi
 
 # Python >= 3.12 for the host package (Harbor needs it).

@@ -3,6 +3,8 @@
 # pytest and the reference packages of tests/task/, for the tests of the in-sandbox code.
 # Rebuilt only when the requirements change.
 set -euo pipefail
+source "$(dirname "$0")/lib/help.sh"
+print_help_if_asked "$0" "$@"
 cd "$(dirname "$0")/.."
 reqs=src/posttrainbench/evaluation/requirements.txt
 nodeps=src/posttrainbench/evaluation/requirements-nodeps.txt

@@ -5,6 +5,11 @@
 # The docker tier needs an engine: it is started, and the offline base image built,
 # when the machine allows it; otherwise those tests skip and say why.
 #
+#   scripts/test.sh              every tier (what `make test` and CI run)
+#   scripts/test.sh FILE...      those host tests (pytest arguments), then the task tier
+#   scripts/test.sh --help       this text; installs nothing
+#   make test-fast               unit tests that build no environment (a few minutes)
+#
 # With no arguments, on 2 cores:
 #   background   the engine and base image, then the Docker tier
 #   foreground   .venv-task and the task tier
@@ -16,6 +21,8 @@
 # Two agent-task services at once would also kill each other's candidates (both issue
 # uids from 50000 and kill(-1) as each when done).
 set -uo pipefail
+source "$(dirname "$0")/lib/help.sh"
+print_help_if_asked "$0" "$@"
 cd "$(dirname "$0")/.."
 export HARBOR_TELEMETRY=0
 

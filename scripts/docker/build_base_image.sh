@@ -22,6 +22,8 @@
 # Idempotent: skips when NAME exists and carries the label of the same requirements
 # (sha256 of the requirement files), unless --force. Prints the elapsed time.
 set -euo pipefail
+source "$(dirname "$0")/../lib/help.sh"
+print_help_if_asked "$0" "$@"
 
 image=posttrainbench/cpu-base:bookworm
 force=0
@@ -29,7 +31,6 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --force) force=1 ;;
         --image) image=$2; shift ;;
-        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
         *) echo "build_base_image: unknown argument $1" >&2; exit 2 ;;
     esac
     shift

