@@ -15,8 +15,9 @@ test: setup
 lint: setup
 	bash scripts/lint.sh
 
+# The unit tests that start no sandbox and build no environment: for a change to one module.
 test-fast: setup
-	HARBOR_TELEMETRY=0 .venv/bin/python -m pytest -m "not slow and not docker" -q --ignore=tests/task
+	HARBOR_TELEMETRY=0 .venv/bin/python -m pytest -m "not slow and not docker and not environment" -n auto --dist loadgroup -q -p no:cacheprovider tests/unit
 
 # PostTrainBench's own evaluate.py and ours on the same questions, verdict by verdict
 # (CPU, SmolLM2-135M; about 15 minutes a benchmark on 2 cores; docs/parity.md).

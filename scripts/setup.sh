@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the host needs, idempotently: bubblewrap and slirp4netns (the
-# network of a sandbox, without the host's loopback) for the local sandbox, gdb (a test's
-# attack), uv, and the locked Python environment in .venv. Safe to run again.
+# network of a sandbox, without the host's loopback) for the local sandbox, gdb and gcc (a test's
+# attacks), uv, and the locked Python environment in .venv. Safe to run again.
 set -euo pipefail
 source "$(dirname "$0")/lib/help.sh"
 print_help_if_asked "$0" "$@"
@@ -16,6 +16,8 @@ command -v slirp4netns >/dev/null 2>&1 || need_apt+=(slirp4netns)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 # The Mode B security test's hostile candidate attacks with a debugger.
 command -v gdb >/dev/null 2>&1 || need_apt+=(gdb)
+# ... and a preload library it builds with a C compiler.
+command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
 if [ ${#need_apt[@]} -gt 0 ]; then
     log "installing ${need_apt[*]} (apt-get)"
     apt_install "${need_apt[@]}"

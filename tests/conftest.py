@@ -79,3 +79,17 @@ def counter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path.touch()
     monkeypatch.setenv("PTB_TEST_COUNTER", str(path))
     return path
+
+
+# Tests that run candidates share the machine-wide pool of candidate uids (and kill every
+# process of a uid when done): under `pytest -n` (make test-fast) they run in one worker.
+SHARED_UID_POOL_MODULES = ("test_optimize_", "test_judges_model")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Puts the tests that share the candidate uid pool into one xdist group."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        if Path(str(item.path)).name.startswith(SHARED_UID_POOL_MODULES):
+            item.add_marker(pytest.mark.xdist_group("candidate_uids"))

@@ -40,19 +40,23 @@ def write_task_env(root: Path, build_sh: str = "", requirements: str = "") -> Pa
     return env_dir
 
 
-def write_light_task_env(root: Path, compiled: Path, scripts: list[str]) -> Path:
+def write_light_task_env(
+    root: Path, compiled: Path, scripts: list[str], packages: tuple[str, ...] = ("pydantic",)
+) -> Path:
     """A compiled task's ``ptb/`` scripts and in-sandbox code, in an environment without its
-    heavy requirements (only pydantic, at the task's pin): builds in seconds.
+    heavy requirements (only *packages*, at the task's pins; pydantic by default): builds in
+    seconds.
 
     ``scripts`` are paths below the compiled ``environment/`` (``ptb/collect.sh``, ...).
     """
     env_dir = write_task_env(root)
-    pin = next(
+    pins = [
         line
         for line in (compiled / "environment" / "requirements.txt").read_text().splitlines()
-        if line.startswith("pydantic==")
-    )
-    (env_dir / "requirements.txt").write_text(pin + "\n")
+        if line.split("==")[0] in packages
+    ]
+    assert len(pins) == len(packages), (packages, pins)
+    (env_dir / "requirements.txt").write_text("\n".join(pins) + "\n")
     shutil.rmtree(env_dir / "ptb" / "lib")
     shutil.copytree(compiled / "environment" / "ptb" / "lib", env_dir / "ptb" / "lib")
     for rel in scripts:

@@ -72,6 +72,7 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "io_uring_enter": 426,
             "io_uring_register": 427,
             "pidfd_getfd": 438,
+            "flock": 73,
         },
     ),
     "aarch64": (
@@ -109,9 +110,17 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "io_uring_enter": 426,
             "io_uring_register": 427,
             "pidfd_getfd": 438,
+            "flock": 32,
         },
     ),
 }
+# Locks and leases are state of an inode that every process able to open it can see: a
+# candidate could signal through them on any file the agent can open too (seen: lock bits on
+# agent-made files carried an aggregate-only split's ids out). So `flock` is refused above and
+# `fcntl` with these commands below: F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE,
+# F_NOTIFY (the same numbers on both machines; 64-bit ABI only, other ABIs are killed).
+FCNTL_NR = {"x86_64": 72, "aarch64": 25}
+FCNTL_LOCK_COMMANDS = (6, 7, 37, 38, 1024, 1026)
 NETWORK_CALLS = ("socket",)  # left out of the list when the candidate may use the network
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -154,10 +163,12 @@ def denied_calls(network: bool) -> dict[str, int]:
 
 def seccomp_program(network: bool) -> bytes:
     """The BPF program: other ABIs are killed, the denied calls fail with EPERM, the rest pass."""
-    return _program(sorted(set(denied_calls(network).values())))
+    fcntl = FCNTL_NR.get(platform.machine())
+    return _program(sorted(set(denied_calls(network).values())), fcntl_nr=fcntl)
 
 
-def _program(numbers: list[int]) -> bytes:
+def _program(numbers: list[int], fcntl_nr: int | None = None) -> bytes:
+    """*numbers* fail with EPERM; with *fcntl_nr*, so does ``fcntl`` with a lock command."""
     audit_arch = _ARCHES[platform.machine()][0] if platform.machine() in _ARCHES else 0
     ops: list[tuple[int, int, int, int]] = [
         (_LD_ABS, 0, 0, 4),  # seccomp_data.arch
@@ -167,9 +178,16 @@ def _program(numbers: list[int]) -> bytes:
     ]
     checks = [(_JGE, X32_SYSCALL_BIT)] if platform.machine() == "x86_64" else []
     checks += [(_JEQ, nr) for nr in numbers]
+    # Each check jumps (over what follows it) to the EPERM return at the end.
+    tail = 0 if fcntl_nr is None else 2 + len(FCNTL_LOCK_COMMANDS)
     for index, (op, value) in enumerate(checks):
-        # Jump over the remaining checks and the ALLOW return to the EPERM return.
-        ops.append((op, len(checks) - index, 0, value))
+        ops.append((op, len(checks) - index + tail, 0, value))
+    if fcntl_nr is not None:
+        commands = FCNTL_LOCK_COMMANDS
+        ops.append((_JEQ, 0, len(commands) + 1, fcntl_nr))  # not fcntl: to ALLOW
+        ops.append((_LD_ABS, 0, 0, 24))  # seccomp_data.args[1], its low word: the command
+        for index, command in enumerate(commands):
+            ops.append((_JEQ, len(commands) - index, 0, command))
     ops.append((_RET, 0, 0, SECCOMP_RET_ALLOW))
     ops.append((_RET, 0, 0, SECCOMP_RET_ERRNO | errno.EPERM))
     return b"".join(struct.pack("=HBBI", *op) for op in ops)

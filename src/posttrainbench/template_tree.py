@@ -7,11 +7,15 @@ from pathlib import Path
 
 from jinja2 import Environment
 
+from posttrainbench.trusted_python import TEMPLATE_VALUES
+
 
 def render_tree(env: Environment, root: Path, context: dict, out: Path) -> None:
     """Render every template (`*.j2`, suffix dropped) under *root* into *out* and copy every
     static file; shell scripts become executable. Files named `_*` are partials that other
-    templates include, and `__pycache__` is never copied."""
+    templates include, and `__pycache__` is never copied. Every template may name the
+    flags of a trusted Python as ``trusted_python`` (see ``posttrainbench.trusted_python``)."""
+    context = {"trusted_python": TEMPLATE_VALUES, **context}
     for source in sorted(root.rglob("*")):
         if source.is_dir() or source.name.startswith("_") or "__pycache__" in source.parts:
             continue

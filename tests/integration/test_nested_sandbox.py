@@ -18,6 +18,7 @@ import pytest
 from harbor.models.task.config import NetworkMode
 
 from posttrainbench.envs.environment_needs import NEEDS_FILE_NAME, EnvironmentNeeds
+from posttrainbench.envs.host_addresses import HOST_ALLOW_ENV, format_allowance
 from tests.nested_support import harness_mounts, inner_command, parse_result
 from tests.sandbox_support import MakeEnv, requires_bwrap, run
 
@@ -88,7 +89,7 @@ def _host_address() -> str | None:
 
 
 def test_inner_public_network_goes_out_through_both_user_networks(
-    make_env: MakeEnv, nested_env_dir: Path
+    make_env: MakeEnv, nested_env_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     address = _host_address()
     if address is None:
@@ -109,6 +110,9 @@ def test_inner_public_network_goes_out_through_both_user_networks(
 
     threading.Thread(target=accept, daemon=True).start()
     port = server.getsockname()[1]
+    # The one port of the host the outer instance may reach (and through it the inner one,
+    # whose slirp4netns's sockets are the outer's): every other is blocked.
+    monkeypatch.setenv(HOST_ALLOW_ENV, format_allowance(address, port))
     connect = (
         f"python3 -c \"import socket; socket.create_connection(('{address}', {port}), 5).close(); "
         "print('open')\"; ip -4 -o addr show tap0 | wc -l"

@@ -14,6 +14,7 @@ import pytest
 from posttrainbench.runner.record import RunRecord
 from posttrainbench.schemas import Metrics
 from tests.helpers import run_ptb
+from tests.ptb_collect_checks import check_ptb_collect
 from tests.rescore_checks import check_rescore
 from tests.results_fixtures import stored_file
 
@@ -57,9 +58,11 @@ def test_run_without_final_model_scores_zero_with_reason(tmp_path: Path) -> None
     metrics = Metrics.load(trial.metrics_path)
     assert metrics.error and "final_model" in metrics.error
     trial_dir = Path(trial.trial_dir)
-    # The agent's clock was started by the healthcheck and the monitor wrote a sample.
+    # The agent's clock was started by the healthcheck and the monitor (root's, logging with
+    # the artifacts) wrote a sample, and its last one after the agent.
     assert (trial_dir / "agent" / "ptb_start_time").read_text().strip().isdigit()
-    assert "===" in (trial_dir / "agent" / "system_monitor.log").read_text()
+    monitor_log = trial_dir / "artifacts" / "logs" / "artifacts" / "system_monitor.log"
+    assert "(after the agent)" in monitor_log.read_text()
     # The judges ran in the verifier. `nop` leaves no model and no trace: the judges
     # that need them say they cannot decide, rather than clearing the run.
     verdicts = _judgements(trial_dir)
@@ -84,6 +87,9 @@ def test_run_without_final_model_scores_zero_with_reason(tmp_path: Path) -> None
         "smollm2-135m",
         0.5,
     )
+    # PostTrainBench's own collect.py on this real trial agrees with our leaderboard.
+    cells = check_ptb_collect(tmp_path / "results", tmp_path / "ptb", {"nop": "nop__0.5h"})
+    assert cells["nop__0.5h"] == {("bfcl", "SmolLM2-135M-Instruct"): ""}  # no baseline there
 
 
 def _exported(results: Path) -> list:
@@ -152,6 +158,8 @@ def test_demo(tmp_path: Path) -> None:
         and "measured by the verifier" in cell["baseline_source"]
     )
     assert "0 of 1 runs flagged" in run_ptb("results", "flagged", str(tmp_path / "results")).stdout
+    cells = check_ptb_collect(tmp_path / "results", tmp_path / "ptb", {"oracle": "oracle__1h"})
+    assert float(cells["oracle__1h"][("bfcl", "SmolLM2-135M-Instruct")]) == metrics.accuracy
 
 
 def test_harbor_cli_runs_a_generated_task_on_the_local_sandbox(tmp_path: Path) -> None:

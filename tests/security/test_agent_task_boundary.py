@@ -4,9 +4,10 @@ sandbox (the compiled GSM8K example, no network).
 The agent (``agents/agent_task_hostile.py``) leaves a daemon behind, plants links where root
 writes, poisons ``.git`` with links to the hidden labels, opens every channel back to itself
 (files in the temp dirs, its repository and home made world-writable, a FIFO, TCP, UDP,
-an abstract unix socket, a SysV queue) and commits a candidate that tries to steal labels,
-phone home on every one of them, reach the service, and leave a helper racing the next
-hand-over and forging the reward. Evaluated on a viewable and an aggregate-only split, then
+an abstract unix socket, a SysV queue), plants ``posttrainbench``, ``pathspec`` and
+``packaging`` shims in its repository for a root Python to import, and commits a candidate
+that tries to steal labels, phone home on every one of them, reach the service, and leave a
+helper racing the next hand-over and forging the reward. Evaluated on a viewable and an aggregate-only split, then
 re-scored by final scoring. The reward must be the baseline's, nothing may come back, and
 the integrity audit must find every protected path root's, unchanged.
 """
@@ -32,8 +33,14 @@ pytestmark = pytest.mark.slow
 
 LOCAL_SANDBOX = "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
 HOSTILE = "tests.security.agents.agent_task_hostile:HostileAgentTaskAgent"
-# What the agent may do to itself: link inside its own .git, nothing else of its list.
-AGENT_MAY = {"git_shallow", "git_info/grafts", "git_alternates"}
+# What the agent may do to itself: link inside its own .git, plant files in its own
+# repository (shims a root Python would import from there), nothing else of its list.
+ROOT_IMPORT_SHIMS = {
+    "shim_posttrainbench/__init__.py",
+    "shim_pathspec.py",
+    "shim_packaging/__init__.py",
+}
+AGENT_MAY = {"git_shallow", "git_info/grafts", "git_alternates", *ROOT_IMPORT_SHIMS}
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +89,13 @@ def test_nothing_came_back_and_nothing_root_owns_was_touched(hostile_trial) -> N
     assert refused and all(outcome != "done" for outcome in refused.values()), refused
     assert report["received"] == {}, report["received"]  # no file, FIFO, socket or queue got a byte
     assert not (trial_dir / "agent" / "forgeries.txt").exists()
+    # No root Python (the service at its first /eval, the verifier, the seal check) imported
+    # the shims planted in the agent's repository, the directory Harbor starts them in: no
+    # marker, and the reward is the baseline's (the test above).
+    assert {name: report["agent"][name] for name in ROOT_IMPORT_SHIMS} == dict.fromkeys(
+        ROOT_IMPORT_SHIMS, "done"
+    )
+    assert sorted(trial_dir.rglob("ROOT-IMPORTED-*")) == []
     # Each evaluation ran (the poisoned .git did not stop the fetch) and its candidate stole nothing.
     assert [(e.get("split"), e.get("status")) for e in report["evals"]] == [
         ("train", "ok"),

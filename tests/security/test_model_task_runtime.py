@@ -2,9 +2,9 @@
 the local sandbox (bfcl x smollm2-135m, one test item; the judges are left out by a
 short verifier timeout: their own tier covers them).
 
-One trial runs every runtime attack (``agents/model_task_runtime_attacks.sh``) through
-the re-prompting wrapper, whose host-side log is one of the targets; a second runs the
-resource attacks (a 1 TiB sparse final_model, a 1 GiB sparse log, a FIFO). Each
+One trial runs every runtime attack (``agents/model_task_runtime_attacks.sh``, killing
+the system monitor and forging its log among them) through the re-prompting wrapper, whose
+host-side log is one of the targets; a second runs the resource attacks (a 1 TiB sparse final_model, a 1 GiB sparse log, a FIFO). Each
 assertion names the invariant it checks; docs/security.md (section model-tasks) lists
 them with the defence that holds each.
 """
@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from posttrainbench.agents.reprompt_policy import read_records
+from posttrainbench.envs.host_addresses import HOST_ALLOW_ENV, format_allowance
 from posttrainbench.sandbox.handoff import Handoff
 from posttrainbench.schemas import Metrics
 from posttrainbench.tasks.compiler import compile_task
@@ -104,6 +105,10 @@ def test_runtime_attacks_reach_nothing_of_the_host_and_end_at_the_deadline(
     loopback = CanaryServer("127.0.0.1")
     outside_host = outside_address()
     outside = CanaryServer(outside_host) if outside_host else None
+    if outside_host and outside:
+        # The positive control: one explicitly allowed port of the host (every other port and
+        # address of it is blocked: tests/security/test_sandbox_host_addresses.py).
+        monkeypatch.setenv(HOST_ALLOW_ENV, format_allowance(outside_host, outside.port))
     abstract_name = f"ptb-security-canary-{uuid.uuid4().hex}"
     abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     abstract.bind("\0" + abstract_name)
@@ -150,7 +155,7 @@ def test_runtime_attacks_reach_nothing_of_the_host_and_end_at_the_deadline(
     assert report["net_loopback"] != "open" and report["net_gateway"] != "open", report
     assert report["net_abstract"] != "open" and not abstract_hit
     assert loopback.received == []
-    if outside:  # ... while the outside world (here: the host's own outside address) is reachable
+    if outside:  # ... while the network works (here: the host's one allowed port)
         assert report["net_outside"] == "open" and outside.received, report
     # No host secret and no host file anywhere in the trial (the agent dumped all it could read).
     assert report["read_canary"] == "no"
@@ -162,6 +167,7 @@ def test_runtime_attacks_reach_nothing_of_the_host_and_end_at_the_deadline(
     assert [r.round for r in read_records(trial / "agent" / "reprompt.jsonl")] == [1]
     # The collect hook ran as root with its own code: the shadowing package in /app did nothing.
     artifacts = trial / "artifacts" / "logs" / "artifacts"
+    _check_the_monitor_outlived_the_attack(report, artifacts)
     assert not (artifacts / "ROOT-HIJACKED").exists()
     handoff = Handoff.read(artifacts)
     assert handoff is not None and handoff.status == "collected" and handoff.agent_survivors == 0, (
@@ -217,6 +223,18 @@ def test_runtime_attacks_reach_nothing_of_the_host_and_end_at_the_deadline(
         assert canary.text not in output
     assert files_containing(results, canary.text) == [] and links_under(results) == []
     assert touched_files(state) == []
+
+
+def _check_the_monitor_outlived_the_attack(report: dict[str, str], artifacts: Path) -> None:
+    """The monitor is root's and logs where the agent cannot write: the agent's kills missed
+    it (it took its last sample after the agent, at the collect hook) and no forged line is
+    in its log; the agent's own /logs/agent/system_monitor.log is just one of its files."""
+    assert report["monitor_appended"] == "no" and report["monitor_replaced"] == "no", report
+    log = (artifacts / "system_monitor.log").read_text()
+    assert "FORGED" not in log
+    samples = [line for line in log.splitlines() if line.startswith("=== ")]
+    assert len(samples) >= 2 and samples[-1].endswith(" (after the agent)"), samples
+    assert _epoch(samples[-1].split()[1]) >= int(report["monitor_attacked_at"]), samples
 
 
 def test_resource_attacks_are_capped_with_a_reason(

@@ -142,7 +142,7 @@ def test_help_pages_are_plain_and_complete() -> None:
     status_help = runner.invoke(app, ["sweep", "status", "-h"], env={"COLUMNS": "200"}).output
     assert "SWEEP_DIR" in status_help and "--retry" not in status_help
     collect_help = runner.invoke(app, ["results", "collect", "-h"], env={"COLUMNS": "200"})
-    assert "[latest|best|mean]" in collect_help.output
+    assert "[latest|best|mean|ptb]" in collect_help.output
 
 
 def test_an_invalid_choice_is_one_line_naming_the_choices() -> None:

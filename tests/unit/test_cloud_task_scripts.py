@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from harbor.models.task.config import EnvironmentConfig
 from harbor.models.trial.paths import TrialPaths
 
@@ -16,6 +17,8 @@ from posttrainbench.envs.local_sandbox import LocalSandboxEnvironment
 from posttrainbench.tasks.compiler import compile_task
 from posttrainbench.tasks.options import CompileOptions
 from tests.sandbox_support import run, write_light_task_env
+
+pytestmark = pytest.mark.environment
 
 VOLUME = "/tmp/volume"  # stands in for /ptb-handoff: the sandbox's root is not writable
 

@@ -109,6 +109,7 @@ def test_timer_budget_matches_hours(tmp_path: Path) -> None:
     assert config.environment.gpus == 0  # the offline model defaults to CPU
 
 
+@pytest.mark.environment  # compiles every task with its layers (minutes under load)
 def test_generate_all(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     benchmarks = [b.id for b in list_benchmarks()]

@@ -16,7 +16,7 @@ from tests.helpers import run_ptb
 from tests.sandbox_support import MakeEnv, requires_bwrap, run
 from tests.unit.test_env_layer_sandbox import write_layered_env
 
-pytestmark = requires_bwrap
+pytestmark = [requires_bwrap, pytest.mark.environment]
 
 
 def test_prune_never_removes_what_a_running_trial_holds(

@@ -34,7 +34,7 @@ from posttrainbench.tasks.layers import JUDGE_BUILD, JUDGE_REQUIREMENTS, model_t
 from tests.helpers import run_ptb
 from tests.sandbox_support import MakeEnv, requires_bwrap, run, write_task_env
 
-pytestmark = requires_bwrap
+pytestmark = [requires_bwrap, pytest.mark.environment]
 
 VENV_LAYER = {
     "name": "venv",

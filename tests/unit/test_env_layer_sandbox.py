@@ -25,7 +25,7 @@ from posttrainbench.envs.env_cache import (
 from posttrainbench.envs.layer_manifest import MANIFEST_PATH
 from tests.sandbox_support import MakeEnv, requires_bwrap, run, write_task_env
 
-pytestmark = requires_bwrap
+pytestmark = [requires_bwrap, pytest.mark.environment]
 
 # The "model" layer's step runs the venv's python (first on PATH), as build_model.sh does;
 # $PTB_TEST_COUNTER (a host file) counts how often each layer was built.

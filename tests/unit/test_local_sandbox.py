@@ -19,7 +19,7 @@ from posttrainbench.envs.env_cache import (
 )
 from tests.sandbox_support import MakeEnv, requires_bwrap, run, write_task_env
 
-pytestmark = requires_bwrap
+pytestmark = [requires_bwrap, pytest.mark.environment]
 
 
 def _tree_digest(root: Path) -> str:
@@ -394,9 +394,13 @@ def _host_address() -> str | None:
     return None if address.startswith("127.") else address
 
 
-def test_network_reaches_out_but_not_the_hosts_loopback(make_env: MakeEnv) -> None:
+def test_network_reaches_out_but_not_the_hosts_loopback(
+    make_env: MakeEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import socket
     import threading
+
+    from posttrainbench.envs.host_addresses import HOST_ALLOW_ENV, format_allowance
 
     hits: list[str] = []
     servers = []
@@ -441,6 +445,8 @@ def test_network_reaches_out_but_not_the_hosts_loopback(make_env: MakeEnv) -> No
     for server in servers[:-1]:
         host, port = server.getsockname()
         targets += [host, str(port)]
+        if host != "127.0.0.1":  # the host's addresses are blocked but for an allowed port
+            monkeypatch.setenv(HOST_ALLOW_ENV, format_allowance(host, port))
         if host == "127.0.0.1":
             targets += [
                 "10.0.2.2",
@@ -467,7 +473,7 @@ def test_network_reaches_out_but_not_the_hosts_loopback(make_env: MakeEnv) -> No
     loopback, gateway = public[0], public[1]
     assert loopback != "open" and gateway != "open", public
     assert public[-1] != "open" and offline[-1] != "open", (public, offline)
-    if len(public) == 4:  # this host has an outside address: reachable with network, not without
+    if len(public) == 4:  # an allowed port of the host: reachable with network, not without
         assert public[2] == "open" and offline[2] != "open", (public, offline)
     assert not [hit for hit in hits if "127.0.0.1" in hit or "abstract" in hit], hits
 

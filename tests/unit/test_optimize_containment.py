@@ -72,6 +72,16 @@ out = {
     "write_tmpdir": not refused(lambda: open(os.path.join(os.environ["TMPDIR"], "ok"), "w")),
     "oom": open("/proc/self/oom_score_adj").read().strip(),
 }
+import fcntl, struct
+fd = os.open("/etc/passwd", os.O_RDONLY)  # a file every user can open: its locks are shared
+read_lock = struct.pack("hhqqi4x", fcntl.F_RDLCK, 0, 0, 0, 0)
+out.update({
+    "flock": refused(lambda: fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)),
+    "posix_lock": refused(lambda: fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)),
+    "ofd_lock": refused(lambda: fcntl.fcntl(fd, 37, read_lock)),
+    "notify": refused(lambda: fcntl.fcntl(os.open("/etc", os.O_RDONLY), 1026, 1)),
+    "fcntl_getfl": not refused(lambda: fcntl.fcntl(fd, fcntl.F_GETFL)),
+})
 print(json.dumps(out))
 """
 
@@ -85,6 +95,7 @@ def test_candidate_gets_no_socket_no_ipc_no_shared_write_and_other_abis_are_refu
     got = json.loads(outcome.stdout)
     assert got["uid"] == uid
     assert got["inet"] and got["unix"] and got["shmget"] and got["x32_getpid"], got
+    assert all(got[k] for k in ("flock", "posix_lock", "ofd_lock", "notify", "fcntl_getfl")), got
     assert (
         got["socketpair"] and got["write_home"] and got["write_tmpdir"] and got["oom"] == "1000"
     ), got

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from harbor.environments.base import ExecResult
 from harbor.models.agent.context import AgentContext
-from harbor.models.task.config import TaskOS
+from harbor.models.task.config import EnvironmentConfig, TaskOS
+from harbor.models.trial.paths import TrialPaths
 
 from posttrainbench.optimize.agent_pipe import (
     Call,
@@ -293,6 +294,29 @@ class FakeEnvironment:
     def __init__(self, root: Path) -> None:
         self.root, self.calls, self.sweeps = root, [], []
         self.default_user, self.os, self.session_id = "agent", TaskOS.LINUX, "trial__env"
+        self.task_env_config = EnvironmentConfig()
+        self.environment_dir = root.parent / "task" / "environment"
+        self.trial_paths = TrialPaths(root.parent / "trial")
+        self.instances = 1
+
+    async def stop(self, delete):  # the instance goes, with every file of it
+        import shutil
+
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    async def start(self, force_build):
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.instances += 1
+
+    async def run_healthcheck(self):
+        pass
+
+    async def empty_dirs(self, dirs, chmod=True):
+        import shutil
+
+        for path in dirs:
+            shutil.rmtree(self._host(str(path)), ignore_errors=True)
+            self._host(str(path)).mkdir(parents=True)
 
     def _host(self, path: str) -> Path:
         return self.root / path.lstrip("/")
@@ -371,6 +395,8 @@ def test_proxy_runs_the_candidate_in_a_host_process(tmp_path, monkeypatch):
     # everything else swept when it was done.
     assert env.sweeps == ["snapshot", "sweep"]
     assert ("upload_dir", "/app/tree") in env.calls
+    # The verifier gets a fresh instance holding only the outputs (environment_reset).
+    assert env.instances == 2
     assert (env.root / "app" / "up.bin").read_bytes() == bytes(range(256))
     assert context.n_input_tokens == 11
     meta = context.metadata

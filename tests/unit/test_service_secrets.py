@@ -298,6 +298,7 @@ def test_serve_refuses_a_secrets_file_without_a_declared_secret(
 # ---------------------------------------------------------------- the real local sandbox
 
 
+@pytest.mark.environment
 @pytest.mark.skipif(
     shutil.which("bwrap") is None or os.geteuid() != 0, reason="needs bubblewrap and root"
 )

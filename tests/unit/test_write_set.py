@@ -12,7 +12,12 @@ import pytest
 
 from posttrainbench.integrity.write_set import Caps, stage_write_set
 from posttrainbench.integrity.write_set_manifest import TEXT_DIR, WriteSetManifest
-from posttrainbench.sandbox.writable_roots import CLOCK_SLACK_S, agent_clock_start, parse_mountinfo
+from posttrainbench.sandbox.writable_roots import (
+    ASSEMBLY_GAP_S,
+    CLOCK_SLACK_S,
+    agent_clock_start,
+    parse_mountinfo,
+)
 
 QUESTION = (
     "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May."
@@ -90,12 +95,32 @@ def test_every_place_and_name_is_in_the_write_set(tmp_path):
 def test_files_older_than_the_clock_are_not_in_it(tmp_path):
     root, proc = sandbox(tmp_path)
     (root / "app" / "pristine.jsonl").write_text(RECORD)
-    time.sleep(1.2)  # `date +%s` rounds the stamp down to the second
+    time.sleep(1.2)
     stamp = tmp_path / "ptb_start_time"
     stamp.write_text(f"{int(time.time())}\n")
     (root / "app" / "new.jsonl").write_text(
         RECORD
     )  # at once: the agent may start within the stamp's second
+    manifest = stage(tmp_path, root, proc, stamp=stamp)
+    assert [e.path for e in manifest.entries] == [str(root / "app" / "new.jsonl")]
+
+
+@pytest.mark.parametrize("attempt", range(5))
+def test_the_assembly_in_the_stamps_own_second_is_not_in_it(tmp_path, attempt):
+    """Issue 36, item 7: an instance assembled in the same second as the stamp (as start.sh
+    writes it: whole seconds, after ASSEMBLY_GAP_S) put all of it in the write set."""
+    root, proc = sandbox(tmp_path)
+    second = int(time.time())
+    while time.time() - second > 0.5:  # assemble early in a second, stamp in the same one
+        time.sleep(0.01)
+        second = int(time.time())
+    (root / "app" / "pristine.jsonl").write_text(RECORD)
+    (root / "app" / "wandb" / "image.txt").write_text(RECORD)
+    time.sleep(ASSEMBLY_GAP_S)
+    stamp = tmp_path / "ptb_start_time"
+    stamp.write_text(f"{int(time.time())}\n")
+    assert int(stamp.stat().st_ctime) == second  # the case of the issue: one second for both
+    (root / "app" / "new.jsonl").write_text(RECORD)
     manifest = stage(tmp_path, root, proc, stamp=stamp)
     assert [e.path for e in manifest.entries] == [str(root / "app" / "new.jsonl")]
 
@@ -107,8 +132,8 @@ def test_only_a_stamp_only_root_can_write_bounds_the_window(tmp_path):
     stamp.chmod(0o644)
     since, source = agent_clock_start(stamp)
     assert since <= time.time() and "clock stamp" in source
-    stamp.write_text("1000\n")  # an earlier one only widens the window
-    assert agent_clock_start(stamp)[0] == 1000 - CLOCK_SLACK_S
+    stamp.write_text("1000\n")  # an earlier one only widens the window (to its second's end)
+    assert agent_clock_start(stamp)[0] == 1001 - CLOCK_SLACK_S
     stamp.chmod(0o666)  # others could have rewritten it: not trusted, every file counts
     assert agent_clock_start(stamp)[0] == 0.0
     fifo = tmp_path / "fifo"

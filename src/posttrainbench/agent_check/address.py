@@ -1,9 +1,15 @@
-"""The address a sandbox reaches this machine at (never loopback, which sandboxes lack)."""
+"""The address a sandbox reaches this machine at (never loopback, which sandboxes lack).
+
+Local sandboxes reach no address of this machine unless allowed
+(:mod:`posttrainbench.envs.host_addresses`): the check allows its scripted model's port only.
+"""
 
 from __future__ import annotations
 
 import socket
+from urllib.parse import urlsplit
 
+from posttrainbench.envs.host_addresses import HOST_ALLOW_ENV, format_allowance
 from posttrainbench.errors import PtbError
 
 # A documentation-only address (RFC 5737): connecting a UDP socket sends nothing, it only
@@ -12,8 +18,9 @@ _PROBE = ("192.0.2.1", 9)
 
 
 def reachable_host_address() -> str:
-    """This machine's address on its outbound interface; the sandboxes' user-mode network
-    (and Docker's bridge) route to it, unlike to 127.0.0.1."""
+    """This machine's address on its outbound interface; Docker's bridge routes to it, and
+    the local sandboxes' user-mode network does for an allowed port (:func:`sandbox_allowance`),
+    unlike to 127.0.0.1."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
         try:
             probe.connect(_PROBE)
@@ -25,3 +32,12 @@ def reachable_host_address() -> str:
     if address.startswith("127.") or address == "0.0.0.0":
         raise PtbError("this machine has only a loopback address; sandboxes cannot reach it")
     return address
+
+
+def sandbox_allowance(url: str) -> dict[str, str]:
+    """The harness environment that lets local sandboxes reach ``url``'s TCP port on this
+    machine, and nothing else of it."""
+    parts = urlsplit(url)
+    if parts.hostname is None or parts.port is None:
+        raise PtbError(f"not a host:port URL: {url!r}")
+    return {HOST_ALLOW_ENV: format_allowance(parts.hostname, parts.port)}

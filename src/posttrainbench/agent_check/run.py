@@ -12,7 +12,7 @@ from pathlib import Path
 from harbor.models.trial.result import TrialResult
 
 from posttrainbench.agent_check import stages
-from posttrainbench.agent_check.address import reachable_host_address
+from posttrainbench.agent_check.address import reachable_host_address, sandbox_allowance
 from posttrainbench.agent_check.agents import CHECKABLE_AGENTS, CLI_WIRING
 from posttrainbench.agent_check.report import CheckReport, StageResult
 from posttrainbench.credentials.resolve import AuthMode
@@ -134,7 +134,13 @@ async def run_check(
     )
     with (
         server,
-        _environ({wiring.key_var: canary, wiring.base_url_var: server.url + wiring.base_path}),
+        _environ(
+            {
+                wiring.key_var: canary,
+                wiring.base_url_var: server.url + wiring.base_path,
+                **sandbox_allowance(server.url),
+            }
+        ),
     ):
         record = await execute(request)
     report.requests = len(server.requests)

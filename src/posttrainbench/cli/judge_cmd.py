@@ -185,6 +185,7 @@ def judge(
         write_set=found["write_set"],
         agent_logs=[p for p in (found["agent"], found["agent_logs"]) if p is not None][:1],
         trial_dir=trial_dir,
+        verifier_metrics=trial_dir / "verifier" / "metrics.json",
         reference=reference or task_dir / "tests" / "data" / spec.benchmark / "test.jsonl",
         base_model=base_model or _cached_base_model(task_dir),
         pristine_workspace=existing(task_dir / "environment" / "workspace"),

@@ -1,9 +1,11 @@
-"""`ptb results export|collect|flagged`: Harbor jobs into a results store, and a leaderboard."""
+"""`ptb results export|import|collect|flagged`: Harbor jobs (or PostTrainBench's results) into a
+results store, a store into PostTrainBench's layout, and a leaderboard."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 import typer
 from rich.console import Console
@@ -14,8 +16,11 @@ from posttrainbench.errors import PtbError
 from posttrainbench.integrity.judges.verdict import JudgeId
 from posttrainbench.results.table import Policy
 
+Layout = Literal["store", "ptb"]
+
 app = typer.Typer(
-    help="Export Harbor jobs into a results store; build the leaderboard; list flagged runs.",
+    help="Export Harbor jobs into a results store (or a store into PostTrainBench's layout); "
+    "import PostTrainBench's results; build the leaderboard; list flagged runs.",
     no_args_is_help=True,
 )
 
@@ -23,7 +28,8 @@ PolicyOpt = typer.Option(
     "mean",  # a Policy (results.table)
     "--policy",
     help="Which runs make a cell's score when there are several: "
-    "mean (of all scored runs), latest or best.",
+    "mean (of all scored runs), latest or best; ptb: PostTrainBench's collect.py rule "
+    "(the latest run, any outcome; its baseline unless that run scored and is clean).",
 )
 AllVersionsOpt = typer.Option(
     False,
@@ -77,12 +83,28 @@ def export_cmd(
         help="Keep cloud trials' final_model volumes "
         "(by default each is removed once its run is stored).",
     ),
+    layout: Layout = typer.Option(
+        "store",
+        "--layout",
+        help="store: Harbor trials into a results store. ptb: a results store (one "
+        "JOBS argument) into PostTrainBench's results layout, for its scripts/collect.py.",
+    ),
+    all_versions: bool = AllVersionsOpt,
     as_json: bool = Json,
 ) -> None:
     """Export finished trials (one run record each); again later adds only what is new or changed.
 
+    With --layout ptb, write a results store as PostTrainBench's results directory
+    (<method>/<benchmark>_<org>_<model>_<run id>/); its collect.py then gives the cells of
+    `ptb results collect --policy ptb`. Exit 2 when a run was left out.
+
     Example: ptb results export ptb-runs/ ptb-sweeps/my-sweep -o results/
+
+    Example: ptb results export results/ --layout ptb -o ptb_results/
     """
+    if layout == "ptb":
+        _export_ptb(jobs, to, with_final_model, all_versions, as_json)
+        return
     from posttrainbench.results.export import export
     from posttrainbench.results.export_progress import ExportProgress
 
@@ -118,6 +140,75 @@ def export_cmd(
         highlight=False,
         soft_wrap=True,
     )
+
+
+def _export_ptb(
+    sources: list[Path], to: Path, with_final_model: bool, all_versions: bool, as_json: bool
+) -> None:
+    from posttrainbench.results.ptb_export import export_ptb
+
+    if len(sources) != 1:
+        raise PtbError(
+            "--layout ptb reads one results store; export Harbor jobs into one first "
+            "(ptb results export JOBS -o STORE)"
+        )
+    summary = export_ptb(
+        sources[0], to, with_final_model=with_final_model, all_versions=all_versions
+    )
+    if as_json:
+        typer.echo(summary.model_dump_json(indent=2))
+    else:
+        err = Console(stderr=True)
+        _warn(err, summary.skipped, "skipped")
+        _warn(err, summary.warnings, "written")
+        Console().print(
+            f"wrote {summary.runs} run(s) of {len(summary.methods)} method(s) to "
+            f"{escape(summary.out_dir)}, {len(summary.skipped)} skipped",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if summary.skipped:
+        raise typer.Exit(2)
+
+
+@app.command("import")
+def import_cmd(
+    ptb_dir: Path = typer.Argument(
+        ..., metavar="DIR", help="A PostTrainBench results directory (<method>/<run dir>/)."
+    ),
+    to: Path = out_option(..., "The results store (created if new)."),
+    as_json: bool = Json,
+) -> None:
+    """Import PostTrainBench's results (its HTCondor runs) into a results store.
+
+    Each method becomes an agent of the leaderboard; a run dir that cannot be mapped is
+    listed, one line each, and left out (exit 2); nothing stored changes for it.
+
+    Example: ptb results import $POST_TRAIN_BENCH_RESULTS_DIR -o results/
+    """
+    from posttrainbench.results.ptb_import import import_ptb
+
+    summary = import_ptb(ptb_dir, to)
+    if as_json:
+        typer.echo(summary.model_dump_json(indent=2))
+    else:
+        err = Console(stderr=True)
+        _warn(err, summary.skipped, "skipped")
+        for line in summary.ignored:
+            err.print(
+                f"note: ignored {escape(line)} (its collect.py skips it too)",
+                highlight=False,
+                soft_wrap=True,
+            )
+        Console().print(
+            f"imported into {escape(summary.results_dir)}: {len(summary.added)} added, "
+            f"{len(summary.updated)} updated, {summary.unchanged} unchanged, "
+            f"{len(summary.skipped)} skipped",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if summary.skipped:
+        raise typer.Exit(2)
 
 
 def load_store(results_dir: Path):

@@ -7,6 +7,10 @@ a ``tap0`` device and NATs its connections through ordinary host sockets, with
 ``--disable-host-loopback`` so that the gateway (10.0.2.2) does not lead to the host's
 127.0.0.1. It runs in its own sandbox (``--enable-sandbox``, ``--enable-seccomp``) and
 exits when the pipe it watches (``--exit-fd``) closes, so it cannot outlive the harness.
+
+Its connections are the host's own, so every other address of the host would answer:
+before it starts, :mod:`posttrainbench.envs.host_addresses` routes each of them to
+``prohibit`` inside the sandbox's namespace, and keeps doing so for addresses added later.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import shutil
 from pathlib import Path
 
 from posttrainbench.envs.bwrap import HOST_HELPER_ENV
+from posttrainbench.envs.host_addresses import IP, HostAddressGuard
 
 SLIRP4NETNS = "slirp4netns"
 # slirp4netns's built-in DNS forwarder, inside the sandbox's network.
@@ -31,7 +36,8 @@ class UserNetworkError(RuntimeError):
 
 
 def check_available(nested: bool = False) -> None:
-    """Raise with the install command when slirp4netns is not on PATH.
+    """Raise with the install command when slirp4netns (or iproute2's ``ip``, which keeps
+    the host's addresses out) is not on PATH.
 
     ``nested``: this harness runs inside an instance, where slirp4netns needs the
     ``/dev/net/tun`` that only a ``nested_sandboxes`` instance is given.
@@ -40,6 +46,11 @@ def check_available(nested: bool = False) -> None:
         raise UserNetworkError(
             "slirp4netns is not installed: sandboxes with network access need it "
             "(`apt-get install slirp4netns`, or scripts/setup.sh)"
+        )
+    if shutil.which(IP, path=HOST_HELPER_ENV["PATH"]) is None:
+        raise UserNetworkError(
+            "iproute2's `ip` is not installed: sandboxes with network access need it to keep "
+            "the host's own addresses out of reach (`apt-get install iproute2`)"
         )
     if nested and not TUN_DEVICE.exists():
         raise UserNetworkError(
@@ -83,6 +94,7 @@ class UserNetwork:
         self.logger = logger
         self._proc: asyncio.subprocess.Process | None = None
         self._exit_write: int | None = None
+        self._guard = HostAddressGuard(logger)
 
     async def start(self, netns_pid: int, user_namespace: bool = False) -> None:
         """Attach to the network namespace of ``netns_pid`` and wait until tap0 is configured.
@@ -91,6 +103,8 @@ class UserNetwork:
         nested instance); slirp4netns then runs in it, see :func:`build_slirp_argv`.
         """
         check_available(nested=user_namespace)
+        # Before the first packet can flow: the host's addresses are never open.
+        await self._guard.start(netns_pid, user_namespace)
         ready_read, ready_write = os.pipe()
         exit_read, exit_write = os.pipe()
         argv = build_slirp_argv(netns_pid, ready_write, exit_read, user_namespace)
@@ -128,6 +142,7 @@ class UserNetwork:
         if self._exit_write is not None:
             os.close(self._exit_write)
             self._exit_write = None
+        await self._guard.stop()
         proc, self._proc = self._proc, None
         if proc is None or proc.returncode is not None:
             return

@@ -38,6 +38,9 @@ _VLLM_NEUTRAL: dict[str, Any] = {
     "min_p": 0.0,
     "repetition_penalty": 1.0,
 }
+# The generation fields vLLM takes from a model (the only ones a model may set freely:
+# evaluation.model_files).
+VLLM_SAMPLING_FIELDS: tuple[str, ...] = tuple(_HF_DEFAULTS)
 _MAX_CONFIG_BYTES = 1 << 20
 
 

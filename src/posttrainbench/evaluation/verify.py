@@ -10,7 +10,10 @@ out dir says how many questions are done (:mod:`.progress`).
 
 The test set is read from ``$PTB_DATA_DIR`` (the sealed ``/tests/data``). A missing
 or unloadable model scores 0 with ``error`` recorded and ``failure`` "no_model" (for one
-the collect hook rejected, its reason from ``handoff.json``); a failure of the verifier's
+the collect hook rejected, its reason from ``handoff.json``); so does a model whose
+tokenizer or generation files differ from the base model's where they could rewrite
+text (:mod:`.model_files`: the error names the file and field), and one whose
+evaluation hangs past the deadline or crashes (:mod:`.watchdog`). A failure of the verifier's
 own (task spec, benchmark, judge) has ``failure`` "verifier". Exit code 0 whenever the
 reward was written; 2 only if the task spec itself is unreadable (reward 0 still written).
 """
@@ -19,12 +22,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
 
 from ..sandbox.handoff import Handoff
 from ..schemas import BaseScore, Metrics, MetricsFailure, TaskSpec, write_reward
+from . import watchdog
+from .model_files import check_model_files, stage_scored_model
 from .progress import ProgressFile
 from .time_budget import Deadline
 
@@ -97,6 +103,78 @@ def _score_base(
         )
 
 
+def _bounded(fn, *args, kill_at: float | None, what: str):
+    """*fn* in the watchdog's child, killed at *kill_at*; in this process without one
+    (standalone scoring and tests: no deadline to hold)."""
+    if kill_at is None:
+        return fn(*args)
+    return watchdog.call(fn, *args, kill_at=kill_at, what=what)
+
+
+def _scored_model(
+    model_path: str, base_model_path: str | None, scratch: Path
+) -> tuple[str, str | None]:
+    """(the directory to load, the rejection reason or None): final_model's files checked
+    against the base's, then staged (:mod:`.model_files`). Without a base (standalone
+    scoring) there is nothing to check against: final_model is loaded as it is."""
+    if not base_model_path or not Path(base_model_path).is_dir():
+        return model_path, None
+    verdict = check_model_files(Path(model_path), Path(base_model_path))
+    for finding in verdict.findings:
+        print(f"[verify] final_model {finding.line()}", file=sys.stderr)
+    if verdict.rejected:
+        return model_path, verdict.reason()
+    return str(stage_scored_model(Path(model_path), Path(base_model_path), scratch / "model")), None
+
+
+def _evaluate_final(
+    bench,
+    samples,
+    model_path: str,
+    task: TaskSpec,
+    deadline: Deadline | None,
+    out_dir: Path,
+    ladder: list[int] | None,
+) -> tuple[Metrics, int]:
+    """The final model's metrics and exit code (run in the watchdog's child)."""
+    from ..benchmarks.llm_judge import JudgeConfigError
+    from .runner import evaluate_model
+
+    try:
+        metrics = evaluate_model(
+            bench,
+            samples,
+            model_path,
+            seed=task.seed,
+            deadline=deadline,
+            progress=ProgressFile(out_dir, "final_model"),
+            # PostTrainBench's template for the task's base model, whatever the
+            # final model ships or its directory is called.
+            model_name=task.model_source,
+            token_ladder=ladder,
+            # The posttrainbench variant decodes as its vLLM server does.
+            model_sampling=task.variant == "posttrainbench",
+        )
+    except JudgeConfigError as exc:
+        return _zero_metrics(
+            task.benchmark,
+            model_path,
+            f"judge not configured: {exc}",
+            task.seed,
+            failure="verifier",
+        ), JUDGE_NOT_CONFIGURED
+    except Exception as exc:
+        traceback.print_exc()
+        return _zero_metrics(
+            task.benchmark,
+            model_path,
+            f"{type(exc).__name__}: {exc}",
+            task.seed,
+            getattr(exc, "attempts", ()),
+        ), 0
+    return metrics, 0
+
+
 def token_ladder(task: TaskSpec) -> list[int] | None:
     """The final evaluation's token caps: PostTrainBench's max tokens, then its cascade's
     reduced values (run_task.sh); None for the smoke variant (the benchmark's own cap)."""
@@ -114,8 +192,16 @@ def run(
     out_dir: Path,
     base_model_path: str | None,
     deadline: Deadline | None = None,
+    kill_at: float | None = None,
 ) -> tuple[Metrics, int]:
-    """Score the final model (then the base model, when the task asks); (metrics, exit code)."""
+    """Score the final model (then the base model, when the task asks); (metrics, exit code).
+
+    With *base_model_path*, final_model's files are checked against the base's and the
+    scored directory holds only what :mod:`.model_files` lets through; a rejected model
+    scores 0 with the file and field named. With *kill_at* (the CLI sets it from the
+    verifier's timeout), the model's evaluation runs in a child process killed then
+    (:mod:`.watchdog`): a hang or crash scores 0 with the reason.
+    """
     try:
         task = TaskSpec.load(task_path)
     except Exception as exc:
@@ -142,45 +228,56 @@ def run(
         reason = (handoff.error() if handoff else None) or f"final model not found at {model_path}"
         metrics = _zero_metrics(task.benchmark, model_path, reason, task.seed)
     else:
-        from ..benchmarks.llm_judge import JudgeConfigError
-        from .runner import evaluate_model
-
+        with tempfile.TemporaryDirectory(prefix="ptb-scored-model-") as scratch:
+            scored, rejection = _scored_model(model_path, base_model_path, Path(scratch))
+            if rejection is not None:
+                metrics = _zero_metrics(task.benchmark, model_path, rejection, task.seed)
+            else:
+                try:
+                    metrics, code = _bounded(
+                        _evaluate_final,
+                        bench,
+                        samples,
+                        scored,
+                        task,
+                        deadline,
+                        out_dir,
+                        ladder,
+                        kill_at=kill_at,
+                        what="the final model's evaluation",
+                    )
+                except watchdog.ModelFailure as exc:
+                    metrics, code = (
+                        _zero_metrics(task.benchmark, model_path, str(exc), task.seed),
+                        0,
+                    )
+                if code:
+                    return metrics, code
+                metrics = metrics.model_copy(update={"model_path": model_path})
+    if task.score_base_model and base_model_path:
         try:
-            metrics = evaluate_model(
+            base = _bounded(
+                _score_base,
                 bench,
                 samples,
-                model_path,
-                seed=task.seed,
-                deadline=deadline,
-                progress=ProgressFile(out_dir, "final_model"),
-                # PostTrainBench's template for the task's base model, whatever the
-                # final model ships or its directory is called.
-                model_name=task.model_source,
-                token_ladder=ladder,
-                # The posttrainbench variant decodes as its vLLM server does.
-                model_sampling=task.variant == "posttrainbench",
-            )
-        except JudgeConfigError as exc:
-            return _zero_metrics(
-                task.benchmark,
-                model_path,
-                f"judge not configured: {exc}",
+                base_model_path,
                 task.seed,
-                failure="verifier",
-            ), JUDGE_NOT_CONFIGURED
-        except Exception as exc:
-            traceback.print_exc()
-            metrics = _zero_metrics(
-                task.benchmark,
-                model_path,
-                f"{type(exc).__name__}: {exc}",
-                task.seed,
-                getattr(exc, "attempts", ()),
+                deadline,
+                out_dir,
+                task.model_source,
+                ladder,
+                kill_at=kill_at,
+                what="the base model's evaluation",
             )
-    if task.score_base_model and base_model_path:
-        base = _score_base(
-            bench, samples, base_model_path, task.seed, deadline, out_dir, task.model_source, ladder
-        )
+        except watchdog.ModelFailure as exc:
+            base = BaseScore(
+                model_path=base_model_path,
+                accuracy=0.0,
+                stderr=0.0,
+                n=0,
+                n_correct=0,
+                error=str(exc),
+            )
         metrics = metrics.model_copy(update={"base_model": base})
     return metrics, 0
 
@@ -205,12 +302,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    deadline = None
+    deadline = kill_at = None
     if args.verifier_timeout_s is not None:
-        deadline = Deadline.for_verifier(args.verifier_timeout_s, args.started_at or time.time())
+        started = args.started_at or time.time()
+        deadline = Deadline.for_verifier(args.verifier_timeout_s, started)
+        kill_at = watchdog.kill_time(args.verifier_timeout_s, started)
     try:
         metrics, code = run(
-            args.task, args.model_path, args.out_dir, args.base_model_path, deadline
+            args.task, args.model_path, args.out_dir, args.base_model_path, deadline, kill_at
         )
     except BaseException as exc:  # last resort: reward.json must exist
         write_reward(args.out_dir / "reward.json", 0.0)

@@ -75,8 +75,9 @@ REPO_DIR = LAYOUT.repo
 PRIVATE_DIR = "environment/ptb/agent-task/private"
 # The service's code (Mode A): this package's optimize/ (minus the compiler) and the modules
 # it imports (the audit writes its verdict through the judges' contract; landlock and
-# syscall_filter confine candidates; Mode B reads its nested trials' outcomes). A Mode B
-# task carries the whole package: its nested jobs load the local sandbox plugin.
+# syscall_filter confine candidates; Mode B reads its nested trials' outcomes; trusted_python
+# starts its own Pythons). A Mode B task carries the whole package: its nested jobs load the
+# local sandbox plugin.
 PAYLOAD_MODULES = (
     "__init__.py",
     "errors.py",
@@ -85,6 +86,7 @@ PAYLOAD_MODULES = (
     "syscall_filter.py",
     "secrets_file.py",
     "trial_outcome.py",
+    "trusted_python.py",
     "integrity/__init__.py",
     "integrity/judges/__init__.py",
     "integrity/judges/verdict.py",

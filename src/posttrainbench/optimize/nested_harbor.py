@@ -45,9 +45,11 @@ import time
 from pathlib import Path
 from typing import Literal
 
+from posttrainbench import trusted_python
 from posttrainbench.optimize.candidate_run import unpack
 from posttrainbench.optimize.candidates import ArchiveSource
 from posttrainbench.optimize.config import CandidateLimits, ScoringModeB
+from posttrainbench.optimize.environment_reset import UnverifiableEnvironmentError
 from posttrainbench.optimize.identity import IdentityPool
 from posttrainbench.optimize.proxy_agent import CandidateSpec
 from posttrainbench.optimize.task_set import TaskSample
@@ -60,6 +62,7 @@ from posttrainbench.optimize.trial_selection import (
 
 JOB_NAME = "nested"
 PROXY_IMPORT_PATH = "posttrainbench.optimize.proxy_agent:CandidateProxyAgent"
+UNVERIFIABLE = UnverifiableEnvironmentError.__name__
 TERM_GRACE_S = 30.0  # how long Harbor gets to cancel trials and stop environments
 _STDERR_TAIL = 4000
 
@@ -100,6 +103,7 @@ def job_config(
     and concurrency passed through."""
     from harbor.models.job.config import JobConfig, RetryConfig
     from harbor.models.trial.config import AgentConfig, EnvironmentConfig, TaskConfig
+    from harbor.models.trial.error_policy import ErrorPolicyOverride
 
     retry = scoring.retry.model_dump(exclude_none=True)
     spec = candidate_spec(scoring, work, limits, pool)
@@ -118,6 +122,14 @@ def job_config(
         ],
         environment=EnvironmentConfig(import_path=scoring.environment),
         tasks=[TaskConfig(path=work / "tasks" / t.path.name) for t in tasks],
+        # Harbor grades a trial after an error of a type it does not know: not this one (the
+        # verifier would run where the candidate's processes or files are still there), and
+        # no retry either (a re-roll the candidate could cause at will).
+        override_error_policy={
+            UNVERIFIABLE: ErrorPolicyOverride(
+                should_retry=False, should_grade=False, has_valid_reward=False
+            )
+        },
     )
 
 
@@ -238,7 +250,9 @@ def run_nested(
     with open(stderr_path, "wb") as log:
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "posttrainbench.optimize.nested_harbor", str(config_file)],
+                trusted_python.argv(
+                    sys.executable, "-m", "posttrainbench.optimize.nested_harbor", str(config_file)
+                ),
                 cwd=work,
                 env=child_env(),
                 stdin=subprocess.DEVNULL,

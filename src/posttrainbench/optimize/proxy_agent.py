@@ -34,7 +34,7 @@ from harbor.models.agent.context import AgentContext
 from harbor.models.trial.result import AgentInfo
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from posttrainbench.optimize import environment_sweep
+from posttrainbench.optimize import environment_reset, environment_sweep
 from posttrainbench.optimize.agent_pipe import (
     MAX_LINE,
     Call,
@@ -207,8 +207,10 @@ class CandidateProxyAgent(BaseAgent):
     async def run(
         self, instruction: str, environment: BaseEnvironment, context: AgentContext
     ) -> None:
-        """Run the candidate's ``run``; then the host and everything the candidate started in
-        the environment are stopped, whatever happens, before the task's verifier runs."""
+        """Run the candidate's ``run``; then, whatever happens, the host and everything the
+        candidate started in the environment are stopped and the environment is replaced by a
+        fresh instance holding only the task's outputs (``environment_reset``), before the
+        task's verifier runs."""
         if self._spared is None:
             self._spared = await environment_sweep.snapshot(environment)
         try:
@@ -217,14 +219,21 @@ class CandidateProxyAgent(BaseAgent):
                 Start(type="start", phase="run", instruction=instruction), environment, context
             )
         finally:
-            await self._stop_all(environment)
+            await self._stop_all(environment, reset=True)
 
-    async def _stop_all(self, environment: BaseEnvironment) -> None:
+    async def _stop_all(self, environment: BaseEnvironment, reset: bool = False) -> None:
         try:
             await self.close()
         finally:
-            report = await environment_sweep.sweep(environment, self._spared or [])
+            try:
+                report = await environment_sweep.sweep(environment, self._spared or [])
+            except ServiceStateError as exc:
+                raise environment_reset.UnverifiableEnvironmentError(str(exc)) from None
             self.logger.debug("candidate's processes in the environment: %s", report)
+            if reset:
+                keep = environment_reset.carried_paths(environment)
+                carried = await environment_reset.fresh_instance(environment, keep)
+                self.logger.debug("fresh instance for the verifier, carrying %s", carried)
 
     async def close(self, graceful: bool = True) -> None:
         """Stop the agent host (its whole process group) and copy its logs into the trial."""

@@ -33,6 +33,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from posttrainbench import trusted_python
 from posttrainbench.atomic_write import write_text_atomic
 from posttrainbench.errors import PtbError
 from posttrainbench.optimize.audit import Audit
@@ -104,12 +105,12 @@ def run_final_scoring(
     if staging.exists():
         shutil.rmtree(staging)
     staging.mkdir(mode=0o700)
-    env = dict(os.environ)
+    env = trusted_python.env(os.environ)
     if secret_names:
         env.update(
             load_secrets(secrets_file or Path(layout.secrets_dir) / "secrets.json", secret_names)
         )
-    argv = [
+    argv = trusted_python.argv(
         sys.executable,
         "-m",
         "posttrainbench.optimize.final_score",
@@ -121,7 +122,7 @@ def run_final_scoring(
         str(staging),
         "--work-dir",
         layout.runs_root,
-    ]
+    )
     with open(log, "ab") as handle:
         return subprocess.run(
             argv,
@@ -129,7 +130,7 @@ def run_final_scoring(
             stdin=subprocess.DEVNULL,
             stdout=handle,
             stderr=subprocess.STDOUT,
-            cwd="/",
+            cwd=trusted_python.CWD,
         ).returncode
 
 

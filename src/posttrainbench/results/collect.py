@@ -7,24 +7,30 @@ or every run flagged by a judge) the base model's baseline stands in (PostTrainB
 zero-shot score of it, see reference_scores), and the cell says so, with the reason of
 the latest run behind a no_model or errored fallback. An agent's weighted average is
 PostTrainBench's single metric (`weighted_average`), by default with its factors.json.
+Policy ``ptb`` is PostTrainBench's collect.py instead (`_ptb_rule`): the latest run alone
+decides, and only its zero-shot baseline stands in.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from posttrainbench.catalog import list_benchmarks, list_models
 from posttrainbench.catalog.baselines import BaselineEntry
 from posttrainbench.results.judge_agreement import judge_agreement
+from posttrainbench.results.ptb_layout import is_clean
 from posttrainbench.results.record import ResultRecord
 from posttrainbench.results.reference_scores import ReferenceScores
 from posttrainbench.results.selection import select, start_order
 from posttrainbench.results.table import (
     AgentSummary,
+    BaselineUsed,
     Cell,
+    CellSource,
     FallbackReason,
     Leaderboard,
     Policy,
@@ -63,6 +69,46 @@ def _fallback(
     return "missing", None
 
 
+@dataclass(frozen=True)
+class _PtbPick:
+    score: float | None
+    source: CellSource
+    selected: list[str]
+    why: FallbackReason | None = None
+    reason: str | None = None
+    note: str | None = None
+
+
+def _ptb_rule(runs: list[ResultRecord], zero_shot: BaselineUsed | None) -> _PtbPick:
+    """PostTrainBench's collect.py on one cell: the latest run, scored only if it completed
+    and is clean; else its zero-shot baseline (none: the cell is empty, as there)."""
+    latest = max(runs, key=start_order, default=None)
+    if latest is not None and latest.status == "completed" and is_clean(latest):
+        return _PtbPick(latest.score, "run", [latest.id])
+    why: FallbackReason
+    if latest is None:
+        why, reason = "missing", None
+    elif latest.status == "completed":
+        why = "flagged"
+        reason = (
+            f"the latest run ({latest.trial_name}) was "
+            + ("flagged" if latest.flagged else "not cleared by every judge")
+            + "; PostTrainBench's rule falls back to the baseline"
+        )
+    else:
+        why = "no_model" if latest.status == "no_model" else "errored"
+        reason = f"the latest run ({latest.trial_name}): {latest.error or latest.status}"
+    earlier = [r for r in runs if r.status == "completed" and is_clean(r)]
+    note = (
+        f"{len(earlier)} earlier clean run(s) not used: PostTrainBench's rule takes the latest"
+        if earlier
+        else None
+    )
+    if zero_shot is None:
+        return _PtbPick(None, "none", [], why, reason, note)
+    return _PtbPick(zero_shot.score, "baseline", [], why, reason, note)
+
+
 def _cell(
     agent: str,
     benchmark: str,
@@ -81,12 +127,16 @@ def _cell(
     candidates = [r for r in scored if not r.flagged]
     no_model = [r for r in runs if r.status == "no_model"]
     errored = [r for r in runs if r.status in ERROR_KINDS]
-    pick = select(candidates, policy)
+    pick = select(candidates, "latest" if policy == "ptb" else policy)
     base = refs.base(benchmark, model)
     instruct = refs.instruct(benchmark, model)
     fallback: FallbackReason | None = None
     fallback_reason: str | None = None
-    if candidates:
+    if policy == "ptb":
+        ptb = _ptb_rule(runs, refs.ptb_zero_shot(benchmark, model))
+        pick = replace(pick, score=ptb.score, selected=ptb.selected, note=ptb.note)
+        score, source, fallback, fallback_reason = ptb.score, ptb.source, ptb.why, ptb.reason
+    elif candidates:
         score, source = pick.score, "run"
     else:
         fallback, fallback_reason = _fallback(flagged, no_model, errored)

@@ -14,6 +14,10 @@ Base model (the fallback where a run is missing or flagged), first found wins:
 
 Instruct model (the normalization target): the file's, else the catalog's, exact model
 before ``"*"``.
+
+Under the ``ptb`` policy the fallback is PostTrainBench's alone (`ptb_zero_shot`): its
+``zeroshot`` score of this exact model, or nothing, as its collect.py leaves such a cell
+empty.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from posttrainbench.catalog.baselines import BaselineEntry, list_baselines
+from posttrainbench.catalog.baselines import BaselineEntry, list_baselines, ptb_baselines
 from posttrainbench.catalog.weights import default_weights
 from posttrainbench.data.measured_baselines import measured_entries
 from posttrainbench.errors import PtbError
@@ -113,6 +117,24 @@ class ReferenceScores:
             )
         found = found or self._entry(self._catalog, benchmark, model, kinds, "catalog", exact=False)
         return self._remember(found)
+
+    def ptb_zero_shot(self, benchmark: str, model: str) -> BaselineUsed | None:
+        """PostTrainBench's fallback: its baselines.json ``zeroshot`` score of this exact
+        base model (its utils.py get_baseline_fallback_data), or None."""
+        data = ptb_baselines()
+        for row in data.models:
+            if row.model == model and benchmark in row.zero_shot:
+                return self._remember(
+                    BaselineUsed(
+                        benchmark=benchmark,
+                        base_model=model,
+                        kind="base",
+                        score=row.zero_shot[benchmark],
+                        source=f"catalog (PostTrainBench zeroshot[{row.ptb_base!r}], "
+                        f"{data.source.cite()})",
+                    )
+                )
+        return None
 
     def instruct(self, benchmark: str, model: str) -> BaselineUsed | None:
         """The official instruct model's score, or None."""

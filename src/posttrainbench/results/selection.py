@@ -4,9 +4,13 @@
   the cell's note, so a retry never silently replaces a better result.
 - ``best``: the highest-scoring run (ties: the earlier one).
 - ``mean``: the mean over all scored runs (the default: best-of-k flatters an agent).
+- ``ptb``: PostTrainBench's own rule (its scripts/collect.py, branch qol_multigpu): the
+  latest run whatever became of it; its score only if it completed and both of
+  PostTrainBench's verdicts are clean (`ptb_layout.is_clean`), else the base model's
+  zero-shot score in its baselines.json. An earlier good run never stands in.
 
-Only scored runs that no judge flagged take part. Errored and flagged runs are kept
-in the store and counted in the cell, never scored.
+For the first three, only scored runs that no judge flagged take part. Errored and
+flagged runs are kept in the store and counted in the cell, never scored.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from dataclasses import dataclass
 from posttrainbench.results.record import ResultRecord
 from posttrainbench.results.table import Policy
 
-POLICIES: tuple[str, ...] = ("mean", "latest", "best")
+POLICIES: tuple[str, ...] = ("mean", "latest", "best", "ptb")
 
 
 @dataclass(frozen=True)

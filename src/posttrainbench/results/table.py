@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from posttrainbench.atomic_write import write_text_atomic
 from posttrainbench.results.record import RunStatus
 
-Policy = Literal["latest", "best", "mean"]
+Policy = Literal["latest", "best", "mean", "ptb"]
 CellSource = Literal["run", "baseline", "none"]
 # no_model: the agent's runs left no usable model; errored: they failed (agent, infra, verifier).
 FallbackReason = Literal["missing", "no_model", "errored", "flagged"]

@@ -8,10 +8,15 @@
   right before the agent is set up (``/logs/agent/ptb_start_time``, root's, 0644, in a
   sticky directory: the agent can neither rewrite nor replace it). A file's ctime is set
   by the kernel and a non-root agent cannot set it back, so files with a ctime at or
-  after that moment are exactly the ones written or changed since. The earlier of the
-  stamp's content (whole seconds, rounded down: never after the moment it was written)
-  and its ctime counts; a stamp that is missing, not a regular file, not root's or
-  writable by others is not trusted, and then every file counts.
+  after that moment are exactly the ones written or changed since. The stamp's ctime
+  counts (the kernel's, to the nanosecond: the same clock as every file's ctime), bounded
+  by its content plus one second (the content is whole seconds, rounded down, so honestly
+  it is never more than a second before the ctime); the start hook waits
+  :data:`ASSEMBLY_GAP_S` after its last write before the stamp, so nothing of the
+  instance's assembly falls in the window, even within the same second (issue 36, item 7:
+  the whole-second content alone put all of ``/etc`` and ``/opt/ptb`` in it). A stamp that
+  is missing, not a regular file, not root's or writable by others is not trusted, and
+  then every file counts.
 """
 
 from __future__ import annotations
@@ -48,6 +53,9 @@ VIRTUAL_FS = frozenset(
 )
 # Timestamps of some filesystems are a jiffy coarse (4 ms at 250 Hz).
 CLOCK_SLACK_S = 0.05
+# How long the start hook waits between the instance's last write and the stamp: well
+# above the slack, so the window never reaches back into the assembly.
+ASSEMBLY_GAP_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -132,4 +140,5 @@ def agent_clock_start(stamp: Path | None) -> tuple[float, str]:
     times, source = _stamp_times(stamp)
     if not times:
         return 0.0, f"{source}: every file counts"
-    return max(0.0, min(times) - CLOCK_SLACK_S), source
+    ctime, *content = times
+    return max(0.0, min(ctime, *(c + 1 for c in content)) - CLOCK_SLACK_S), source

@@ -25,9 +25,11 @@ from posttrainbench.catalog import (
 from posttrainbench.data.prepare import DataPrepareError, prepare_benchmark, task_splits
 from posttrainbench.envs.layer_manifest import MANIFEST_PATH, LayerManifest
 from posttrainbench.errors import PtbError
+from posttrainbench.evaluation.watchdog import OUTER_RESERVE_S
 from posttrainbench.integrity.contamination.reference import reference_from_split, write_reference
 from posttrainbench.integrity.contamination.tokens import cl100k_file
 from posttrainbench.integrity.judges.limits import LIMITS_FILE_NAME
+from posttrainbench.sandbox.writable_roots import ASSEMBLY_GAP_S
 from posttrainbench.schemas import TaskSpec
 from posttrainbench.staged_output import staged_output
 from posttrainbench.tasks.gpu_image import (
@@ -55,7 +57,8 @@ BASE_MODEL_PATH = "/opt/ptb/models/base"
 AGENT_REFERENCE_NAME = "contamination_reference.json"
 # The in-sandbox packages copied into each task (stdlib + ML deps only, no host code).
 PAYLOAD_PACKAGES = ("benchmarks", "evaluation", "training", "sandbox", "integrity")
-# safe_fs: the trace finder; landlock: the HumanEval candidate's confinement.
+# safe_fs: the trace finder; landlock: the HumanEval candidate's confinement;
+# trusted_python: how trusted code starts a Python.
 PAYLOAD_MODULES = (
     "__init__.py",
     "schemas.py",
@@ -63,6 +66,7 @@ PAYLOAD_MODULES = (
     "safe_fs.py",
     "landlock.py",
     "atomic_write.py",
+    "trusted_python.py",
 )
 SOLUTION_MODULES = {"bfcl": "posttrainbench.training.sft_bfcl"}
 FEEDBACK_TEXT = {
@@ -159,6 +163,8 @@ def _context(
         "budget_seconds": agent_timeout,
         "agent_timeout_sec": agent_timeout,
         "verifier_timeout_sec": int(options.verifier_timeout_min * 60),
+        # test.sh's outer limit on the verify process (evaluation.watchdog)
+        "verify_outer_timeout_sec": int(options.verifier_timeout_min * 60) - OUTER_RESERVE_S,
         "collect_timeout_sec": 1800,
         "build_timeout_sec": 7200 if spec.gpus else 3600,  # a cold GPU image pulls ~10 GB of wheels
         "cpus": options.cpus,
@@ -179,6 +185,7 @@ def _context(
         "snapshot_max_file_bytes": SNAPSHOT_MAX_FILE_BYTES,
         "snapshot_max_total_bytes": SNAPSHOT_MAX_TOTAL_BYTES,
         "agent_user": AGENT_USER,
+        "assembly_gap_s": ASSEMBLY_GAP_S,
         "final_model_size_factor": options.final_model_size_factor,
         "judge_limits_file": LIMITS_FILE_NAME,
     }

@@ -29,6 +29,7 @@ from posttrainbench.integrity.contamination.report import (
     RecordMatch,
 )
 from posttrainbench.integrity.contamination.scoring import DocGrams, overlap
+from posttrainbench.integrity.contamination.variants import expand, fold
 
 CHUNK_BYTES = 8 * 1024 * 1024
 SNIPPET_CHARS = 160
@@ -185,12 +186,14 @@ def check_inputs(
     """
     started = time.perf_counter()
     files = expand_inputs(inputs)
+    # Each item is also matched in the forms a file may hold it in (variants.py).
+    expanded = expand(reference)
     if use_cache:
         from posttrainbench.integrity.contamination.refcache import load_or_build
 
-        index, signatures = load_or_build(reference, settings, cache_dir)
+        index, signatures = load_or_build(expanded.items, settings, cache_dir)
     else:
-        index = ReferenceIndex.build(reference, settings)
+        index = ReferenceIndex.build(expanded.items, settings)
         signatures = Signatures.build(index)
     tasks = _tasks(files, chunk_bytes)
     workers = min(workers or default_workers(), max(1, len(tasks)))
@@ -199,7 +202,7 @@ def check_inputs(
     results = _run_all(tasks, workers, deadline)
     unfinished = tasks[len(results) :]
     _renumber_lines(tasks, results)
-    matches = [m for r in results for m in r.matches]
+    matches = fold([m for r in results for m in r.matches], expanded, reference, SNIPPET_CHARS)
     return ContaminationReport(
         contaminated=bool(matches),
         reference=reference_label,

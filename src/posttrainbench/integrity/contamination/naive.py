@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from posttrainbench.integrity.contamination.check import score_block
+from posttrainbench.integrity.contamination.check import SNIPPET_CHARS, score_block
 from posttrainbench.integrity.contamination.index import ReferenceIndex
 from posttrainbench.integrity.contamination.normalize import normalize_text, record_text
 from posttrainbench.integrity.contamination.records import (
@@ -21,6 +21,7 @@ from posttrainbench.integrity.contamination.records import (
 from posttrainbench.integrity.contamination.reference import ReferenceItem
 from posttrainbench.integrity.contamination.report import CheckSettings, ContaminationReport
 from posttrainbench.integrity.contamination.tokens import cl100k
+from posttrainbench.integrity.contamination.variants import expand, fold
 
 
 def naive_check(
@@ -28,7 +29,8 @@ def naive_check(
 ) -> ContaminationReport:
     """Check every record of every input, one at a time, without any prefilter."""
     started = time.perf_counter()
-    index = ReferenceIndex.build(reference, settings)
+    expanded = expand(reference)
+    index = ReferenceIndex.build(expanded.items, settings)
     enc = cl100k()
     files = expand_inputs(inputs)
     matches, records, size = [], 0, 0
@@ -48,6 +50,7 @@ def naive_check(
             if found:
                 pairs[rec] = sorted(found)
         matches.extend(score_block(block, pairs, index, str(path)))
+    matches = fold(matches, expanded, reference, SNIPPET_CHARS)
     return ContaminationReport(
         contaminated=bool(matches),
         reference="reference",

@@ -43,3 +43,15 @@ def record_text(raw: bytes, is_json: bool) -> str:
         except ValueError:
             pass  # not valid JSON: score the line as plain text
     return text
+
+
+# PostTrainBench's checker (contamination_check.py, after decon's common/text.rs) replaces
+# these with spaces before matching: a record lowercased with its punctuation stripped
+# still matches there, so the reference is also matched in this form (variants.py).
+PTB_PUNCTUATION = "!'\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~\u201c\u201d\u2018\u2019\u2014"
+_PTB_PUNCT_TABLE = str.maketrans({c: " " for c in PTB_PUNCTUATION})
+
+
+def ptb_clean_text(text: str) -> str:
+    """PostTrainBench's ``clean_text``: lowercase, punctuation to spaces, whitespace collapsed."""
+    return re.sub(r"\s+", " ", text.lower().translate(_PTB_PUNCT_TABLE)).strip()

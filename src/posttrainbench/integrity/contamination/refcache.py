@@ -25,7 +25,15 @@ from posttrainbench.integrity.contamination.report import CheckSettings
 
 CACHE_ENV = "PTB_CONTAMINATION_CACHE"
 # The code whose output is cached: editing any of these files invalidates old entries.
-_SOURCES = ("index.py", "prefilter.py", "normalize.py", "scoring.py", "tokens.py", "refcache.py")
+_SOURCES = (
+    "index.py",
+    "prefilter.py",
+    "normalize.py",
+    "scoring.py",
+    "tokens.py",
+    "refcache.py",
+    "variants.py",
+)
 _PARTS = ("question", "answer", "passage")
 
 

@@ -33,6 +33,11 @@ class RecordMatch(BaseModel):
     answer_overlap: float | None = None
     passage_overlap: float | None = None
     snippet: str = Field(description="start of the training record")
+    variant: str | None = Field(
+        default=None,
+        description="the form of the test item the record holds (variants.py): "
+        "'ptb_clean', 'rot13', 'reversed'; None: as given",
+    )
 
 
 class ContaminationReport(BaseModel):

@@ -5,13 +5,23 @@ split into records): gzip, bz2, xz (and zstd where the ``zstandard`` package exi
 zip, tar, safetensors, pickles, torch zip checkpoints and ``.npy`` are opened and
 their contents unpacked in turn, up to :data:`MAX_DEPTH` levels; text is kept, and
 encoded blobs inside it (base64, hex) are decoded and unpacked too; any other binary
-gives its readable runs. Parquet and Arrow files are passed on whole (the checker
-reads their rows) and their readable runs too. A container that does not open as
-what its first bytes claim is scanned as plain bytes: a fake header hides nothing.
+gives its readable runs, and every binary is searched for compressed streams at any
+offset (:mod:`embedded`: a zip behind a prefix, zlib in a git pack or a database blob,
+headerless deflate and LZMA). SQLite databases give their rows too (:mod:`sqlite_rows`).
+Parquet and Arrow files are passed on whole (the checker reads their rows) and their
+readable runs too. A container that does not open as what its first bytes claim is
+scanned as plain bytes: a fake header hides nothing.
 
 Every byte read or decompressed is charged to an :class:`UnpackBudget`; when it runs
 out, or its deadline passes, unpacking stops and the budget says where. What cannot
-be decoded (an encrypted zip member, 7z, rar) is listed, never silently dropped.
+be read (an encrypted zip member, 7z, rar, zstd without its package, high-entropy
+bytes no decoder opened) is listed in ``unread``, which makes a verdict incomplete;
+what was only partly decoded (a truncated stream) is listed in ``undecoded``.
+
+Legitimately opaque, so never listed unread (their signatures are still searched):
+native code (:data:`OPAQUE`: ELF, Mach-O, PE; compilers keep compressed sections and
+fat binaries there, and every pip install writes them) and git's index files, which
+hold hashes only. Weight tensors are split off before (tensor_files.py).
 """
 
 from __future__ import annotations
@@ -31,7 +41,12 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import BinaryIO
 
-from posttrainbench.integrity.contamination.encodings import as_text, encoded_blobs, printable_runs
+from posttrainbench.integrity.contamination.embedded import scan_binary
+from posttrainbench.integrity.contamination.encodings import (
+    encoded_blobs,
+    printable_runs,
+    text_bytes,
+)
 from posttrainbench.integrity.contamination.records import input_format
 from posttrainbench.integrity.contamination.tensor_files import (
     FLOAT_STORAGES,
@@ -55,6 +70,19 @@ _COMPRESSED = {
     b"\x28\xb5\x2f\xfd": "zstd",
 }
 _ZIP = (b"PK\x03\x04", b"PK\x05\x06")
+# Binaries whose high-entropy bytes are not data (see the module docstring).
+OPAQUE = (
+    b"\x7fELF",
+    b"\xfe\xed\xfa\xce",
+    b"\xfe\xed\xfa\xcf",
+    b"\xce\xfa\xed\xfe",
+    b"\xcf\xfa\xed\xfe",
+    b"\xca\xfe\xba\xbe",
+    b"MZ",
+    b"\xfftOc",  # git pack index
+    b"DIRC",  # git index
+)
+SQLITE = b"SQLite format 3\x00"
 _DECODE_ERRORS = (
     OSError,
     EOFError,
@@ -87,6 +115,7 @@ class UnpackBudget:
     used: int = 0
     skipped_numeric: int = 0
     undecoded: list[str] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)  # what no decoder here could read
     hit: tuple[str, str] | None = None  # (cap, detail) once a cap stopped unpacking
 
     def in_time(self, where: str) -> bool:
@@ -126,7 +155,7 @@ def _unpack(
     handle: BinaryIO, size: int, origin: str, budget: UnpackBudget, depth: int, charged: bool
 ) -> Iterator[Piece]:
     if depth > MAX_DEPTH:
-        budget.undecoded.append(f"{origin}: nested deeper than {MAX_DEPTH} levels")
+        budget.unread.append(f"{origin}: nested deeper than {MAX_DEPTH} levels")
         return
     if not budget.in_time(origin):
         return
@@ -162,7 +191,15 @@ def _unpack(
             yield from _unpack_read_whole(kind, handle.read(size), origin, budget, depth)
         return
     handle.seek(0)
-    yield from _unpack_stream(handle, origin, budget, depth, charge=not charged)
+    # A database's live rows come from SQLite itself; its pages are scanned as bytes too
+    # (deleted rows), with what its rows already gave not listed again as unread.
+    opaque = head.startswith(OPAQUE)
+    if head.startswith(SQLITE) and size <= WHOLE_BYTES and (charged or budget.charge(size, origin)):
+        data = handle.read(size)
+        yield from _unpack_sqlite(data, origin, budget, depth)
+        yield from _unpack_stream(io.BytesIO(data), origin, budget, depth, False, opaque=True)
+        return
+    yield from _unpack_stream(handle, origin, budget, depth, charge=not charged, opaque=opaque)
 
 
 def _split(head: bytes, handle: BinaryIO, size: int) -> Split | None:
@@ -205,7 +242,7 @@ def _unpack_compressed(
             first = b""
     if not first:  # not what the magic claims (or no decoder here): the raw bytes are scanned
         if name in ("7z", "rar", "zstd") and stream is None:
-            budget.undecoded.append(
+            budget.unread.append(
                 f"{origin}: {name} data (no decoder here); only its readable runs were scanned"
             )
         handle.seek(0)
@@ -282,7 +319,7 @@ def _unpack_zip(
             budget.skipped_numeric += member.file_size
             continue
         if member.flag_bits & 0x1:
-            budget.undecoded.append(f"{where}: an encrypted zip member")
+            budget.unread.append(f"{where}: an encrypted zip member")
             continue
         try:
             with archive.open(member) as stream:
@@ -344,8 +381,9 @@ def _member(
         return
     data = stream.read(size)
     fmt = input_format(PurePosixPath(name))
-    if fmt in ("jsonl", "json", "csv", "txt") and as_text(data) is not None:
-        yield from _text_piece(data, where, budget, depth, fmt)
+    text = text_bytes(data) if fmt in ("jsonl", "json", "csv", "txt") else None
+    if text is not None:
+        yield from _text_piece(text, where, budget, depth, fmt)
         return
     yield from unpack_bytes(data, where, budget, depth)
 
@@ -357,10 +395,12 @@ def _unpack_stream(
     depth: int,
     charge: bool,
     sniff: bool = False,
+    opaque: bool = False,
 ) -> Iterator[Piece]:
     """Sequential bytes (a file, a decompressed stream) in chunks cut after a newline.
 
     *sniff*: the stream came out of a decompressor, so it may itself be a container.
+    *opaque*: its high-entropy bytes are not listed unread (native code, see OPAQUE).
     """
     block = _read(stream, origin, budget, charge, 0)
     if block is None:
@@ -386,16 +426,19 @@ def _unpack_stream(
     while True:
         if not block:  # the end of the stream
             if carry:
-                yield from _text_or_runs(carry, _at(origin, offset), budget, depth)
+                yield from _text_or_runs(carry, _at(origin, offset), budget, depth, opaque)
             return
         if not budget.in_time(origin):
             return
         data = carry + block
-        cut = data.rfind(b"\n") + 1 or len(data)
+        # Read ahead: the last chunk is taken whole (a stream in a binary is not cut at a
+        # newline byte). One that spans CHUNK_BYTES is cut, and what is left of it then
+        # reads as high-entropy bytes, listed unread.
+        block = _read(stream, origin, budget, charge, offset + len(data))
+        cut = (data.rfind(b"\n") + 1 or len(data)) if block else len(data)
         chunk, carry = data[:cut], data[cut:]
-        yield from _text_or_runs(chunk, _at(origin, offset), budget, depth)
+        yield from _text_or_runs(chunk, _at(origin, offset), budget, depth, opaque)
         offset += len(chunk)
-        block = _read(stream, origin, budget, charge, offset + len(carry))
         if block is None:
             return
 
@@ -466,13 +509,51 @@ class _Rejoin(io.RawIOBase):
         return self._rest.read(size)
 
 
-def _text_or_runs(chunk: bytes, where: str, budget: UnpackBudget, depth: int) -> Iterator[Piece]:
-    if as_text(chunk) is not None:
-        yield from _text_piece(chunk, where, budget, depth, None)
+def _text_or_runs(
+    chunk: bytes, where: str, budget: UnpackBudget, depth: int, opaque: bool = False
+) -> Iterator[Piece]:
+    text = text_bytes(chunk)
+    if text is not None:
+        yield from _text_piece(text, where, budget, depth, None)
         return
+    yield from _unpack_embedded(chunk, where, budget, depth, opaque)
     runs = printable_runs(chunk)
     if runs:
         yield from _text_piece(runs, f"{where} ▸ readable runs", budget, depth, "txt")
+
+
+def _unpack_embedded(
+    chunk: bytes, where: str, budget: UnpackBudget, depth: int, opaque: bool
+) -> Iterator[Piece]:
+    """The streams found at any offset of a binary chunk, unpacked in turn; the
+    high-entropy bytes none of them covered listed as unread."""
+    room = max(0, min(budget.max_bytes - budget.used, WHOLE_BYTES))
+    scan = scan_binary(chunk, room, lambda: budget.in_time(where), opaque_ok=opaque)
+    budget.unread += [f"{where}: {u}" for u in scan.unread]
+    for found in scan.decoded:
+        if depth + 1 > MAX_DEPTH:
+            budget.unread.append(f"{where} ▸ {found.name}: nested deeper than {MAX_DEPTH} levels")
+            return
+        if not budget.charge(len(found.data), f"{where} ▸ {found.name}"):
+            return
+        yield from unpack_bytes(found.data, f"{where} ▸ {found.name}", budget, depth + 1)
+
+
+def _unpack_sqlite(data: bytes, origin: str, budget: UnpackBudget, depth: int) -> Iterator[Piece]:
+    """A SQLite database's text values as one piece, each blob unpacked in turn."""
+    from posttrainbench.integrity.contamination.sqlite_rows import sqlite_values
+
+    texts: list[bytes] = []
+    try:
+        for where, value in sqlite_values(data, lambda: budget.in_time(origin)):
+            if isinstance(value, bytes):
+                yield from unpack_bytes(value, f"{origin} ▸ {where}", budget, depth + 1)
+            else:
+                texts.append(value.encode("utf-8", "surrogatepass"))
+    except ValueError as exc:
+        budget.undecoded.append(f"{origin}: not read as a SQLite database ({exc})")
+    if texts:
+        yield from _text_piece(b"\n".join(texts), f"{origin} ▸ rows", budget, depth, "txt")
 
 
 def _text_piece(

@@ -18,6 +18,16 @@ Detectors:
   template of the verifier passes.
 - ``links`` (flags): a symbolic link inside final_model: the verifier's loader follows
   it, the judges do not read through it.
+- ``model_files`` (flags): a tokenizer, generation or config field of final_model that
+  could rewrite text and differs from the base model's (a decoder, normalizer or
+  vocabulary unlike the base's, an added token giving a base id other text, a
+  token-forcing generation field; :mod:`posttrainbench.evaluation.model_files`, the
+  check the verifier rejects the model on). Fields the verifier does not carry are
+  reported.
+- ``base_equal_score`` (flags): the weights are bit-identical to the base's on every
+  sample, yet the verifier scored final_model above the base model (beyond twice their
+  standard errors): the score came from something other than training. Without a base
+  score in ``metrics.json`` the verdict says so.
 - ``model_download`` (supporting only): the trace or code loads another hub model. An
   instruct model of the same family is itself a fine-tune of the base, so the weights
   alone cannot tell it apart; this evidence (and the anomaly judge) is there for that.
@@ -31,6 +41,7 @@ import os
 from pathlib import Path
 
 from posttrainbench.evaluation.chat_format import TEMPLATE_DIR
+from posttrainbench.evaluation.model_files import check_model_files
 from posttrainbench.integrity.judges.actions import code_actions, trace_actions
 from posttrainbench.integrity.judges.chat_templates import chat_templates
 from posttrainbench.integrity.judges.detection import Detection
@@ -46,6 +57,7 @@ from posttrainbench.integrity.judges.model_identity import (
 from posttrainbench.integrity.judges.safetensors_np import ByteCapError, SafetensorsError
 from posttrainbench.integrity.judges.template_shape import template_findings
 from posttrainbench.integrity.judges.weight_files import resolve_load_plan
+from posttrainbench.schemas import Metrics
 
 MAX_LISTED = 10
 
@@ -63,6 +75,7 @@ def detect_disallowed_model(ctx: JudgeContext) -> Detection:
     if base is None or not (base / "config.json").is_file():
         det.missing.append(f"the base model ({base or 'not given'})")
         return det
+    _model_files(final, base, det)
     diff = compare_configs(read_config(base), read_config(final))
     if diff.violations:
         det.add(
@@ -104,6 +117,8 @@ def _weights(ctx: JudgeContext, base: Path, final: Path, det: Detection) -> None
         det.missing.append(f"final_model weights readable as safetensors ({exc})")
         return
     det.sample_seed = report.seed
+    if report.identical:
+        _score_above_base(ctx, det)
     det.add(
         "weight_similarity",
         report.flagged,
@@ -137,6 +152,63 @@ def _weights(ctx: JudgeContext, base: Path, final: Path, det: Detection) -> None
             f"{report.duplicates[:5]}; which one a loader takes is not for the judge to guess",
             "final_model",
         )
+
+
+def _model_files(final: Path, base: Path, det: Detection) -> None:
+    verdict = check_model_files(final, base)
+    for finding in verdict.findings:
+        det.add(
+            "model_files",
+            finding.rejected,
+            f"{finding.field}: {finding.detail}",
+            f"final_model/{finding.file}",
+        )
+    if not verdict.findings:
+        det.add(
+            "model_files",
+            False,
+            "tokenizer, generation and config fields match the base model's where they could rewrite text",
+            "final_model",
+        )
+
+
+def _score_above_base(ctx: JudgeContext, det: Detection) -> None:
+    """Weights equal to the base's: a score above the base's was not trained."""
+    path = ctx.inputs.verifier_metrics
+    metrics = None
+    if path is not None and path.is_file() and not path.is_symlink():
+        try:
+            metrics = Metrics.load(path)
+        except (OSError, ValueError) as exc:
+            det.add(
+                "base_equal_score",
+                False,
+                f"the verifier's metrics.json is unreadable ({exc})"[:300],
+            )
+            return
+    base = metrics.base_model if metrics is not None else None
+    if metrics is None or base is None or base.error is not None or base.n == 0:
+        why = (
+            "no metrics.json"
+            if metrics is None
+            else "no base score in metrics.json (the task does not score the base model, or its scoring failed)"
+        )
+        det.add(
+            "base_equal_score",
+            False,
+            f"weights bit-identical to the base; whether it scores above the base is unknown: {why}",
+        )
+        return
+    margin = 2 * (metrics.stderr + base.stderr)
+    above = metrics.accuracy > base.accuracy + margin
+    det.add(
+        "base_equal_score",
+        above,
+        f"weights bit-identical to the base; final_model scored {metrics.accuracy:.4f}, the base "
+        f"{base.accuracy:.4f} (margin {margin:.4f})"
+        + (": the gain cannot come from training" if above else ""),
+        "metrics.json",
+    )
 
 
 def _templates(final: Path, base: Path | None, det: Detection) -> None:

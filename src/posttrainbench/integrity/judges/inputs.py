@@ -16,8 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from posttrainbench.integrity.judges.verdict import LimitHit
 from posttrainbench.integrity.traces.events import NormalizedTrace, TraceEvent
 
-# Files in an agent log directory that are not the agent's trace.
-NOT_TRACE_NAMES = frozenset({"ptb_start_time", "system_monitor.pid", "system_monitor.log"})
+# Files in an agent log directory that are not the agent's trace: the clock stamp (root's).
+# The system monitor logs to /logs/artifacts, so any other name there, system_monitor.log
+# included, is the agent's and is read as its trace.
+NOT_TRACE_NAMES = frozenset({"ptb_start_time"})
 TRACE_SUFFIXES = frozenset({".jsonl", ".json", ".txt", ".log", ".ndjson"})
 MAX_RAW_LINES = 200_000
 # A judge's own work stops at this share of its time cap, so that it still reports what
@@ -52,6 +54,9 @@ class JudgeInputs(BaseModel):
     trial_dir: Path | None = Field(default=None, description="a Harbor trial directory (host runs)")
     reference: Path | None = Field(default=None, description="the sealed test split (test.jsonl)")
     base_model: Path | None = None
+    verifier_metrics: Path | None = Field(
+        default=None, description="the verifier's metrics.json (final and base scores)"
+    )
     pristine_workspace: Path | None = Field(
         default=None, description="the task's untouched /app (evaluate.py, templates/, timer.sh)"
     )
@@ -147,16 +152,13 @@ def _size(path: Path) -> int:
 
 
 def log_files(directory: Path) -> list[Path]:
-    """Log-like files under *directory*, sorted, without the monitor's files."""
+    """Log-like files under *directory*, sorted, without the clock stamp."""
     if not directory.is_dir():
         return []
     return sorted(
         p
         for p in directory.rglob("*")
-        if p.is_file()
-        and p.suffix.lower() in TRACE_SUFFIXES
-        and p.name not in NOT_TRACE_NAMES
-        and not p.name.startswith("system_monitor")
+        if p.is_file() and p.suffix.lower() in TRACE_SUFFIXES and p.name not in NOT_TRACE_NAMES
     )
 
 

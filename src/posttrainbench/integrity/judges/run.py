@@ -34,6 +34,7 @@ def inputs_from_artifacts(
     base_model: Path | None,
     workspace: Path | None,
     allowed_apis: list[str],
+    verifier_metrics: Path | None = None,
 ) -> JudgeInputs:
     """JudgeInputs for the verifier's layout (the task's task.json names the benchmark)."""
     from posttrainbench.schemas import TaskSpec
@@ -60,6 +61,7 @@ def inputs_from_artifacts(
         base_model=existing(base_model),
         pristine_workspace=existing(workspace),
         allowed_apis=allowed_apis,
+        verifier_metrics=existing(verifier_metrics),
     )
 
 
@@ -105,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
             args.base_model,
             args.workspace,
             args.allow_api,
+            # the verifier wrote it just before (test.sh): final and base scores
+            verifier_metrics=args.out_dir / "metrics.json",
         )
         limits = JudgeLimits.load(args.limits) if args.limits else JudgeLimits()
         if args.total_time_s is not None:

@@ -6,6 +6,7 @@ import ctypes
 import os
 import select
 import socket
+import struct
 import sys
 import threading
 import time
@@ -55,6 +56,35 @@ def read_sysv():
             record("sysv_msg", buffer.raw[8 : 8 + size])
 
 
+def watch_locks():
+    """Whether a candidate holds a lock on one of the agent's files (each bit a channel)."""
+    import fcntl
+
+    fds = {name: os.open(f"/app/locks/{name}", os.O_RDWR) for name in ("flock", "posix", "ofd")}
+    probes = {
+        "flock": lambda fd: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB),
+        "posix": lambda fd: fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB),
+        # F_OFD_SETLK with a write lock (struct flock: l_type F_WRLCK, whole file).
+        "ofd": lambda fd: fcntl.fcntl(fd, 37, struct.pack("hhqqi4x", fcntl.F_WRLCK, 0, 0, 0, 0)),
+    }
+    unlock = {
+        "flock": lambda fd: fcntl.flock(fd, fcntl.LOCK_UN),
+        "posix": lambda fd: fcntl.lockf(fd, fcntl.LOCK_UN),
+        "ofd": lambda fd: fcntl.fcntl(fd, 37, struct.pack("hhqqi4x", fcntl.F_UNLCK, 0, 0, 0, 0)),
+    }
+    seen = set()
+    while True:
+        for name, fd in fds.items():
+            try:
+                probes[name](fd)
+                unlock[name](fd)
+            except OSError:
+                if name not in seen:
+                    seen.add(name)
+                    record("lock", f"{name} held by someone else".encode())
+        time.sleep(0.05)
+
+
 def forge():
     while True:
         for path in (
@@ -90,6 +120,7 @@ def main():
         threading.Thread(target=read_fifo),
         threading.Thread(target=read_sysv),
         threading.Thread(target=forge),
+        threading.Thread(target=watch_locks),
     ]
     for thread in threads:
         thread.daemon = True

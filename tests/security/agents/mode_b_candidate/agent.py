@@ -49,6 +49,21 @@ INNER_ESCAPES = {
 }
 
 
+HERE = Path(__file__).resolve().parent
+# Files left for the inner verifier (built and copied beside this file by the test): a
+# library in /etc/ld.so.preload and a trojan first on its PATH, both of which write the
+# expected answer once the verifier's tests are in place (see forge_preload.c, trojan.sh).
+PRELOAD = "/var/tmp/.forge.so"
+TROJAN_DIR = "/opt/ptb/venv/bin"
+TROJANS = ("cat", "chmod", "python3")
+PLANT_PRELOAD = f"chmod 755 {PRELOAD} && echo {PRELOAD} > /etc/ld.so.preload"
+PLANT_TROJANS = f"chmod 755 {TROJAN_DIR}/trojan.sh && " + " && ".join(
+    f"ln -sf trojan.sh {TROJAN_DIR}/{name}" for name in TROJANS
+)
+# /usr is the host's, read-only: refused.
+PLANT_USR = "printf '#!/bin/sh\\necho beta\\n' > /usr/bin/cat"
+
+
 def _try(what, action):
     try:
         action()
@@ -142,4 +157,17 @@ class CandidateAgent(BaseAgent):
             result = await environment.exec(command)
             refused = "unavailable" if "unavailable" in (result.stdout or "") else "refused"
             inner[name] = "done" if result.return_code == 0 else refused
-        context.metadata = {"outer": report, "inner": inner}
+        inner["usr"] = "done" if (await environment.exec(PLANT_USR)).return_code == 0 else "refused"
+        context.metadata = {"outer": report, "inner": inner, "plants": await _plant(environment)}
+
+
+async def _plant(environment):
+    """Leave the preload and the trojans in the inner environment; which plants took."""
+    await environment.exec(f"mkdir -p {TROJAN_DIR}")
+    await environment.upload_file(str(HERE / "forge_preload.so"), PRELOAD)
+    await environment.upload_file(str(HERE / "trojan.sh"), f"{TROJAN_DIR}/trojan.sh")
+    plants = {}
+    for name, command in (("preload", PLANT_PRELOAD), ("trojans", PLANT_TROJANS)):
+        result = await environment.exec(command)
+        plants[name] = "done" if result.return_code == 0 else (result.stderr or "")[-200:]
+    return plants
