@@ -13,7 +13,7 @@
 # With no arguments, on 2 cores:
 #   background   the engine and base image, then the Docker tier
 #   foreground   .venv-task and the task tier
-#   then alone   the host tests
+#   then alone   the host tests, in three xdist workers
 # Measured here, other pairings were slower or failed: two streams of real trials slowed
 # each other several times over (each trains or scores with torch on both cores), and
 # the Docker tier beside host tests twice lost a trial's files (docker cp found none of
@@ -27,6 +27,11 @@ cd "$(dirname "$0")/.."
 export HARBOR_TELEMETRY=0
 
 host_pytest=(.venv/bin/python -m pytest -m "not gpu" -q --durations=10 -p no:cacheprovider)
+# The host tests in three xdist workers: one at a time they left the second core idle much
+# of the time (sandboxes starting, agent CLIs, Harbor's polling) and took over 55 minutes on
+# 2 cores; in three workers 33. tests/conftest.py starts the longest first and keeps the tests that share
+# the candidate uid pool in one worker.
+host_parallel=("${host_pytest[@]}" -n "${PTB_TEST_WORKERS:-3}" --dist loadgroup)
 
 task_tier() {
     PYTHONPATH=src .venv-task/bin/python -m pytest -m "not gpu and not ptb_agreement" -q \
@@ -54,7 +59,7 @@ bash scripts/setup_browser.sh || echo "[test] could not install chromium: the re
 if [ $# -gt 0 ]; then  # tests named on the command line: those, then the task tier
     docker_image; image=$?
     bash scripts/task_venv.sh || { echo "[test] could not build .venv-task" >&2; exit 1; }
-    "${host_pytest[@]}" --ignore=tests/task "$@"
+    "${host_parallel[@]}" --ignore=tests/task "$@"
     host=$?
     task_tier
     task=$?
@@ -81,7 +86,7 @@ else
     rm -rf "$status"
     # pytest exits 5 when it collected nothing (every docker test deselected): not a failure.
     [ "$docker" -eq 5 ] && docker=0
-    "${host_pytest[@]}" --ignore=tests/task --ignore=tests/docker
+    "${host_parallel[@]}" --ignore=tests/task --ignore=tests/docker
     rest=$?
     host=$(( docker || rest ))
 fi

@@ -82,14 +82,45 @@ def counter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 # Tests that run candidates share the machine-wide pool of candidate uids (and kill every
-# process of a uid when done): under `pytest -n` (make test-fast) they run in one worker.
-SHARED_UID_POOL_MODULES = ("test_optimize_", "test_judges_model")
+# process of a uid when done; RLIMIT_NPROC counts a uid's processes machine-wide): under
+# `pytest -n` (make test, make test-fast) they run in one worker.
+SHARED_UID_POOL_MODULES = (
+    "test_optimize_",
+    "test_judges_model",
+    "test_agent_task_",
+    "test_service_",
+    "test_proxy_agent",
+    "test_trusted_python_isolation",
+)
+
+# The longest tests of the host tier (minutes each, measured on 2 cores), longest first:
+# `pytest -n` hands out work in collection order, so these start at once instead of
+# landing on one worker at the end. A substring of the node id, in this order.
+LONGEST_FIRST = (
+    "test_run_e2e.py::test_demo",
+    "test_agent_task_mode_b_e2e.py",
+    "test_run_e2e.py::test_harbor_cli_runs_a_generated_task",
+    "test_agent_clis.py",
+    "test_model_task_runtime.py",
+    "test_eval_cli.py",
+    "test_judges_hostile_trial.py",
+    "test_sweep_local.py",
+)
+
+
+def _rank(item: pytest.Item) -> int:
+    for rank, key in enumerate(LONGEST_FIRST):
+        if key in item.nodeid:
+            return rank
+    return len(LONGEST_FIRST)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Puts the tests that share the candidate uid pool into one xdist group."""
+    """Under xdist: the longest tests first, and the tests that share the candidate uid
+    pool in one xdist group."""
     if not config.pluginmanager.hasplugin("xdist"):
         return
+    items.sort(key=_rank)  # stable: the rest keeps its collection order
     for item in items:
         if Path(str(item.path)).name.startswith(SHARED_UID_POOL_MODULES):
             item.add_marker(pytest.mark.xdist_group("candidate_uids"))

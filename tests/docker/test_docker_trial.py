@@ -46,7 +46,7 @@ def test_oracle_trial_with_harbor_run_on_docker(docker_ready: None, tmp_path: Pa
         "-M",
         MODEL,
         "--hours",
-        "0.05",
+        "0.2",
         "--cpus",
         str(TRIAL_CPUS),
         "--memory-gb",
@@ -134,7 +134,7 @@ def test_hostile_agent_on_docker_is_not_root_and_ends_at_the_deadline(
             cpus=TRIAL_CPUS,
             memory_gb=TRIAL_MEMORY_GB,
             final_eval_limit=1,
-            verifier_timeout_min=2,
+            verifier_timeout_min=6,
         ),
     )
     canary = make_canary(tmp_path / "host")

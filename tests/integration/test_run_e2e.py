@@ -172,7 +172,7 @@ def test_harbor_cli_runs_a_generated_task_on_the_local_sandbox(tmp_path: Path) -
         "-M",
         "smollm2-135m",
         "--hours",
-        "0.05",
+        "0.2",
         "--cpus",
         "2",
         "--memory-gb",
@@ -229,7 +229,7 @@ def test_harbor_cli_runs_a_generated_task_on_the_local_sandbox(tmp_path: Path) -
     assert (run.benchmark, run.base_model, run.hours, run.score) == (
         "bfcl",
         "smollm2-135m",
-        0.05,
+        0.2,
         metrics.accuracy,
     )
     assert run.task_version and run.task_version.startswith("tv-") and run.final_model_dir
