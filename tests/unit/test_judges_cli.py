@@ -151,6 +151,8 @@ def test_missing_final_model_and_judge_subset(tmp_path):
         (["judge", "{trial}", "--judges", "contamination,vibes"], "unknown judge"),
         (["judge", "{trial}", "--override", "{tmp}/bad.json"], "override file"),
         (["judge", "{trial}", "--llm-votes", "-1"], "--llm-votes"),
+        # Votes asked for with no model to give them: not a run with zero votes.
+        (["judge", "{trial}", "--llm-votes", "3"], "PTB_INTEGRITY_JUDGE_MODEL"),
     ],
 )
 def test_bad_input_is_one_error_line_and_keeps_earlier_output(tmp_path, args, message):

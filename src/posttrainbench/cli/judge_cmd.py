@@ -106,10 +106,12 @@ def judge(
         help=f"Comma-separated judge ids (default: all): {', '.join(JUDGE_IDS)}.",
     ),
     llm_votes: int = typer.Option(
-        1,
+        None,
         "--llm-votes",
         metavar="N",
-        help="LLM reviews per judge (majority vote; 0 = none). Needs PTB_INTEGRITY_JUDGE_MODEL.",
+        show_default=False,
+        help="LLM reviews per judge (majority vote; 0 = none). Needs PTB_INTEGRITY_JUDGE_MODEL; "
+        "default 1 with it, none without.",
     ),
     override: Path = typer.Option(
         None,
@@ -158,8 +160,16 @@ def judge(
 
     if not trial_dir.is_dir():
         raise JudgeOptionError(f"trial directory {trial_dir} does not exist")
-    if llm_votes < 0:
+    if llm_votes is not None and llm_votes < 0:
         raise JudgeOptionError("--llm-votes must be 0 or more")
+    from posttrainbench.integrity.judges.llm_review import MODEL_ENV, review_model
+
+    # Votes asked for that no model can give would read as a review that found nothing.
+    if llm_votes and review_model() is None:
+        raise JudgeOptionError(
+            f"--llm-votes {llm_votes} needs a review model: set {MODEL_ENV} (or --llm-votes 0)"
+        )
+    votes = 1 if llm_votes is None else llm_votes
     for name, path in (("--base-model-dir", base_model), ("--reference", reference)):
         if path is not None and not path.exists():
             raise JudgeOptionError(f"{name} {path} does not exist")
@@ -202,7 +212,7 @@ def judge(
             f"warning: refused: {escape(line)}", highlight=False, soft_wrap=True
         )
     with stdout_to_stderr(as_json):
-        results = run_judges(JudgeContext(inputs), out, ids, llm_votes, overrides)
+        results = run_judges(JudgeContext(inputs), out, ids, votes, overrides)
     if as_json:
         typer.echo(json.dumps([j.model_dump(mode="json") for j in results], indent=2))
         return
