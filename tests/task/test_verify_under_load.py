@@ -99,7 +99,11 @@ def test_verifier_scores_the_model_beside_a_cpu_hog(tmp_path, base):
         == metrics.accuracy
     )
     (attempt,) = metrics.attempts  # slow is not a failure: no retry
-    assert attempt.ok and attempt.time_limit_s is not None and attempt.time_limit_s < VERIFIER_TIMEOUT_S
+    assert (
+        attempt.ok
+        and attempt.time_limit_s is not None
+        and attempt.time_limit_s < VERIFIER_TIMEOUT_S
+    )
     progress = VerifierProgress.model_validate_json(
         (tmp_path / "verifier" / "progress.json").read_text()
     )
