@@ -72,6 +72,7 @@ def _one_error_line(stderr: str) -> str:
         (["results", "export", "jobs", "--to", "res"], "--to is now -o/--out"),
         (["judge", "trial", "--out-dir", "o"], "--out-dir is now -o/--out"),
         (["judge", "trial", "--base-model", "b"], "--base-model-dir"),
+        (["eval", "--tasks", "gsm8k", "--model-path", "m"], "-b/--benchmark (lm-eval's --tasks)"),
     ],
 )
 def test_a_changed_spelling_answers_with_one_line(args: list[str], expected: str) -> None:

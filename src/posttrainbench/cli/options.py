@@ -25,8 +25,9 @@ AuthName = Literal["auto", "api-key", "subscription"]  # credentials.resolve.Aut
 MODEL_HINT = (
     "-m/--model is the agent's model (as in `harbor run`); the base model is -M/--base-model"
 )
-# Spellings that were renamed to the shared vocabulary (README "Commands"): a use answers
-# with the new spelling (exit 2). Keyed by (command name or "*", old flag).
+# Spellings that were renamed to the shared vocabulary (README "Commands"), or that a
+# neighbouring tool uses for the same thing: a use answers with ours (exit 2). Keyed by
+# (command name or "*", the flag).
 RENAMED: dict[tuple[str, str], str] = {
     ("*", "-m"): MODEL_HINT,
     ("*", "--model"): MODEL_HINT,
@@ -40,6 +41,8 @@ RENAMED: dict[tuple[str, str], str] = {
     ("*", "--attempts"): "--attempts is now -k/--n-attempts (as in `harbor run`)",
     ("*", "--to"): "--to is now -o/--out",
     ("*", "--out-dir"): "--out-dir is now -o/--out",
+    ("*", "--tasks"): "ptb names benchmarks with -b/--benchmark (lm-eval's --tasks); "
+    "`ptb list benchmarks` shows them",
     ("judge", "--base-model"): "ptb judge's base model directory is now --base-model-dir "
     "(-M/--base-model is a catalog id elsewhere)",
 }
