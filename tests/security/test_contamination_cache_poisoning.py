@@ -17,6 +17,7 @@ from posttrainbench.integrity.contamination import refcache
 from posttrainbench.integrity.contamination.check import check_inputs
 from posttrainbench.integrity.contamination.reference import ReferenceItem
 from posttrainbench.integrity.contamination.report import CheckSettings
+from posttrainbench.integrity.contamination.variants import expand
 from tests.helpers import SHARED_DATA
 
 GSM8K = SHARED_DATA / "gsm8k" / "test.jsonl"
@@ -26,15 +27,19 @@ pytestmark = pytest.mark.skipif(not GSM8K.exists(), reason="needs ../shared/data
 def test_a_planted_cache_entry_fools_the_cached_check_but_not_the_judges(tmp_path, monkeypatch):
     rows = [json.loads(x) for x in GSM8K.read_text().splitlines()[:80]]
     reference = [ReferenceItem(question=r["question"], answer=r["answer"]) for r in rows]
-    # As many items as the real reference, none of its text.
-    decoy = [ReferenceItem(question=f"unrelated filler sentence {i} " * 8) for i in range(80)]
+    # The cached path indexes (and keys its entry by) every item with its variants
+    # (variants.py): the planted entry has as many items as that, none of their text.
+    indexed = expand(reference).items
+    decoy = [
+        ReferenceItem(question=f"unrelated filler sentence {i} " * 8) for i in range(len(indexed))
+    ]
     cache = tmp_path / "cache"
     monkeypatch.setenv(refcache.CACHE_ENV, str(cache))
     monkeypatch.setattr(refcache, "_fallback_dir", lambda: tmp_path / "unused")
 
     refcache.load_or_build(decoy, None, cache)
     (planted,) = cache.glob("reference-*.npz")
-    planted.rename(cache / f"reference-{refcache.cache_key(reference, CheckSettings())}.npz")
+    planted.rename(cache / f"reference-{refcache.cache_key(indexed, CheckSettings())}.npz")
 
     training = tmp_path / "sft.jsonl"
     training.write_text(json.dumps({"q": reference[4].question, "a": reference[4].answer}) + "\n")

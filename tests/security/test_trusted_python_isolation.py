@@ -139,7 +139,9 @@ def test_every_python_a_trusted_script_starts_is_isolated_from_its_cwd(compiled)
             text = script.read_text()
             rel = f"{family}: {script.relative_to(task)}"
             count = sum(
-                PYTHON.search(w) is not None for _, line in _logical_lines(text) for w in _words(line)
+                PYTHON.search(w) is not None
+                for _, line in _logical_lines(text)
+                for w in _words(line)
             )
             if count:
                 seen[rel] = count
@@ -189,7 +191,9 @@ def _spawn_sites() -> list[tuple[str, int, str]]:
 def test_trusted_code_starts_python_isolated_or_through_the_helper() -> None:
     sites = _spawn_sites()
     assert sites, "no spawn site found: the scan is broken"
-    assert [s for s in sites if s[2] not in (trusted_python.ISOLATED, trusted_python.SAFE_PATH)] == []
+    assert [
+        s for s in sites if s[2] not in (trusted_python.ISOLATED, trusted_python.SAFE_PATH)
+    ] == []
     # The service's own Python children (final scoring, nested Harbor jobs) go through the helper.
     for module in ("optimize/verifier.py", "optimize/nested_harbor.py"):
         assert "trusted_python.argv(" in (SRC / "posttrainbench" / module).read_text(), module

@@ -126,6 +126,31 @@ def test_the_assembly_in_the_stamps_own_second_is_not_in_it(tmp_path, attempt):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the stamp is trusted only when root owns it")
+def test_a_stamp_copied_back_after_the_run_keeps_its_first_second_in_it(tmp_path):
+    """Where /logs/agent is not a bind mount (the local sandbox), Harbor uploads it into the
+    instance again after the agent ran: the stamp is then a new file (its ctime that moment)
+    with the original's mtime. What the agent wrote in the stamp's own second still counts."""
+    root, proc = sandbox(tmp_path)
+    second = int(time.time())
+    while time.time() - second > 0.5:  # stamp early in a second, the agent at once after
+        time.sleep(0.01)
+        second = int(time.time())
+    stamp = tmp_path / "ptb_start_time"
+    stamp.write_text(f"{int(time.time())}\n")
+    stamp.chmod(0o644)
+    (root / "app" / "new.jsonl").write_text(RECORD)
+    written = stamp.stat()
+    time.sleep(max(0.0, second + 1.2 - time.time()))  # the upload comes later than that second
+    stamp.unlink()  # as transfer.upload_dir: a new file, mode and mtime kept
+    stamp.write_text(f"{second}\n")
+    stamp.chmod(0o644)
+    os.utime(stamp, ns=(written.st_atime_ns, written.st_mtime_ns))
+    assert stamp.stat().st_ctime > second + 1
+    manifest = stage(tmp_path, root, proc, stamp=stamp)
+    assert [e.path for e in manifest.entries] == [str(root / "app" / "new.jsonl")]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the stamp is trusted only when root owns it")
 def test_only_a_stamp_only_root_can_write_bounds_the_window(tmp_path):
     stamp = tmp_path / "ptb_start_time"
     stamp.write_text("4000000000\n")  # a far-future start: the kernel's ctime still bounds it

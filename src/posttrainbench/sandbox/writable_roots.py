@@ -8,15 +8,21 @@
   right before the agent is set up (``/logs/agent/ptb_start_time``, root's, 0644, in a
   sticky directory: the agent can neither rewrite nor replace it). A file's ctime is set
   by the kernel and a non-root agent cannot set it back, so files with a ctime at or
-  after that moment are exactly the ones written or changed since. The stamp's ctime
-  counts (the kernel's, to the nanosecond: the same clock as every file's ctime), bounded
-  by its content plus one second (the content is whole seconds, rounded down, so honestly
-  it is never more than a second before the ctime); the start hook waits
-  :data:`ASSEMBLY_GAP_S` after its last write before the stamp, so nothing of the
-  instance's assembly falls in the window, even within the same second (issue 36, item 7:
-  the whole-second content alone put all of ``/etc`` and ``/opt/ptb`` in it). A stamp that
-  is missing, not a regular file, not root's or writable by others is not trusted, and
-  then every file counts.
+  after that moment are exactly the ones written or changed since. The earlier of the
+  stamp's ctime and mtime counts (the kernel's, to the nanosecond: the same clock as every
+  file's ctime), bounded by its content plus one second (the content is whole seconds,
+  rounded down, so honestly it is never more than a second before either). The mtime
+  matters once the stamp was copied back after the agent ran: where ``/logs/agent`` is
+  not a bind mount (the local sandbox), Harbor uploads it into the instance again, which
+  replaces the stamp with a copy whose ctime is that moment but whose mtime is the
+  original's (with the ctime alone the bound fell to the content plus one second, and
+  what the agent wrote in the stamp's own second was left out of the window). Only root
+  can set the mtime of root's file, and the earlier time only widens the window. The
+  start hook waits :data:`ASSEMBLY_GAP_S` after its last write before the stamp, so
+  nothing of the instance's assembly falls in the window, even within the same second
+  (issue 36, item 7: the whole-second content alone put all of ``/etc`` and ``/opt/ptb``
+  in it). A stamp that is missing, not a regular file, not root's or writable by others
+  is not trusted, and then every file counts.
 """
 
 from __future__ import annotations
@@ -104,7 +110,7 @@ def writable_mounts(
 
 
 def _stamp_times(stamp: Path) -> tuple[list[float], str]:
-    """The stamp's ctime and content when it can be trusted, and why not otherwise;
+    """The stamp's ctime, mtime and content when it can be trusted, and why not otherwise;
     never following a link or blocking on a FIFO."""
     try:
         fd = os.open(stamp, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -118,7 +124,7 @@ def _stamp_times(stamp: Path) -> tuple[list[float], str]:
             or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
         ):
             return [], f"{stamp} is not a regular file only root can write"
-        times = [st.st_ctime]
+        times = [st.st_ctime, st.st_mtime]
         try:
             value = float(os.read(fd, 64).strip() or "nan")
         except ValueError:
@@ -140,5 +146,5 @@ def agent_clock_start(stamp: Path | None) -> tuple[float, str]:
     times, source = _stamp_times(stamp)
     if not times:
         return 0.0, f"{source}: every file counts"
-    ctime, *content = times
-    return max(0.0, min(ctime, *(c + 1 for c in content)) - CLOCK_SLACK_S), source
+    ctime, mtime, *content = times
+    return max(0.0, min(ctime, mtime, *(c + 1 for c in content)) - CLOCK_SLACK_S), source

@@ -15,7 +15,7 @@ between record headers. :func:`scan_binary` looks at every offset of a binary ch
 - **unread**: what is left is measured in :data:`WINDOW`-byte windows; a window whose
   byte entropy reaches :data:`HIGH_ENTROPY_BITS` (compressed or encrypted bytes: ~7.8
   bits; float32 tensors ~7.2, code and text below 6.5) that no decoder covered is
-  unread, and the caller makes the verdict incomplete.
+  unread, and the caller lists it (unpack.UnpackBudget.not_read).
 
 Every decoded byte counts against *room* (the caller's budget); a decoder stops there.
 """

@@ -15,8 +15,9 @@ scanned as plain bytes: a fake header hides nothing.
 Every byte read or decompressed is charged to an :class:`UnpackBudget`; when it runs
 out, or its deadline passes, unpacking stops and the budget says where. What cannot
 be read (an encrypted zip member, 7z, rar, zstd without its package, high-entropy
-bytes no decoder opened) is listed in ``unread``, which makes a verdict incomplete;
-what was only partly decoded (a truncated stream) is listed in ``undecoded``.
+bytes no decoder opened, nesting past :data:`MAX_DEPTH`) is listed in ``unread`` and,
+with what was only partly decoded (a truncated stream), in ``undecoded``: the list the
+contamination judge notes and the write set's manifest keeps. Never dropped silently.
 
 Legitimately opaque, so never listed unread (their signatures are still searched):
 native code (:data:`OPAQUE`: ELF, Mach-O, PE; compilers keep compressed sections and
@@ -114,9 +115,16 @@ class UnpackBudget:
     deadline: float | None = None  # a time.monotonic() value
     used: int = 0
     skipped_numeric: int = 0
+    # Everything not (fully) decoded: what the judge notes and the write set's manifest
+    # lists. ``unread`` repeats the part of it that no decoder here could read at all.
     undecoded: list[str] = field(default_factory=list)
-    unread: list[str] = field(default_factory=list)  # what no decoder here could read
+    unread: list[str] = field(default_factory=list)
     hit: tuple[str, str] | None = None  # (cap, detail) once a cap stopped unpacking
+
+    def not_read(self, what: str) -> None:
+        """List *what* as unread, and so as undecoded too: never dropped in silence."""
+        self.unread.append(what)
+        self.undecoded.append(what)
 
     def in_time(self, where: str) -> bool:
         """False (and the cap recorded) once a cap was hit or the deadline has passed."""
@@ -155,7 +163,7 @@ def _unpack(
     handle: BinaryIO, size: int, origin: str, budget: UnpackBudget, depth: int, charged: bool
 ) -> Iterator[Piece]:
     if depth > MAX_DEPTH:
-        budget.unread.append(f"{origin}: nested deeper than {MAX_DEPTH} levels")
+        budget.not_read(f"{origin}: nested deeper than {MAX_DEPTH} levels")
         return
     if not budget.in_time(origin):
         return
@@ -242,7 +250,7 @@ def _unpack_compressed(
             first = b""
     if not first:  # not what the magic claims (or no decoder here): the raw bytes are scanned
         if name in ("7z", "rar", "zstd") and stream is None:
-            budget.unread.append(
+            budget.not_read(
                 f"{origin}: {name} data (no decoder here); only its readable runs were scanned"
             )
         handle.seek(0)
@@ -319,7 +327,7 @@ def _unpack_zip(
             budget.skipped_numeric += member.file_size
             continue
         if member.flag_bits & 0x1:
-            budget.unread.append(f"{where}: an encrypted zip member")
+            budget.not_read(f"{where}: an encrypted zip member")
             continue
         try:
             with archive.open(member) as stream:
@@ -529,10 +537,11 @@ def _unpack_embedded(
     high-entropy bytes none of them covered listed as unread."""
     room = max(0, min(budget.max_bytes - budget.used, WHOLE_BYTES))
     scan = scan_binary(chunk, room, lambda: budget.in_time(where), opaque_ok=opaque)
-    budget.unread += [f"{where}: {u}" for u in scan.unread]
+    for unread in scan.unread:
+        budget.not_read(f"{where}: {unread}")
     for found in scan.decoded:
         if depth + 1 > MAX_DEPTH:
-            budget.unread.append(f"{where} ▸ {found.name}: nested deeper than {MAX_DEPTH} levels")
+            budget.not_read(f"{where} ▸ {found.name}: nested deeper than {MAX_DEPTH} levels")
             return
         if not budget.charge(len(found.data), f"{where} ▸ {found.name}"):
             return
