@@ -1,0 +1,63 @@
+"""Test items hidden in the formats of issue 36 item 6, through the contamination judge itself.
+
+Each planted file (``contamination_hidden_cases``) is the only training file of a run; the
+judge must flag the run and name the file (``caught``), or list the file among what it
+could not decode (``unread``). Neither would be a silent gap: a contaminated run passing
+as clean.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from posttrainbench.integrity.judges.contamination import detect_contamination
+from posttrainbench.integrity.judges.inputs import JudgeContext, JudgeInputs
+from posttrainbench.integrity.judges.scan_inputs import gather
+from posttrainbench.integrity.traces.events import NormalizedTrace
+from tests.security.contamination_hidden_cases import ITEMS, Case, cases
+from tests.unit.test_judges_contamination import checker
+
+PLANTED = "blob.dat"
+
+
+def _context(tmp_path: Path, case: Case) -> JudgeContext:
+    reference = tmp_path / "tests" / "test.jsonl"
+    reference.parent.mkdir(parents=True)
+    reference.write_text(
+        "".join(
+            json.dumps({"id": str(i), "category": "main", "data": item.model_dump()}) + "\n"
+            for i, item in enumerate(ITEMS)
+        )
+    )
+    data = tmp_path / "data_files"
+    (data / "data").mkdir(parents=True)
+    (data / "data" / PLANTED).write_bytes(case.data)
+    (data / "MANIFEST.json").write_text("{}")
+    ctx = JudgeContext(
+        JudgeInputs(
+            benchmark="gsm8k",
+            reference=reference,
+            data_files=data,
+            code_snapshot=tmp_path / "code_snapshot",
+        )
+    )
+    ctx.__dict__["traces"] = [NormalizedTrace(format="raw", events=[])]
+    ctx.__dict__["trace_files"] = [Path("agent.txt")]
+    return ctx
+
+
+@checker
+@pytest.mark.parametrize("case", cases(), ids=lambda c: c.name)
+def test_a_hidden_test_item_is_caught_or_listed_as_unread(tmp_path: Path, case: Case) -> None:
+    ctx = _context(tmp_path, case)
+    det = detect_contamination(ctx)
+    hits = [e for e in det.evidence if e.detector == "ngram_overlap" and e.flagged]
+    if case.expect == "caught":
+        assert det.flagged and any(PLANTED in (e.location or "") for e in hits), det.evidence
+    else:
+        assert not hits, det.evidence
+        notes = gather(ctx, tmp_path / "scratch").notes
+        assert any(n.startswith("not decoded") and PLANTED in n for n in notes), notes
