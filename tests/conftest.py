@@ -91,6 +91,7 @@ SHARED_UID_POOL_MODULES = (
     "test_service_",
     "test_proxy_agent",
     "test_trusted_python_isolation",
+    "test_environment_reset",
 )
 
 # The longest tests of the host tier (minutes each, measured on 2 cores), longest first:
@@ -121,6 +122,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not config.pluginmanager.hasplugin("xdist"):
         return
     items.sort(key=_rank)  # stable: the rest keeps its collection order
+    # An xdist worker runs with dist "no" and xdist's own loadgroup flag.
+    grouped = bool(getattr(config.option, "loadgroup", False))
     for item in items:
         if Path(str(item.path)).name.startswith(SHARED_UID_POOL_MODULES):
-            item.add_marker(pytest.mark.xdist_group("candidate_uids"))
+            item.add_marker(pytest.mark.xdist_group(UID_POOL_GROUP))
+            if grouped:
+                _join_group(item)
+
+
+UID_POOL_GROUP = "candidate_uids"
+
+
+def _join_group(item: pytest.Item) -> None:
+    """Give *item* the ``@group`` node-id suffix that xdist's loadgroup schedules by.
+
+    xdist 3.8 sets it by assigning ``item._nodeid``, which pytest 9.2 no longer reads (the
+    id lives in ``item._id``): the groups silently did not hold, and candidates of two
+    workers, issued the same uid, killed each other. Set where pytest reads it.
+    """
+    nodeid = item.nodeid
+    if "@" in nodeid:
+        return
+    if hasattr(item, "_id"):
+        from _pytest.nodeid import coerce_node_id
+
+        item._id = coerce_node_id(f"{nodeid}@{UID_POOL_GROUP}")
+    else:  # an older pytest: xdist's own hook sets it
+        return

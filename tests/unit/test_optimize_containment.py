@@ -135,7 +135,7 @@ for _ in range(100000):
 def test_a_fork_bomb_is_bounded_and_leaves_nothing(tmp_path):
     start = time.monotonic()
     outcome, uid, _ = _run(tmp_path, FORK_BOMB, CandidateLimits(max_processes=40), timeout_s=3)
-    assert outcome.status == "timeout" and time.monotonic() - start < 30
+    assert outcome.status == "timeout" and time.monotonic() - start < 30, outcome
     assert processes_of(uid) == []
 
 

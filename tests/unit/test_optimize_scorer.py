@@ -74,7 +74,11 @@ def test_parse_answers_ignores_noise_and_keeps_first():
 
 def test_perfect_partial_and_wrong_candidates(tmp_path):
     perfect, partial, wrong = (_score(code, tmp_path) for code in (PERFECT, PARTIAL, WRONG))
-    assert (perfect.mean, perfect.status, perfect.correct) == (1.0, "ok", 6)
+    assert (perfect.mean, perfect.status, perfect.correct) == (1.0, "ok", 6), (
+        perfect.exit_code,
+        perfect.reason,
+        perfect.stderr_tail,
+    )
     assert partial.mean == 0.5 and [s.correct for s in partial.samples] == [True, False] * 3
     assert (
         wrong.mean == 0.0
