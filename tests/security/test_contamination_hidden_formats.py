@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 
 from posttrainbench.integrity.judges.contamination import detect_contamination
-from posttrainbench.integrity.judges.inputs import JudgeContext, JudgeInputs
+from posttrainbench.integrity.judges.inputs import JudgeContext
 from posttrainbench.integrity.judges.scan_inputs import gather
-from posttrainbench.integrity.traces.events import NormalizedTrace
 from tests.security.contamination_hidden_cases import ITEMS, Case, cases
-from tests.unit.test_judges_contamination import checker
+from tests.unit.test_judges_contamination import checker, judge_context
 
 PLANTED = "blob.dat"
 
@@ -35,18 +34,7 @@ def _context(tmp_path: Path, case: Case) -> JudgeContext:
     data = tmp_path / "data_files"
     (data / "data").mkdir(parents=True)
     (data / "data" / PLANTED).write_bytes(case.data)
-    (data / "MANIFEST.json").write_text("{}")
-    ctx = JudgeContext(
-        JudgeInputs(
-            benchmark="gsm8k",
-            reference=reference,
-            data_files=data,
-            code_snapshot=tmp_path / "code_snapshot",
-        )
-    )
-    ctx.__dict__["traces"] = [NormalizedTrace(format="raw", events=[])]
-    ctx.__dict__["trace_files"] = [Path("agent.txt")]
-    return ctx
+    return judge_context(tmp_path, reference, data)
 
 
 @checker

@@ -68,6 +68,13 @@ def setup(
             for r in training
         )
     )
+    return judge_context(tmp_path, reference, data, events)
+
+
+def judge_context(
+    tmp_path: Path, reference: Path, data: Path, events: list[TraceEvent] | None = None
+) -> JudgeContext:
+    """A GSM8K contamination judge's inputs: the collected *data* files and a raw trace."""
     (data / "MANIFEST.json").write_text("{}")
     ctx = JudgeContext(
         JudgeInputs(
