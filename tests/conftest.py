@@ -94,6 +94,8 @@ SHARED_UID_POOL_MODULES = (
     "test_environment_reset",
 )
 
+UID_POOL_GROUP = "candidate_uids"
+
 # The longest tests of the host tier (minutes each, measured on 2 cores), longest first:
 # `pytest -n` hands out work in collection order, so these start at once instead of
 # landing on one worker at the end. A substring of the node id, in this order.
@@ -131,9 +133,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 _join_group(item)
 
 
-UID_POOL_GROUP = "candidate_uids"
-
-
 def _join_group(item: pytest.Item) -> None:
     """Give *item* the ``@group`` node-id suffix that xdist's loadgroup schedules by.
 
@@ -141,12 +140,8 @@ def _join_group(item: pytest.Item) -> None:
     id lives in ``item._id``): the groups silently did not hold, and candidates of two
     workers, issued the same uid, killed each other. Set where pytest reads it.
     """
-    nodeid = item.nodeid
-    if "@" in nodeid:
+    if "@" in item.nodeid or not hasattr(item, "_id"):  # an older pytest: xdist sets it
         return
-    if hasattr(item, "_id"):
-        from _pytest.nodeid import coerce_node_id
+    from _pytest.nodeid import coerce_node_id
 
-        item._id = coerce_node_id(f"{nodeid}@{UID_POOL_GROUP}")
-    else:  # an older pytest: xdist's own hook sets it
-        return
+    item._id = coerce_node_id(f"{item.nodeid}@{UID_POOL_GROUP}")
