@@ -1,9 +1,9 @@
 """Test items hidden in the formats of issue 36 item 6, through the contamination judge itself.
 
 Each planted file (``contamination_hidden_cases``) is the only training file of a run; the
-judge must flag the run and name the file (``caught``), or list the file among what it
-could not decode (``unread``). Neither would be a silent gap: a contaminated run passing
-as clean.
+judge must flag the run and name the file (``caught``), or list the file among what no
+decoder here reads (``unread``), which makes the verdict incomplete: flagged by the limit
+rule, never clean. Either way no contaminated run passes as clean.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 
 from posttrainbench.integrity.judges.contamination import detect_contamination
 from posttrainbench.integrity.judges.inputs import JudgeContext
+from posttrainbench.integrity.judges.precedence import decide
 from posttrainbench.integrity.judges.scan_inputs import gather
 from tests.security.contamination_hidden_cases import ITEMS, Case, cases
 from tests.unit.test_judges_contamination import checker, judge_context
@@ -49,3 +50,8 @@ def test_a_hidden_test_item_is_caught_or_listed_as_unread(tmp_path: Path, case: 
         assert not hits, det.evidence
         notes = gather(ctx, tmp_path / "scratch").notes
         assert any(n.startswith("not decoded") and PLANTED in n for n in notes), notes
+        unread = [h for h in det.incomplete if h.cap == "decoder"]
+        assert unread and PLANTED in unread[0].detail, det.incomplete
+        verdict = decide("contamination", det, None, None)
+        assert verdict.flagged is True and verdict.decided_by == "limit", verdict
+        assert verdict.justification.startswith("incomplete: decoding the agent's files")

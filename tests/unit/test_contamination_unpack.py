@@ -8,10 +8,14 @@ import gzip
 import io
 import json
 import lzma
+import os
 import pickle
+import random
+import string
 import struct
 import tarfile
 import zipfile
+import zlib
 
 import pytest
 
@@ -164,3 +168,52 @@ def test_checkpoints_give_their_text_and_skip_their_floats(tmp_path):
         "readable runs" in o
         for o in found(safetensors_bytes({"w": ("F32", floats, [4096])}, tail=RECORD))
     )
+
+
+def _pack_like(objects: list[bytes]) -> bytes:
+    """A git-pack-like file: a header, then each object as a few header bytes and a zlib stream."""
+    out = b"PACK\x00\x00\x00\x02" + struct.pack(">I", len(objects))
+    for i, obj in enumerate(objects):
+        out += bytes([0xB0 | (i % 16), 0x40 + (len(obj) % 64)]) + zlib.compress(obj, 9)
+    return out
+
+
+def test_a_small_stream_first_does_not_hide_the_streams_after_it():
+    # A stream that ended within the decoder's first bounded step was taken to run to
+    # the file's end: every stream after it was skipped, and its bytes counted as covered.
+    # The file must outgrow that first step (4 KiB): prose of random words.
+    rng = random.Random(7)
+    filler = " ".join(
+        "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(2, 9)))
+        for _ in range(3000)
+    ).encode()
+    data = _pack_like([b"tiny object, read first " * 3, RECORD * 3, filler])
+    budget = UnpackBudget(max_bytes=10**8)
+    assert any("zlib@" in o for o in found(data, budget)), budget.undecoded
+    assert not budget.unread
+
+
+def test_a_pack_of_many_small_streams_is_read_whole_and_not_unread():
+    # Honest git packs: objects of a few hundred bytes, each a stream behind its own
+    # header, so no one stream covers a whole entropy window; together they do.
+    objects = [
+        (f"def f{i}(x):\n    return x * {i} + {i * i}  # {os.urandom(40).hex()}\n" * 3).encode()
+        for i in range(60)
+    ]
+    budget = UnpackBudget(max_bytes=10**8)
+    pieces = list(unpack_bytes(_pack_like(objects), "pack", budget))
+    assert sum(p.data.count(b"def f") for p in pieces) >= 60 * 3
+    assert not budget.unread, budget.unread[:3]
+
+
+def test_a_zstd_signature_in_native_code_is_not_unread_but_one_elsewhere_is():
+    # Compilers keep compressed debug sections in native code (a Go binary in a wheel);
+    # native code is opaque (unpack.OPAQUE), but the same bytes in a data file are unread.
+    frame = b"\x28\xb5\x2f\xfd" + os.urandom(64)
+    elf = b"\x7fELF\x02\x01\x01" + b"\x00" * 57 + b"code " * 40 + frame + b"\x00" * 64
+    native = UnpackBudget(max_bytes=10**8)
+    list(unpack_bytes(elf, "bin/tool", native))
+    assert not native.unread, native.unread
+    data = UnpackBudget(max_bytes=10**8)
+    list(unpack_bytes(b"header " * 40 + frame, "blob.dat", data))
+    assert any("zstd" in u for u in data.unread), data.unread

@@ -162,7 +162,9 @@ def test_the_trace_byte_cap_makes_trace_judges_incomplete(tmp_path):
     assert "2 of 3 log files" in api.incomplete[0].detail
 
 
-def write_set(tmp_path: Path, texts: dict[str, str], incomplete: bool = False) -> Path:
+def write_set(
+    tmp_path: Path, texts: dict[str, str], incomplete: bool = False, unread: list[str] = ()
+) -> Path:
     root = tmp_path / "write_set"
     (root / TEXT_DIR).mkdir(parents=True)
     staged = []
@@ -174,7 +176,13 @@ def write_set(tmp_path: Path, texts: dict[str, str], incomplete: bool = False) -
         [{"cap": "bytes", "check": "staging the write set", "detail": "junk"}] if incomplete else []
     )
     WriteSetManifest(
-        since=0, since_source="test", roots=["/"], texts=staged, incomplete=hits
+        since=0,
+        since_source="test",
+        roots=["/"],
+        texts=staged,
+        incomplete=hits,
+        undecoded=list(unread),
+        unread=list(unread),
     ).write(root)
     return root
 
@@ -228,6 +236,42 @@ def test_junk_past_the_byte_cap_buys_a_flag_not_a_clean_verdict(tmp_path):
         gone, tmp_path / "out", judges=["contamination"], llm_votes=0, limits=roomy
     )
     assert verdict.flagged is None and "write set" in verdict.justification
+
+
+@checker
+def test_content_no_decoder_reads_is_incomplete_never_clean(tmp_path):
+    """Test items in a 7z archive or a broken arrow file are not read: the run is flagged
+    by the limit rule, with what was not read named, never cleared."""
+    train = "".join(json.dumps(r) + "\n" for r in rows("train.jsonl", 20))
+    roomy = limits(contamination=JudgeLimit(time_s=60, max_bytes=10**9))
+    ws = write_set(
+        tmp_path, {"/app/train.jsonl": train}, unread=["/app/.cache/d.bin: 7z data at byte 0"]
+    )
+    ctx = JudgeContext(JudgeInputs(benchmark="gsm8k", reference=reference(tmp_path), write_set=ws))
+    (verdict,) = run_judges(
+        ctx, tmp_path / "out", judges=["contamination"], llm_votes=0, limits=roomy
+    )
+    assert verdict.flagged is True and verdict.decided_by == "limit", verdict.justification
+    assert verdict.incomplete[0].cap == "decoder"
+    assert verdict.justification.startswith("incomplete: decoding the write set: 1 part(s)")
+    assert "/app/.cache/d.bin: 7z data" in verdict.justification
+
+    # An "arrow" file pyarrow cannot read: its rows were never checked.
+    data = tmp_path / "data_files"
+    (data / "data").mkdir(parents=True)
+    (data / "data" / "cache.arrow").write_bytes(b"ARROW1\x00\x00" + train.encode())
+    (data / "MANIFEST.json").write_text("{}")
+    clean_ws = write_set(tmp_path / "clean", {"/app/train.jsonl": train})
+    ctx = JudgeContext(
+        JudgeInputs(
+            benchmark="gsm8k", reference=reference(tmp_path), write_set=clean_ws, data_files=data
+        )
+    )
+    (verdict,) = run_judges(
+        ctx, tmp_path / "out", judges=["contamination"], llm_votes=0, limits=roomy
+    )
+    assert verdict.flagged is True and verdict.decided_by == "limit", verdict.justification
+    assert "reading the unpacked files" in verdict.justification
 
 
 @checker

@@ -249,6 +249,8 @@ def stage_write_set(
         entries_not_listed=max(0, len(entries) - MAX_LISTED),
         texts=[StagedText(file=f, origin=o, fmt=t) for f, o, t in stager.written],
         undecoded=stager.budget.undecoded[:MAX_LISTED],
+        unread=stager.budget.unread[:MAX_LISTED],
+        unread_not_listed=max(0, len(stager.budget.unread) - MAX_LISTED),
         incomplete=incomplete,
         seconds=round(time.monotonic() - started, 3),
     )
@@ -299,6 +301,11 @@ def main(argv: list[str] | None = None) -> int:
         f"write set: {manifest.n_files} files ({manifest.n_bytes} bytes) since {manifest.since:.0f} "
         f"({manifest.since_source}); staged {len(manifest.texts)} texts ({manifest.staged_bytes} bytes)"
         + (f"; INCOMPLETE: {cut}" if cut else "")
+        + (
+            f"; UNREAD: {len(manifest.unread) + manifest.unread_not_listed} parts"
+            if manifest.unread
+            else ""
+        )
     )
     return 0
 

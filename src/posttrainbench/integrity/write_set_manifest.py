@@ -74,8 +74,14 @@ class WriteSetManifest(BaseModel):
     entries_not_listed: int = 0
     texts: list[StagedText] = Field(default_factory=list)
     undecoded: list[str] = Field(
-        default_factory=list, description="contents no decoder here could open"
+        default_factory=list, description="contents not (fully) decoded, with why"
     )
+    unread: list[str] = Field(
+        default_factory=list,
+        description="the part of undecoded that no decoder here reads at all (7z, rar, "
+        "high-entropy bytes): the contamination verdict is then incomplete, never clean",
+    )
+    unread_not_listed: int = 0
     incomplete: list[LimitHit] = Field(default_factory=list)
     seconds: float = 0.0
 

@@ -118,7 +118,8 @@ def scan_binary(
         magic = data[at : at + 4]
         unread = next((n for m, n in _UNREAD_MAGIC.items() if magic.startswith(m)), None)
         if unread is not None:
-            if not _has_decoder(unread):
+            # In native code, as its high-entropy bytes (compressed debug sections).
+            if not _has_decoder(unread) and not opaque_ok:
                 scan.unread.append(f"{unread} data at byte {at} (no decoder here)")
             continue
         take(_at_signature(view, at, room))
@@ -193,11 +194,14 @@ def _stream(
 ) -> Decoded | None:
     """Decode one stream starting at *at*; None unless it ends (or fills *room*) cleanly."""
     decoder = make()
+    # The end of the input the decoder was given: its unused_data counts back from there.
+    fed_to = min(len(view), at + PROBE_IN)
     try:
         # A first bounded step: noise fails or ends within it, at little cost.
-        out = decoder.decompress(view[at : at + PROBE_IN], min(room, PROBE_OUT))  # type: ignore[attr-defined]
-        if not getattr(decoder, "eof", False) and len(out) < room and at + PROBE_IN < len(view):
+        out = decoder.decompress(view[at:fed_to], min(room, PROBE_OUT))  # type: ignore[attr-defined]
+        if not getattr(decoder, "eof", False) and len(out) < room and fed_to < len(view):
             decoder = make()
+            fed_to = len(view)
             out = decoder.decompress(view[at:], room)  # type: ignore[attr-defined]
     except (zlib.error, OSError, lzma.LZMAError, EOFError, ValueError, MemoryError):
         return None
@@ -205,7 +209,7 @@ def _stream(
     if len(out) < MIN_OUTPUT or not (ended or len(out) >= room):
         return None
     unused = len(getattr(decoder, "unused_data", b""))
-    end = len(view) - unused if ended else len(view)
+    end = fed_to - unused if ended else fed_to
     if ended and len(out) < min_ratio * (end - at):
         return None
     return Decoded(at, end, f"{name}@{at}", out)
@@ -310,9 +314,10 @@ def _high_entropy(data: bytes) -> list[tuple[int, int]]:
 
 
 def _inside(region: tuple[int, int], covered: list[tuple[int, int]]) -> bool:
-    """Whether a decoded stream covers most of the window (its edges may hold headers)."""
+    """Whether decoded streams cover most of the window (the rest may be headers: a git
+    pack's objects are small streams, each behind a few bytes of its own header)."""
     a, b = region
-    return any(min(b, e) - max(a, s) >= (b - a) // 2 for s, e in covered)
+    return sum(max(0, min(b, e) - max(a, s)) for s, e in covered) >= (b - a) // 2
 
 
 def _merge(regions) -> list[tuple[int, int]]:

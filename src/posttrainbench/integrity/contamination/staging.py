@@ -53,8 +53,6 @@ class TextStager:
                 if not self.add(piece):
                     break
         except Exception as exc:
-            self.budget.undecoded.append(
-                f"{origin}: unpacking failed ({type(exc).__name__}: {exc})"
-            )
+            self.budget.not_read(f"{origin}: unpacking failed ({type(exc).__name__}: {exc})")
             return f"unpacking failed: {type(exc).__name__}"
         return "cut short by a cap" if self.budget.hit is not None else None

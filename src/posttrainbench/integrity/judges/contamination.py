@@ -15,7 +15,9 @@ Detectors:
   (``evaluate.py`` does), so this never flags alone; copying it into training data is
   what the n-gram check catches.
 - ``scan_coverage`` (supporting only): what the scan could not decode, numbers skipped
-  in checkpoints. Caps that cut the scan short make the verdict *incomplete*.
+  in checkpoints. Caps that cut the scan short, and content no decoder here reads (a 7z
+  archive, high-entropy bytes, a parquet file pyarrow cannot read), make the verdict
+  *incomplete*, never clean.
 
 An evaluation output the agent kept (questions next to its model's answers) also
 matches; a human override clears such a flag.
@@ -31,7 +33,7 @@ from pathlib import Path
 from posttrainbench.integrity.judges.actions import trace_actions
 from posttrainbench.integrity.judges.detection import Detection
 from posttrainbench.integrity.judges.inputs import JudgeContext
-from posttrainbench.integrity.judges.scan_inputs import ScanInputs, gather
+from posttrainbench.integrity.judges.scan_inputs import ScanInputs, gather, unread_hit
 
 MAX_MATCH_EVIDENCE = 50
 MAX_ACCESS_EVIDENCE = 10
@@ -137,6 +139,8 @@ def _matches(ctx: JudgeContext, det: Detection, scan: ScanInputs, report) -> Non
         )
     for error in report.errors[:MAX_ACCESS_EVIDENCE]:
         det.add("ngram_overlap", False, f"could not read: {error}")
+    if report.errors:  # a parquet or arrow file pyarrow cannot read: its rows were not checked
+        det.incomplete.append(unread_hit("reading the unpacked files", report.errors))
 
 
 def _trace_access(ctx: JudgeContext, det: Detection) -> None:

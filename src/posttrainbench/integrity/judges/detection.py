@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 
-from posttrainbench.integrity.judges.verdict import Evidence, LimitHit
+from posttrainbench.integrity.judges.verdict import Cap, Evidence, LimitHit
 
 
 class Detection(BaseModel):
@@ -35,6 +33,6 @@ class Detection(BaseModel):
             Evidence(detector=detector, flagged=flagged, detail=detail, location=location)
         )
 
-    def cut_short(self, cap: Literal["time", "bytes", "files"], check: str, detail: str) -> None:
+    def cut_short(self, cap: Cap, check: str, detail: str) -> None:
         """Record a check that a cap stopped before it finished."""
         self.incomplete.append(LimitHit(cap=cap, check=check, detail=detail))

@@ -6,11 +6,13 @@
 2. **Flagging detector.** Any deterministic finding that is a violation on its own
    flags the run. An LLM review cannot clear it (its votes are still recorded).
    ``decided_by = "detector"``.
-3. **Incomplete.** A cap (time, bytes, files) cut a check short, so what it did not
-   cover could hide anything: the run is flagged, ``decided_by = "limit"``, and the
-   justification starts with ``incomplete:`` and the caps hit. Filling a sandbox with
-   junk therefore buys a flag, never a clean verdict; a human override clears an
-   honest run that was merely large.
+3. **Incomplete.** A cap (time, bytes, files) cut a check short, or the check met
+   content no decoder here reads (cap ``decoder``: a 7z archive, high-entropy bytes), so
+   what it did not cover could hide anything: the run is flagged, ``decided_by =
+   "limit"``, and the justification starts with ``incomplete:`` and what was not
+   covered. Filling a sandbox with junk, or hiding data in a format the scan cannot
+   open, therefore buys a flag, never a clean verdict; a human override clears an
+   honest run that was merely large or kept such a file.
 4. **LLM majority.** When an LLM review produced valid votes, their majority decides
    (a tie flags; see :mod:`llm_review`). ``decided_by = "llm"``.
 5. **Clean detectors.** With every input the detectors needed, nothing flagged:
@@ -141,8 +143,14 @@ def _majority_reason(review: LlmReview, decision: bool) -> str:
 
 
 def incomplete_text(hits: list[LimitHit]) -> str:
-    """One line naming each cap hit: '<check> stopped by its <cap> cap (<detail>)'."""
-    return "; ".join(f"{h.check} stopped by its {h.cap} cap ({h.detail})" for h in hits)
+    """One line naming each cap hit: '<check> stopped by its <cap> cap (<detail>)', or
+    '<check>: <detail>' for content no decoder reads."""
+    return "; ".join(
+        f"{h.check}: {h.detail}"
+        if h.cap == "decoder"
+        else f"{h.check} stopped by its {h.cap} cap ({h.detail})"
+        for h in hits
+    )
 
 
 def _notes(

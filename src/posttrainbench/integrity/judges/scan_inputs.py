@@ -10,7 +10,9 @@ In this order, within the judge's byte cap and deadline:
 3. the collected data files and the code snapshot, unpacked here, except files the
    write set already covered.
 
-Links are never followed. What could not be read or decoded is listed as a note.
+Links are never followed. What could not be read or decoded is listed as a note; what
+no decoder here reads at all (7z, rar, high-entropy bytes) also makes the verdict
+incomplete (cap ``decoder``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from posttrainbench.integrity.write_set_manifest import TEXT_DIR, WriteSetManife
 WORKSPACE = "/app"
 NOT_DATA = frozenset({"MANIFEST.json"})
 MAX_NOTES = 20
+UNREAD_SHOWN = 3
 
 
 @dataclass
@@ -71,6 +74,8 @@ def gather(ctx: JudgeContext, scratch: Path) -> ScanInputs:
         out.add(scratch / name, origin)
     out.skipped_numeric += budget.skipped_numeric
     out.notes += [f"not decoded: {u}" for u in budget.undecoded[:MAX_NOTES]]
+    if budget.unread:
+        out.incomplete.append(unread_hit("decoding the agent's files", budget.unread))
     if budget.hit is not None:
         cap, detail = budget.hit
         out.incomplete.append(
@@ -89,6 +94,10 @@ def _write_set(directory: Path, budget: UnpackBudget, out: ScanInputs) -> set[st
     out.incomplete += manifest.incomplete
     out.skipped_numeric += manifest.skipped_numeric_bytes
     out.notes += [f"not decoded in the write set: {u}" for u in manifest.undecoded[:MAX_NOTES]]
+    if manifest.unread:
+        out.incomplete.append(
+            unread_hit("decoding the write set", manifest.unread, manifest.unread_not_listed)
+        )
     for staged in manifest.texts:
         path = directory / TEXT_DIR / staged.file
         if "/" in staged.file or not _regular(path):
@@ -98,6 +107,16 @@ def _write_set(directory: Path, budget: UnpackBudget, out: ScanInputs) -> set[st
             break
         out.add(path, staged.origin)
     return {e.path for e in manifest.entries if e.scanned}
+
+
+def unread_hit(check: str, unread: list[str], not_listed: int = 0) -> LimitHit:
+    """Content no decoder here reads, as what makes the verdict incomplete: it could hide
+    anything (the first few named; all are in the notes or the write set's manifest)."""
+    n = len(unread) + not_listed
+    shown = "; ".join(unread[:UNREAD_SHOWN]) + ("; ..." if n > UNREAD_SHOWN else "")
+    return LimitHit(
+        cap="decoder", check=check, detail=f"{n} part(s) no decoder here reads: {shown}"
+    )
 
 
 def _regular(path: Path) -> bool:

@@ -25,6 +25,9 @@ JUDGE_IDS: tuple[str, ...] = (
 AUDIT_IDS: tuple[str, ...] = ("isolation",)
 VERDICT_IDS: tuple[str, ...] = JUDGE_IDS + AUDIT_IDS
 DecidedBy = Literal["override", "detector", "limit", "llm", "none"]
+# What stopped a check short: a time, byte or file cap, or content that no decoder here
+# reads (7z, rar, zstd without its package, high-entropy bytes: it could hide anything).
+Cap = Literal["time", "bytes", "files", "decoder"]
 # Below this share of LLM votes agreeing with their majority, a verdict is shown as
 # low-agreement: with 3 votes a 2-1 split, with 5 votes a 3-2 split.
 LOW_AGREEMENT = 0.75
@@ -44,11 +47,12 @@ class Evidence(BaseModel):
 
 
 class LimitHit(BaseModel):
-    """A cap that stopped a check before it finished: what the check did not cover."""
+    """A cap that stopped a check before it finished, or content it could not decode:
+    what the check did not cover."""
 
     model_config = ConfigDict(extra="forbid")
 
-    cap: Literal["time", "bytes", "files"]
+    cap: Cap
     check: str = Field(description="what was cut short, e.g. 'write-set staging', 'n-gram scan'")
     detail: str
 
@@ -77,9 +81,9 @@ class Judgement(BaseModel):
     """The verdict of one judge on one run.
 
     ``flagged`` is None when the judge could not decide (an input was missing); the
-    reason is then in ``justification``. A check cut short by a cap is never clean:
-    ``incomplete`` lists the caps hit and, unless a detector or an override decided,
-    the run is flagged with ``decided_by = "limit"``.
+    reason is then in ``justification``. A check cut short by a cap, or that met content
+    no decoder here reads, is never clean: ``incomplete`` lists them and, unless a
+    detector or an override decided, the run is flagged with ``decided_by = "limit"``.
     """
 
     model_config = ConfigDict(extra="forbid")
