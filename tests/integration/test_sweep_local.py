@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from posttrainbench.envs.instance_fs import stale_ptb_mounts
 from tests.helpers import REPO, run_ptb
 
 pytestmark = pytest.mark.slow
@@ -103,3 +105,37 @@ def test_sweep_runs_resumes_and_retries_errored_trials(tmp_path: Path) -> None:
 
     records, _ = ResultsStore.open(tmp_path / "results", create=False).load()
     assert {r.job_name for r in records} == {"s"}  # the sweep's own name, for provenance
+
+
+def test_a_sweep_killed_mid_trial_resumes_with_the_same_command(tmp_path: Path) -> None:
+    """kill -9 of the runner leaves its instance's overlay mounted; the resume unmounts it,
+    so Harbor can remove the dead trial's dir and run the trial again (issue 38, item 1)."""
+    args = [*ARGS[: ARGS.index("--n-attempts")], "--hours", "0.1", "--eval-limit", "1"]
+    args += ["--cpus", "2", "--memory-gb", "8", "--name", "k"]
+    sweep = tmp_path / "ptb-sweeps" / "k"
+    env = {**os.environ, "HARBOR_TELEMETRY": "0", "PYTHONPATH": str(REPO / "src")}
+    runner = subprocess.Popen(
+        [sys.executable, "-c", "from posttrainbench.cli.app import main; main()", *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 900
+    while not stale_ptb_mounts(tmp_path) and runner.poll() is None:
+        assert time.monotonic() < deadline, "the trial's sandbox never started"
+        time.sleep(0.5)
+    assert runner.poll() is None, "the sweep ended before it could be killed"
+    os.killpg(runner.pid, signal.SIGKILL)
+    runner.wait(timeout=60)
+    assert stale_ptb_mounts(tmp_path), "kill -9 should leave the overlay mounted"
+    status = json.loads(run_ptb("sweep", "status", str(sweep), "--json").stdout)
+    assert status["resume_command"], status
+
+    resumed = run_ptb(*args, cwd=tmp_path, timeout=1800)
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-3000:]
+    assert "unmounted a dead run's sandbox overlay" in resumed.stderr
+    (trial,) = _trials(sweep)
+    assert (trial / "result.json").is_file()
+    assert not stale_ptb_mounts(tmp_path)

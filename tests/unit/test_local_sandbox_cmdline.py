@@ -90,3 +90,20 @@ def test_sandbox_path_to_trusted_root(tmp_path: Path) -> None:
     assert fs.locate("final_model") == (fs.rootfs, "app/final_model")
     with pytest.raises(PermissionError):
         fs.locate("/usr/bin/python")
+
+
+def test_stale_mounts_are_the_instances_overlays_below_the_directory(tmp_path):
+    from posttrainbench.envs.instance_fs import stale_ptb_mounts
+
+    jobs = tmp_path / "my jobs"
+    jobs.mkdir()
+    esc = str(jobs).replace(" ", "\\040")
+    info = tmp_path / "mountinfo"
+    info.write_text(
+        f"1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"
+        f"2 1 0:50 / {esc}/t__1/sandbox/a/ptb/merged rw - overlay overlay rw,lowerdir=/x\n"
+        f"3 1 0:51 / {esc}/t__2/sandbox/b/ptb/merged rw - tmpfs tmpfs rw\n"
+        f"4 1 0:52 / /elsewhere/t__3/sandbox/c/ptb/merged rw - overlay overlay rw\n"
+        f"5 1 0:53 / {esc}/t__4/sandbox/d/other rw - overlay overlay rw\n"
+    )
+    assert stale_ptb_mounts(jobs, info) == [jobs / "t__1" / "sandbox" / "a" / "ptb" / "merged"]

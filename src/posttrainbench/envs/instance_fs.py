@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -216,3 +217,42 @@ class InstanceFs:
         if path.parts[1:2] and f"/{path.parts[1]}" in ("/usr", "/proc", "/dev", "/sys"):
             raise PermissionError(f"{sandbox_path} is read-only inside the sandbox")
         return self.rootfs, path.relative_to("/").as_posix()
+
+
+def _unescape_mount_field(text: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), text)
+
+
+def stale_ptb_mounts(under: Path, mountinfo: Path = Path("/proc/self/mountinfo")) -> list[Path]:
+    """The instances' overlay mount points (``.../ptb/merged``) below *under*."""
+    root = Path(os.path.realpath(under))
+    found = []
+    for line in mountinfo.read_text().splitlines():
+        fields, _, fs = line.partition(" - ")
+        parts = fields.split()
+        if len(parts) < 5 or not fs.startswith("overlay "):
+            continue
+        point = Path(_unescape_mount_field(parts[4]))
+        if point.name == "merged" and point.parent.name == "ptb" and point.is_relative_to(root):
+            found.append(point)
+    return found
+
+
+def release_stale_mounts(under: Path) -> list[Path]:
+    """Lazily unmount the overlays of instances below *under* whose runner is gone.
+
+    The caller must know that no live instance is below *under* (a sweep's runner holds
+    the sweep's lock). A runner killed with ``kill -9`` never unmounts its instances'
+    overlays; their trial dirs then cannot be removed (EBUSY), which is what Harbor does
+    before it runs an unfinished trial again.
+    """
+    released = []
+    for point in stale_ptb_mounts(under):
+        result = subprocess.run(["umount", "-l", str(point)], capture_output=True, text=True)
+        if result.returncode == 0:
+            released.append(point)
+        else:
+            logging.getLogger(__name__).warning(
+                "could not unmount %s: %s", point, result.stderr.strip()
+            )
+    return released

@@ -24,6 +24,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from posttrainbench.credentials.resolve import AuthMode
+from posttrainbench.envs.instance_fs import release_stale_mounts
 from posttrainbench.sweep.condor import (
     CondorEnv,
     CondorSettings,
@@ -212,10 +213,15 @@ def run_sweep(request: SweepRequest) -> SweepOutcome:
             outcome.commands = [f"harbor run -c {job_file}"]
             return outcome
         job_dir = sweep_dir / "jobs" / job_name_of(sweep_dir)
+        # A runner killed with kill -9 left its instances' overlays mounted; we hold the
+        # lock, so none of them is live, and Harbor must be able to remove their trial dirs.
+        for point in release_stale_mounts(sweep_dir / "jobs"):
+            outcome.warnings.append(f"unmounted a dead run's sandbox overlay: {point}")
         if spec.retry == "errored":
-            outcome.retired, outcome.warnings = retire(
+            outcome.retired, retire_warnings = retire(
                 trials_to_retry(job_dir), sweep_dir / "retired"
             )
+            outcome.warnings += retire_warnings
         _run_job(config, sweep_dir, spec, credentials)
         outcome.ran = True
         return outcome
