@@ -13,6 +13,7 @@ from harbor.models.task.config import TaskConfig, VerifierEnvironmentMode
 from harbor.models.task.task import Task
 
 from posttrainbench.catalog import list_benchmarks
+from posttrainbench.integrity.agentic.config import AGENTIC_ENV
 from posttrainbench.schemas import TaskSpec
 from posttrainbench.tasks.compiler import compile_task
 from posttrainbench.tasks.options import CompileOptions
@@ -206,7 +207,10 @@ def test_llm_judged_benchmark_gets_judge_requirements_and_env(tmp_path: Path) ->
         task / "environment/requirements.txt"
     ).read_text()
     assert not list((plain / "environment/ptb").glob("*judge*"))
-    assert not TaskConfig.model_validate_toml((plain / "task.toml").read_text()).verifier.env
+    # Only PostTrainBench's agentic judges' settings (integrity/agentic, off while empty).
+    assert set(
+        TaskConfig.model_validate_toml((plain / "task.toml").read_text()).verifier.env
+    ) == set(AGENTIC_ENV)
 
 
 def test_offline_compile_without_prepared_data_is_one_clear_error(tmp_path: Path) -> None:

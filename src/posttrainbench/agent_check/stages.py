@@ -10,7 +10,7 @@ from harbor.models.trial.result import TimingInfo, TrialResult
 from pydantic import ValidationError
 
 from posttrainbench.agent_check.report import StageResult
-from posttrainbench.integrity.judges.verdict import Judgement
+from posttrainbench.integrity.judges.verdict import VERDICT_IDS, Judgement
 from posttrainbench.integrity.traces.load import TraceInputError, parse_trace, parse_trial_trace
 from posttrainbench.integrity.traces.trial_files import find_trial_traces
 from posttrainbench.safe_fs import SafeDir
@@ -185,7 +185,10 @@ def judges(trial_dir: Path, commands: list[str]) -> StageResult:
     every command the script ran."""
     verdicts: list[Judgement] = []
     verifier = trial_dir / "verifier"
+    ours = {Judgement.filename(j) for j in VERDICT_IDS}  # not PostTrainBench's judges' files
     for path in sorted(verifier.glob("judgement_*.json")) if verifier.is_dir() else []:
+        if path.name not in ours:
+            continue
         data = _verifier_json(trial_dir, path.name)
         try:
             verdicts.append(Judgement.model_validate(data))

@@ -22,6 +22,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from posttrainbench.integrity.agentic.verdicts import STATUS_FILE as AGENTIC_STATUS_FILE
+from posttrainbench.integrity.agentic.verdicts import AgenticStatus
 from posttrainbench.integrity.judges.verdict import JUDGE_IDS, VERDICT_IDS, Judgement
 from posttrainbench.integrity.traces.trial_files import (
     MAX_TRACE_BYTES,
@@ -84,7 +86,7 @@ def trial_id(text: str) -> str | None:
 
 
 # The verifier's files a reader lstats: those the fingerprint covers and those `_read` opens.
-_VERIFIER_NAMES = frozenset({"metrics.json", "task.json", TASK_VERSION_FILE})
+_VERIFIER_NAMES = frozenset({"metrics.json", "task.json", TASK_VERSION_FILE, AGENTIC_STATUS_FILE})
 
 
 def _listed(name: str) -> bool:
@@ -92,7 +94,7 @@ def _listed(name: str) -> bool:
 
 
 def _printed(name: str) -> bool:
-    return name == "metrics.json" or name.startswith("judgement_")
+    return name in ("metrics.json", AGENTIC_STATUS_FILE) or name.startswith("judgement_")
 
 
 # (name, lstat) of the files of interest in each of JUDGE_DIRS, sorted by name
@@ -213,6 +215,7 @@ def read_trial_at(root: SafeDir, trial_dir: Path | str, text: str | None = None)
     metrics = _metrics(root, verifier.get("metrics.json"))
     benchmark, base_model = _benchmark_and_model(result.task_name, spec, metrics)
     verdicts = _verdicts(root, listings, refused)
+    ptb_judges = _ptb_judges(root, verifier.get(AGENTIC_STATUS_FILE), refused)
     outcome = classify(result, metrics)
     score = None
     if outcome.kind == "completed":  # the verifier's accuracy, else the bare reward
@@ -244,6 +247,7 @@ def read_trial_at(root: SafeDir, trial_dir: Path | str, text: str | None = None)
         reward=outcome.reward,
         metrics=metrics,
         verdicts=verdicts,
+        ptb_judges=ptb_judges,
         # An audit verdict flags a run but never stands in for a judge that cleared it.
         flagged=combine_flags(
             [v for v in verdicts if v.judge in JUDGE_IDS or v.flagged], len(JUDGE_IDS)
@@ -367,6 +371,23 @@ def _benchmark_and_model(
             f"task {task_name!r} disagrees with its metrics.json benchmark {metrics.benchmark!r}"
         )
     return benchmark, model
+
+
+def _ptb_judges(
+    root: SafeDir, st: os.stat_result | None, refused: list[str]
+) -> AgenticStatus | None:
+    """PostTrainBench's agentic judges' outcome (verifier/ptb_judges.json), if any."""
+    if st is None:
+        return None
+    try:
+        return AgenticStatus.model_validate_json(
+            root.read_bytes(f"verifier/{AGENTIC_STATUS_FILE}", MAX_JSON_BYTES, lstat=st)
+        )
+    except Refused as exc:
+        refused.append(str(exc))
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def _verdicts(root: SafeDir, listings: Listings, refused: list[str]) -> list[Judgement]:

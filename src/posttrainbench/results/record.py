@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from posttrainbench.integrity.agentic.verdicts import AgenticStatus
 from posttrainbench.integrity.judges.verdict import Judgement
 from posttrainbench.results.pack import BlobRef
 from posttrainbench.schemas import Metrics, TaskSpec, legacy_failure
@@ -102,6 +103,11 @@ class ResultRecord(BaseModel):
     reward: float | None = None
     metrics: Metrics | None = None
     verdicts: list[Judgement] = Field(default_factory=list)
+    ptb_judges: AgenticStatus | None = Field(
+        default=None,
+        description="PostTrainBench's agentic judges (verifier/ptb_judges.json), beside ours; "
+        "they do not enter `flagged`",
+    )
     flagged: bool | None = None
     usage: Usage = Field(default_factory=Usage)
     time: TimeUsed = Field(default_factory=TimeUsed)

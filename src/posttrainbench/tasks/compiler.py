@@ -26,6 +26,7 @@ from posttrainbench.data.prepare import DataPrepareError, prepare_benchmark, tas
 from posttrainbench.envs.layer_manifest import MANIFEST_PATH, LayerManifest
 from posttrainbench.errors import PtbError
 from posttrainbench.evaluation.watchdog import OUTER_RESERVE_S
+from posttrainbench.integrity.agentic.config import AGENTIC_ENV
 from posttrainbench.integrity.contamination.reference import reference_from_split, write_reference
 from posttrainbench.integrity.contamination.tokens import cl100k_file
 from posttrainbench.integrity.judges.limits import LIMITS_FILE_NAME
@@ -85,6 +86,9 @@ JUDGE_ENV = ("PTB_JUDGE_MODEL", *PROVIDER_ENV)
 # It runs in the verifier of tasks that install litellm (the LLM-judged benchmarks);
 # for the others, `ptb judge TRIAL_DIR` runs it on the host after the trial.
 INTEGRITY_ENV = ("PTB_INTEGRITY_JUDGE_MODEL", "PTB_INTEGRITY_LLM_VOTES", *PROVIDER_ENV)
+# PostTrainBench's agentic judges (integrity/agentic, opt-in through their model and key):
+# every model task's verifier can run them, so every task passes these on (empty: skipped).
+AGENTIC_JUDGE_ENV = AGENTIC_ENV
 SNAPSHOT_MAX_FILE_BYTES = 512 * 1024
 SNAPSHOT_MAX_TOTAL_BYTES = 20 * 1024 * 1024
 # The unprivileged user the agent works as (task.toml's [agent] user, made by start.sh).
@@ -177,9 +181,13 @@ def _context(
         or (gpu_image.base_image if gpu_image else DEFAULT_CPU_BASE_IMAGE),
         "gpu_types": [options.gpu_type or DEFAULT_GPU_TYPE] if spec.gpus else [],
         "solution_module": SOLUTION_MODULES.get(benchmark.id),
-        "judge_env": tuple(dict.fromkeys((*JUDGE_ENV, *INTEGRITY_ENV)))
-        if benchmark.llm_judge
-        else (),
+        "judge_env": tuple(
+            dict.fromkeys(
+                (*JUDGE_ENV, *INTEGRITY_ENV, *AGENTIC_JUDGE_ENV)
+                if benchmark.llm_judge
+                else AGENTIC_JUDGE_ENV
+            )
+        ),
         "solution_steps": options.solution_steps,
         "solution_max_minutes": round(options.hours * 60 * SOLUTION_TIME_SHARE, 2),
         "snapshot_max_file_bytes": SNAPSHOT_MAX_FILE_BYTES,
