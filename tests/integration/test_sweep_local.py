@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.envs.instance_fs import stale_ptb_mounts
+from posttrainbench.envs.instance_fs import release_stale_mounts, stale_ptb_mounts
 from tests.helpers import REPO, run_ptb
 
 pytestmark = pytest.mark.slow
@@ -122,6 +122,16 @@ def test_a_sweep_killed_mid_trial_resumes_with_the_same_command(tmp_path: Path) 
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+    try:
+        _kill_and_resume(tmp_path, runner, sweep, args)
+    finally:  # never leave a runner or a mount behind, passed or failed
+        if runner.poll() is None:
+            os.killpg(runner.pid, signal.SIGKILL)
+            runner.wait(timeout=60)
+        release_stale_mounts(tmp_path)
+
+
+def _kill_and_resume(tmp_path: Path, runner: subprocess.Popen, sweep: Path, args: list) -> None:
     deadline = time.monotonic() + 900
     while not stale_ptb_mounts(tmp_path) and runner.poll() is None:
         assert time.monotonic() < deadline, "the trial's sandbox never started"

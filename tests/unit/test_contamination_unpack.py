@@ -206,14 +206,44 @@ def test_a_pack_of_many_small_streams_is_read_whole_and_not_unread():
     assert not budget.unread, budget.unread[:3]
 
 
+def _elf(body: bytes) -> bytes:
+    """A 64-bit little-endian executable's ELF header, then *body*."""
+    header = b"\x7fELF\x02\x01\x01" + b"\x00" * 9
+    header += struct.pack("<HHIQQQIHHHHHH", 2, 0x3E, 1, 0, 64, 0, 0, 64, 56, 0, 64, 0, 0)
+    return header + body
+
+
 def test_a_zstd_signature_in_native_code_is_not_unread_but_one_elsewhere_is():
     # Compilers keep compressed debug sections in native code (a Go binary in a wheel);
     # native code is opaque (unpack.OPAQUE), but the same bytes in a data file are unread.
     frame = b"\x28\xb5\x2f\xfd" + os.urandom(64)
-    elf = b"\x7fELF\x02\x01\x01" + b"\x00" * 57 + b"code " * 40 + frame + b"\x00" * 64
+    elf = _elf(b"code " * 40 + frame + b"\x00" * 64)
     native = UnpackBudget(max_bytes=10**8)
     list(unpack_bytes(elf, "bin/tool", native))
     assert not native.unread, native.unread
     data = UnpackBudget(max_bytes=10**8)
     list(unpack_bytes(b"header " * 40 + frame, "blob.dat", data))
     assert any("zstd" in u for u in data.unread), data.unread
+
+
+def test_a_blob_among_native_codes_strings_is_as_opaque_as_the_code():
+    # Go binaries and embedded tool binaries keep base64 tables and certificates among
+    # their strings; decoded, they are high-entropy bytes. In a text file they are unread.
+    blob = base64.b64encode(os.urandom(3000))
+    elf = _elf(b"\x01\x02" * 30 + blob + b"\x00" * 64)
+    native = UnpackBudget(max_bytes=10**8)
+    list(unpack_bytes(elf, "bin/tool", native))
+    assert not native.unread, native.unread
+    text = UnpackBudget(max_bytes=10**8)
+    list(unpack_bytes(b"key = " + blob + b"\n", "notes.txt", text))
+    assert any("base64" in u for u in text.unread), text.unread
+
+
+@pytest.mark.parametrize("prefix", [b"MZ", b"\x7fELF", b"\x7fELF\x02\x01\x01" + b"\x00" * 57])
+def test_a_native_magic_alone_does_not_make_a_blob_opaque(prefix):
+    # The exemption is for native code by its header; two bytes of "MZ" in front of a
+    # 7z archive or random bytes must not hide them from the unread list.
+    blob = b"7z\xbc\xaf\x27\x1c" + os.urandom(4096)
+    budget = UnpackBudget(max_bytes=10**8)
+    list(unpack_bytes(prefix + b"\x00" * 8 + blob, "tool.bin", budget))
+    assert budget.unread, prefix

@@ -84,6 +84,38 @@ OPAQUE = (
     b"DIRC",  # git index
 )
 SQLITE = b"SQLite format 3\x00"
+
+
+def _is_opaque(handle: BinaryIO, size: int) -> bool:
+    """A native binary or git index by its header, not by its first bytes alone: two bytes
+    of "MZ" or a bare ELF magic before any blob must not make the blob opaque."""
+    handle.seek(0)
+    head = handle.read(64)
+    if not head.startswith(OPAQUE):
+        return False
+    if head.startswith(b"\x7fELF"):
+        # Class 32/64-bit, little or big endian, version 1, a relocatable, executable,
+        # shared or core file, and the header size of its class.
+        endian = "<" if head[5:6] == b"\x01" else ">"
+        if head[4] not in (1, 2) or head[5] not in (1, 2) or head[6] != 1 or len(head) < 54:
+            return False
+        e_type = struct.unpack(endian + "H", head[16:18])[0]
+        ehsize_at = 40 if head[4] == 1 else 52
+        ehsize = struct.unpack(endian + "H", head[ehsize_at : ehsize_at + 2])[0]
+        return e_type in (1, 2, 3, 4) and ehsize == (52 if head[4] == 1 else 64)
+    if head.startswith(b"MZ"):  # PE: the DOS header points at "PE\0\0"
+        if len(head) < 64:
+            return False
+        pe_at = struct.unpack("<I", head[60:64])[0]
+        if not 64 <= pe_at <= min(size - 4, 1 << 20):
+            return False
+        handle.seek(pe_at)
+        return handle.read(4) == b"PE\x00\x00"
+    if head.startswith((b"DIRC", b"\xfftOc")):  # git index (v2-4), pack index (v2)
+        return struct.unpack(">I", head[4:8])[0] in ((2, 3, 4) if head[:4] == b"DIRC" else (2,))
+    return True  # Mach-O and fat binaries: their magic, as the loader checks it
+
+
 _DECODE_ERRORS = (
     OSError,
     EOFError,
@@ -120,10 +152,15 @@ class UnpackBudget:
     undecoded: list[str] = field(default_factory=list)
     unread: list[str] = field(default_factory=list)
     hit: tuple[str, str] | None = None  # (cap, detail) once a cap stopped unpacking
+    # Above 0 while unpacking what native code holds (a compressed section, a tar of tools
+    # inside a binary, a base64 table among its strings): as opaque as the code itself.
+    inside_native: int = 0
 
     def not_read(self, what: str) -> None:
-        """List *what* as unread, and so as undecoded too: never dropped in silence."""
-        self.unread.append(what)
+        """List *what* as unread, and so as undecoded too: never dropped in silence
+        (inside native code, as undecoded only: see OPAQUE)."""
+        if not self.inside_native:
+            self.unread.append(what)
         self.undecoded.append(what)
 
     def in_time(self, where: str) -> bool:
@@ -160,6 +197,17 @@ def unpack_bytes(data: bytes, origin: str, budget: UnpackBudget, depth: int = 0)
 
 
 def _unpack(
+    handle: BinaryIO, size: int, origin: str, budget: UnpackBudget, depth: int, charged: bool
+) -> Iterator[Piece]:
+    native = _is_opaque(handle, size)
+    budget.inside_native += native
+    try:
+        yield from _unpack_any(handle, size, origin, budget, depth, charged)
+    finally:
+        budget.inside_native -= native
+
+
+def _unpack_any(
     handle: BinaryIO, size: int, origin: str, budget: UnpackBudget, depth: int, charged: bool
 ) -> Iterator[Piece]:
     if depth > MAX_DEPTH:
@@ -201,7 +249,7 @@ def _unpack(
     handle.seek(0)
     # A database's live rows come from SQLite itself; its pages are scanned as bytes too
     # (deleted rows), with what its rows already gave not listed again as unread.
-    opaque = head.startswith(OPAQUE)
+    opaque = budget.inside_native > 0
     if head.startswith(SQLITE) and size <= WHOLE_BYTES and (charged or budget.charge(size, origin)):
         data = handle.read(size)
         yield from _unpack_sqlite(data, origin, budget, depth)
@@ -536,6 +584,7 @@ def _unpack_embedded(
     """The streams found at any offset of a binary chunk, unpacked in turn; the
     high-entropy bytes none of them covered listed as unread."""
     room = max(0, min(budget.max_bytes - budget.used, WHOLE_BYTES))
+    opaque = opaque or budget.inside_native > 0
     scan = scan_binary(chunk, room, lambda: budget.in_time(where), opaque_ok=opaque)
     for unread in scan.unread:
         budget.not_read(f"{where}: {unread}")
