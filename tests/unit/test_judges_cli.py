@@ -212,3 +212,33 @@ def test_verifier_module_entry(tmp_path):
         cmd[:-1] + [str(out), "--judges", "nope"], capture_output=True, text=True, env=env
     )
     assert bad.returncode == 2 and bad.stderr.startswith("error:")
+
+
+def test_a_host_rejudge_keeps_the_verifiers_decided_verdict(tmp_path):
+    """Issue 38 item 3: without the base model on the host, disallowed_model cannot decide;
+    the verifier's verdict stands (and says why), instead of becoming 'undecided'."""
+    trial, _base = make_trial(tmp_path, "clean_claude_code.txt")
+    args = ("judge", str(trial), "--judges", "disallowed_model,anomaly")
+    alone = run_ptb(*args, "-o", str(tmp_path / "alone"), env=NO_LLM, timeout=120)
+    assert alone.returncode == 0, alone.stderr
+    undecided = Judgement.read(tmp_path / "alone" / "judgement_disallowed_model.json")
+    assert undecided.flagged is None and "base model" in undecided.justification
+
+    verifier = Judgement(
+        judge="disallowed_model",
+        flagged=False,
+        decided_by="detector",
+        justification="no detector flagged the run",
+    )
+    verifier.write(trial / "verifier")
+    result = run_ptb(*args, env=NO_LLM, timeout=120)
+    assert result.returncode == 0, result.stderr
+    kept = Judgement.read(trial / "judges" / "judgement_disallowed_model.json")
+    assert kept.flagged is False and kept.decided_by == "detector"
+    assert "kept from the verifier's judgement" in kept.justification
+    assert "base model" in kept.justification
+    assert "disallowed_model: clean" in result.stdout
+    # A judge the host could decide is the host's own.
+    assert (
+        "kept from" not in Judgement.read(trial / "judges" / "judgement_anomaly.json").justification
+    )

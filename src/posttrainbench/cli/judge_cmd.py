@@ -13,7 +13,7 @@ from rich.markup import escape
 from posttrainbench.cli.json_output import stdout_to_stderr
 from posttrainbench.cli.options import Json, out_option
 from posttrainbench.errors import PtbError
-from posttrainbench.integrity.judges.verdict import JUDGE_IDS
+from posttrainbench.integrity.judges.verdict import JUDGE_IDS, Judgement
 
 
 class JudgeOptionError(PtbError):
@@ -93,6 +93,26 @@ def _trial_inputs(trial_dir: Path) -> tuple[dict[str, Path | None], list[str]]:
             if st is not None and found[key] is None:
                 refused.append(f"{relative}: {kind_of(st.st_mode)}")
     return found, refused
+
+
+def _keep_decided(host: Judgement, verifier_dir: Path, out: Path) -> Judgement:
+    """The host's verdict, unless it could not decide where the verifier did (a base model
+    no longer cached, a file the verifier had): then the verifier's, saying why, so a
+    re-judge never turns a decided verdict into 'undecided'."""
+    if host.flagged is not None or host.decided_by == "override":
+        return host
+    try:
+        kept = Judgement.read(verifier_dir / Judgement.filename(host.judge))
+    except (OSError, ValueError):
+        return host
+    if kept.flagged is None:
+        return host
+    kept.justification += (
+        f" [kept from the verifier's judgement: the host re-judge could not decide "
+        f"({host.justification[:300]})]"
+    )
+    kept.write(out)
+    return kept
 
 
 def judge(
@@ -213,6 +233,7 @@ def judge(
         )
     with stdout_to_stderr(as_json):
         results = run_judges(JudgeContext(inputs), out, ids, votes, overrides)
+    results = [_keep_decided(j, trial_dir / "verifier", out) for j in results]
     if as_json:
         typer.echo(json.dumps([j.model_dump(mode="json") for j in results], indent=2))
         return
