@@ -274,3 +274,35 @@ def test_bad_input_is_one_line_exit_2_and_keeps_the_entry(tmp_path, good_cache, 
     assert result.returncode == 2, result.stderr
     assert expected in _one_error_line(result.stderr)
     assert _tree(cache) == before
+
+
+def test_a_test_split_of_another_size_is_imported_with_a_warning(tmp_path):
+    """Issue 38 item 8: 20 GSM8K test rows (published: 1319) import, with one warning."""
+    source = tmp_path / "input"
+    source.mkdir()
+    lines = (GSM8K_DIR / "test.jsonl").read_bytes().splitlines(keepends=True)
+    (source / "test.jsonl").write_bytes(b"".join(lines[:20]))
+    shutil.copy(GSM8K_DIR / "train.jsonl", source)
+    result = _import("gsm8k", source, tmp_path / "cache")
+    assert result.returncode == 0, result.stderr
+    assert "test 20" in result.stdout
+    assert "warning: gsm8k: the test split has 20 items, the published one 1319" in result.stderr
+    full = _import("gsm8k", GSM8K_DIR, tmp_path / "full")
+    assert full.returncode == 0 and "warning" not in full.stderr, full.stderr
+
+
+def test_a_dev_split_made_of_test_items_is_refused(tmp_path, good_cache):
+    """The test file given as the train file: the dev split (train's last 250) would be
+    test items under other ids, shown to the agent in dev feedback mode."""
+    cache = tmp_path / "cache"
+    shutil.copytree(good_cache, cache)
+    before = _tree(cache)
+    source = tmp_path / "input"
+    source.mkdir()
+    shutil.copy(GSM8K_DIR / "test.jsonl", source / "test.jsonl")
+    shutil.copy(GSM8K_DIR / "test.jsonl", source / "train.jsonl")
+    result = _import("gsm8k", source, cache)
+    assert result.returncode == 2, result.stderr
+    line = _one_error_line(result.stderr)
+    assert "250 of the 250 dev items are test items" in line, line
+    assert _tree(cache) == before

@@ -104,6 +104,11 @@ class BenchmarkPlugin(_Strict):
     display_name: str
     description: str
     data_source: str = Field(description="where the data is published, e.g. hf:ORG/NAME")
+    published_test_items: int | None = Field(
+        default=None,
+        ge=1,
+        description="the test split's size as published: data of another size is warned about",
+    )
     offline: bool = Field(default=False, description="its data ships with the package")
     llm_judge: bool = Field(default=False, description="scored by an LLM judge or grader")
     weight: float = Field(default=1.0, ge=0.0, description="weight in the leaderboard average")

@@ -70,6 +70,7 @@ def prepare(
             failed.append(_failure(b, exc))
             continue
         console.print(_summary(manifest), highlight=False, soft_wrap=True)
+        _warn_size(manifest)
     if specs:
         from posttrainbench.data.models import prepare_models
 
@@ -124,7 +125,16 @@ def import_data(
     manifest = import_benchmark(benchmark, path, cache)
     console = Console()
     console.print(_summary(manifest), highlight=False, soft_wrap=True)
+    _warn_size(manifest)
     console.print(f"data: {data_root(cache) / benchmark}", highlight=False, soft_wrap=True)
+
+
+def _warn_size(manifest: DataManifest) -> None:
+    from posttrainbench.data.prepare import size_warning
+
+    line = size_warning(manifest)
+    if line is not None:
+        Console(stderr=True).print(f"warning: {escape(line)}", highlight=False, soft_wrap=True)
 
 
 def _summary(manifest: DataManifest) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import os
 import random
 import shutil
@@ -154,9 +155,37 @@ def _settle_dev(benchmark_id: str, splits: dict[str, list[Sample]]) -> tuple[str
     if splits.get("dev"):
         if test_ids & {s.id for s in splits["dev"]}:
             raise DataPrepareError(f"{benchmark_id}: dev split overlaps the test split")
+        # The same items under other ids (the test file given as the train file): a dev
+        # split that is the test set would let feedback mode "dev" show the agent the test.
+        test_items = {_content(s) for s in splits["test"]}
+        shared = sum(1 for s in splits["dev"] if _content(s) in test_items)
+        if shared:
+            raise DataPrepareError(
+                f"{benchmark_id}: {shared} of the {len(splits['dev'])} dev items are test items "
+                "(the same content under other ids): give the published train file"
+            )
         return "natural", []
     splits["dev"] = carve_dev(splits["test"])
     return "carved", [s.id for s in splits["dev"]]
+
+
+def _content(sample: Sample) -> str:
+    return json.dumps(sample.data, sort_keys=True, ensure_ascii=False)
+
+
+def size_warning(manifest: DataManifest) -> str | None:
+    """A line when the test split's size differs from the published one (a cut or padded
+    file would give scores that do not compare with anyone's); None when it matches."""
+    from posttrainbench.benchmarks.plugin import plugins
+
+    published = plugins()[manifest.benchmark].published_test_items
+    test = manifest.splits.get("test")
+    if published is None or test is None or test.n == published:
+        return None
+    return (
+        f"{manifest.benchmark}: the test split has {test.n} items, the published one "
+        f"{published}; scores on it do not compare with published ones"
+    )
 
 
 def _write_entry(
