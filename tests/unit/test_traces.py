@@ -539,6 +539,17 @@ def test_cli_show_accepts_a_trial_directory(tmp_path: Path) -> None:
     assert "# Trace (gemini-cli)" in result.stdout
 
 
+def test_cli_show_reads_an_oracle_trials_plain_log(tmp_path: Path) -> None:
+    """Issue 38 item 8: an agent with no trace in a known format (oracle) has its own log."""
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / "oracle.txt").write_text("step 10 loss 0.18 151s\nsaved final_model\n")
+    (tmp_path / "agent" / "ptb_start_time").write_text("1765000000\n")
+    result = run_ptb("traces", "show", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "# Trace (raw)" in result.stdout and "agent/oracle.txt" in result.stdout
+    assert "step 10 loss 0.18" in result.stdout and "saved final_model" in result.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [

@@ -21,6 +21,7 @@ from posttrainbench.integrity.traces.trial_files import (  # noqa: F401  (find_t
     MAX_TRACE_BYTES,
     TRIAL_LOG,
     find_trial_traces,
+    plain_agent_log,
     scan_trial_traces,
 )
 from posttrainbench.safe_fs import Refused, SafeDir, read_named_head
@@ -100,12 +101,16 @@ def parse_trial_trace(
         raise TraceInputError(f"cannot read {trial_dir}: {exc.strerror or exc}") from None
     with root:
         scan = scan_trial_traces(root)
-        if not scan.files:
+        # An agent with no trace in a known format (oracle, nop, a custom agent): its plain
+        # log, as the run page shows it, read as raw lines.
+        best = scan.files[0] if scan.files else plain_agent_log(root)
+        if best is None:
             raise TraceInputError(
                 f"no agent trace found in {trial_dir} (looked in {trial_dir / 'agent'} and "
                 f"{trial_dir})" + (f"; refused {scan.refused[0]}" if scan.refused else "")
             )
-        best = scan.files[0]
+        if not scan.files:
+            format = format or "raw"
         try:
             data, cut = root.read_head(best, MAX_TRACE_BYTES)
         except Refused as exc:
