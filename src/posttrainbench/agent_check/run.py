@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -97,10 +97,13 @@ async def run_check(
     hours: float = 0.5,
     reprompt_min_minutes: float | None = None,
     quiet: bool = True,
+    extra_env: Callable[[str, str], dict[str, str]] | None = None,
 ) -> CheckReport:
     """Run ``agent``'s real CLI in a trial of the demo task against the scripted model
     (``hours``: the agent's time limit; ``reprompt_min_minutes``: wrap it in the
-    re-prompting agent, as ``ptb run --reprompt-min-minutes`` does)."""
+    re-prompting agent, as ``ptb run --reprompt-min-minutes`` does; ``extra_env``: more
+    variables for the run, from the scripted model's base URL and key, e.g. to point the
+    verifier's agentic judges at it)."""
     check_request(agent, env)
     wiring = CLI_WIRING[agent]
     script = script or default_script(agent)
@@ -139,6 +142,7 @@ async def run_check(
                 wiring.key_var: canary,
                 wiring.base_url_var: server.url + wiring.base_path,
                 **sandbox_allowance(server.url),
+                **(extra_env(server.url + wiring.base_path, canary) if extra_env else {}),
             }
         ),
     ):

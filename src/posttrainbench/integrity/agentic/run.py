@@ -166,10 +166,11 @@ def run_agentic_judges(
         ws = assemble(sources, Path(tmp) / "job")
         for i, (judge, cli, model, kind) in enumerate(plan):
             cap = config.timeout_s
+            share = None
             if total_time_s is not None:
-                left = total_time_s - (time.monotonic() - started)
-                cap = min(cap, left / (len(plan) - i))
-            if cap < MIN_JUDGE_S:
+                share = (total_time_s - (time.monotonic() - started)) / (len(plan) - i)
+                cap = min(cap, share)
+            if share is not None and share < MIN_JUDGE_S:
                 runs.append(
                     JudgeRun(
                         name=judge,

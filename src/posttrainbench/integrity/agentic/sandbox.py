@@ -266,17 +266,18 @@ def bwrap_argv(
         "PATH",
         "/usr/bin:/bin",
         *_system_args(),
-        *_parent_dirs(
-            ["/etc/hosts", SANDBOX_TASK, f"{SANDBOX_RUN}/out", SANDBOX_LAUNCH] + box.ro_binds
-        ),
-        *_etc(run_dir, box.endpoint, box.uid),
         "--dev",
         "/dev",
         *_proc_args(bwrap),
+        # before the binds: a bind below /tmp (a test's CLI) must not be hidden by it
         "--perms",
         "1777",
         "--tmpfs",
         "/tmp",
+        *_parent_dirs(
+            ["/etc/hosts", SANDBOX_TASK, f"{SANDBOX_RUN}/out", SANDBOX_LAUNCH] + box.ro_binds
+        ),
+        *_etc(run_dir, box.endpoint, box.uid),
         "--ro-bind",
         str(box.workspace),
         SANDBOX_HOME,
