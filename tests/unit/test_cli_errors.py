@@ -125,3 +125,29 @@ def test_short_help_and_version() -> None:
     assert not any(line.strip(" │") == "task, in" for line in rescore.splitlines())
     bare = run_ptb()
     assert "Usage: ptb" in bare.stdout and "error" not in bare.stderr, bare.stderr
+
+
+def test_ctrl_c_says_so_and_exits_130(tmp_path):
+    """Issue 38 item 8: click turns Ctrl-C into Abort, which ended silently with status 1."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    fifo = tmp_path / "test.jsonl"
+    os.mkfifo(fifo)  # the import blocks reading it until interrupted
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from posttrainbench.cli.app import main; main()"]
+        + ["data", "import", "humaneval", str(fifo), "--cache-dir", str(tmp_path / "cache")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HARBOR_TELEMETRY": "0"},
+    )
+    time.sleep(4)  # past start-up, blocked in the read
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert "interrupted; everything written so far is kept" in err
+    assert "Traceback" not in err

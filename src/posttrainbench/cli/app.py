@@ -104,6 +104,9 @@ def _usage_message(exc: Exception) -> str:
     return str(exc.format_message()).replace("Value error, ", "")  # type: ignore[attr-defined]
 
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
+
+
 def main() -> None:
     """Console entry point."""
     # Harbor prices agents' tokens with LiteLLM, which otherwise tries to download its
@@ -114,6 +117,8 @@ def main() -> None:
         named = sys.argv[1] if len(sys.argv) > 1 else None
         ptb = build_app(named if named in _ENTRIES else None)
         code = ptb(standalone_mode=False, prog_name="ptb")
+        if code == EXIT_INTERRUPTED:  # typer turns Ctrl-C into this exit code, silently
+            raise KeyboardInterrupt
         if isinstance(code, int) and code:
             sys.exit(code)
     except PtbError as exc:
@@ -121,7 +126,7 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         Console(stderr=True).print("interrupted; everything written so far is kept")
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
