@@ -21,6 +21,7 @@ import posttrainbench
 from posttrainbench.credentials.resolve import AuthMode
 from posttrainbench.credentials.scrub import Scrubber
 from posttrainbench.errors import RunError
+from posttrainbench.integrity.agentic.config import MODEL_ENV as AGENTIC_MODEL_ENV
 from posttrainbench.runner.environments import harbor_environment, local_resources
 from posttrainbench.runner.preflight import (
     check_agent,
@@ -170,7 +171,8 @@ def job_config(
             cpus=cpus,
             memory_mb=memory_mb,
             cache_volume=request.cache_volume,
-            agent_clis=is_agent_cli(request.agent),
+            # PostTrainBench's agentic judges run the CLIs in the verifier (integrity.agentic)
+            agent_clis=is_agent_cli(request.agent) or bool(os.environ.get(AGENTIC_MODEL_ENV)),
         ),
         tasks=[TaskConfig(path=task_dir)],
     )
@@ -253,7 +255,7 @@ async def execute(request: RunRequest) -> RunRecord:
             )
 
             prebuild_local_environment(task_dir, Console(stderr=request.quiet))
-            if is_agent_cli(request.agent):
+            if is_agent_cli(request.agent) or os.environ.get(AGENTIC_MODEL_ENV):
                 prebuild_agent_clis(task_dir, Console(stderr=request.quiet))
         job = await Job.create(
             job_config(request, task_dir, jobs_dir, run_id, credentials.agent_env)

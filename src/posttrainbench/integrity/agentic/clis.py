@@ -9,10 +9,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-# Where the pinned agent CLIs are (envs.agent_clis binds them at /opt/agent-clis in the
-# local sandbox; a task image installs them under /usr/local); the first that has the CLI.
+# Where the pinned agent CLIs are: /opt/agent-clis, where envs.agent_clis binds them in the
+# local sandbox and where a task's GPU image installs them.
 CLI_DIRS_ENV = "PTB_AGENTIC_JUDGE_CLI_DIR"
-CLI_ROOTS = ("/opt/agent-clis", "/usr/local/lib/agent-clis", "/usr/local")
+CLI_ROOTS = ("/opt/agent-clis",)
 KEY_VAR = "PTB_JUDGE_KEY"
 
 
@@ -48,7 +48,7 @@ def base_env(root: Path, cli: str, python_bin: str, tiktoken_dir: str | None) ->
     """What every judge CLI starts with: nothing of the verifier's environment."""
     env = {
         # `python` is the verifier's Python (its venv: the tools' tiktoken).
-        "PATH": f"{python_bin}:{_bin(root, cli)}:/usr/bin:/bin",
+        "PATH": f"{python_bin}:{_bin(root, cli)}:/usr/local/bin:/usr/bin:/bin",
         "HOME": "/tmp/home",
         "LANG": "C.UTF-8",
         "PYTHONNOUSERSITE": "1",
