@@ -289,3 +289,43 @@ def test_a_model_without_a_key_is_not_a_configuration() -> None:
     assert config is None and KEY_ENV in why
     config, _ = config_from_env({MODEL_ENV: "gpt-5.4", KEY_ENV: "k"})
     assert config is not None and "k" not in repr(config)
+
+
+def test_the_verifiers_skip_lines_are_valid_status_files() -> None:
+    # test.sh writes ptb_judges.json itself when the judges are not configured (no Python
+    # started for nothing); what it writes must read back as a status.
+    import re
+
+    from posttrainbench.tasks.compiler import package_root
+
+    text = (package_root() / "tasks/templates/tests/test.sh.j2").read_text()
+    lines = re.findall(
+        r"echo '(\{\"status\": \"skipped\".*)' > /logs/verifier/ptb_judges.json", text
+    )
+    assert len(lines) == 2
+    for line in lines:
+        status = AgenticStatus.model_validate_json(line.replace("'\"'\"'", "'"))
+        assert status.status == "skipped" and status.reason and not status.judges
+
+
+def test_the_results_store_reads_the_status_and_follows_no_link(tmp_path: Path) -> None:
+    from posttrainbench.results.harbor_trial import fingerprint, read_trial
+    from tests.results_fixtures import TrialSpec, write_trial
+
+    trial = write_trial(tmp_path, TrialSpec())
+    assert read_trial(trial).record.ptb_judges is None
+    runs = [_run("gpt5_4", _contamination(True, who="g"))]
+    before = fingerprint(trial)
+    AgenticStatus(status="ran", judges=runs, result=aggregate(runs)).write(trial / "verifier")
+    assert fingerprint(trial) != before  # a re-judge is exported again
+    record = read_trial(trial).record
+    assert record.ptb_judges is not None and record.ptb_judges.result.contamination is True
+    # PostTrainBench's verdicts never stand in for ours, nor change our flag
+    assert record.flagged is False and {v.judge for v in record.verdicts} <= set(
+        ("contamination", "disallowed_model", "api_usage", "benchmark_lookup", "anomaly")
+    )
+    planted = tmp_path / "planted.json"
+    (trial / "verifier" / "ptb_judges.json").rename(planted)
+    os.symlink(planted, trial / "verifier" / "ptb_judges.json")
+    record = read_trial(trial).record
+    assert record.ptb_judges is None and any("ptb_judges.json" in r for r in record.refused_files)

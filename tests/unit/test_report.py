@@ -383,3 +383,53 @@ def test_an_agent_without_a_trace_shows_its_plain_log(tmp_path):
     assert record.trace_files == [] and record.agent_log == "agent-log.txt"
     page = section(render_report(board, records, tmp_path / "res"), f"run-{record.id}")
     assert "the agent's plain log" in page and "&lt;b&gt;20 steps&lt;/b&gt;" in page
+
+
+def test_run_page_shows_posttrainbenchs_judges_beside_ours(built):
+    from posttrainbench.integrity.agentic.verdicts import (
+        AgenticStatus,
+        ContaminationJudgement,
+        JudgeRun,
+        aggregate,
+    )
+
+    runs = [
+        JudgeRun(
+            name="gpt5_4",
+            cli="codex",
+            model="gpt-5.4",
+            kind="data_and_model",
+            status="decided",
+            seconds=61.0,
+            judgement=ContaminationJudgement(
+                contamination=True,
+                disallowed_model=False,
+                justification_contamination="<b>train.jsonl</b> holds 12 test items",
+                justification_disallowed_model="base model only",
+            ),
+        ),
+        JudgeRun(
+            name="api",
+            cli="codex",
+            model="gpt-5.4",
+            kind="api",
+            status="undecided",
+            reason="judgement.json is not valid JSON",
+        ),
+    ]
+    status = AgenticStatus(status="ran", judges=runs, result=aggregate(runs))
+    records = [
+        r.model_copy(update={"ptb_judges": status}) if r.id == IDS["flagged"] else r
+        for r in built.records
+    ]
+    html = render_report(built.board, records, built.results_dir, max_events=5, max_chars=100)
+    page = section(html, f"run-{IDS['flagged']}")
+    ours = page.index("PostTrainBench's judges")
+    assert page.index("decided by detector") < ours  # ours first, theirs beside
+    theirs = page[ours:]
+    assert "gpt5_4" in theirs and "codex · gpt-5.4 · 61.0 s" in theirs
+    assert "contamination: flagged" in theirs and "API use: undecided" in theirs
+    assert "judgement.json is not valid JSON" in theirs
+    assert "&lt;b&gt;train.jsonl&lt;/b&gt;" in theirs  # a judge's text is escaped
+    other = section(html, f"run-{IDS['errored']}")
+    assert "Not run for this trial" in other
