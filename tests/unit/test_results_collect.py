@@ -14,6 +14,7 @@ from posttrainbench.results.collect import collect
 from posttrainbench.results.export import export
 from posttrainbench.results.outputs import write_leaderboard
 from posttrainbench.results.reference_scores import load_weights
+from posttrainbench.results.report.render import cell_summary
 from posttrainbench.results.store import ResultsStore
 from posttrainbench.results.table import Leaderboard
 from tests.results_fixtures import T0, TrialSpec, write_job
@@ -63,6 +64,8 @@ def test_policies_pick_explicitly_and_a_worse_retry_never_hides_a_better_run(
     mean = _board(tmp_path, specs, "mean").cell(CC, "gsm8k", "qwen3-1.7b")
     assert mean.score == pytest.approx((0.7 + 0.4 + 0.55) / 3) and len(mean.selected) == 3
     assert mean.stderr == pytest.approx(0.0866, abs=1e-4) and mean.n_runs == 3
+    # Beside the runs, the questions each was scored on (issue 38 item 4).
+    assert mean.n_questions == 100 and cell_summary(mean).startswith("n=3 × 100 q")
     records, _ = ResultsStore.open(tmp_path / "res", create=False).load()
     best = collect(records, results_dir=tmp_path, policy="best", weights={}).cell(
         CC, "gsm8k", "qwen3-1.7b"

@@ -190,6 +190,20 @@ def test_finds_trials_in_ptb_run_dirs_job_dirs_and_trial_dirs(tmp_path: Path) ->
     ]
 
 
+def test_an_agent_check_is_left_out_not_exported_as_a_run(tmp_path: Path) -> None:
+    """Issue 38 item 4: a `ptb agents check` run (a CLI against a scripted model) is not an
+    agent run: in the same directory as real runs, the export leaves it out and says so."""
+    runs = tmp_path / "ptb-runs"
+    write_job(runs / "run-1" / "jobs", "run-1", [TrialSpec()])
+    check = runs / "check-claude-code-1"
+    write_job(check / "jobs", "check-claude-code-1", [TrialSpec()])
+    (check / export_mod.AGENT_CHECK_MARKER).write_text("ptb agents check claude-code\n")
+    summary = export([runs], tmp_path / "res")
+    assert len(summary.added) == 1 and "check-claude-code" not in summary.added[0]
+    assert summary.agent_checks == [str(check.resolve())]
+    assert summary.skipped == []
+
+
 def _records_id(trial: Path) -> str:
     return json.loads((trial / "result.json").read_text())["id"]
 

@@ -11,12 +11,13 @@ from pathlib import Path
 
 from harbor.models.trial.result import TrialResult
 
-from posttrainbench.agent_check import stages
+from posttrainbench.agent_check import CHECKS_DIR, stages
 from posttrainbench.agent_check.address import reachable_host_address, sandbox_allowance
 from posttrainbench.agent_check.agents import CHECKABLE_AGENTS, CLI_WIRING
 from posttrainbench.agent_check.report import CheckReport, StageResult
 from posttrainbench.credentials.resolve import AuthMode
 from posttrainbench.errors import PtbError
+from posttrainbench.results.export import AGENT_CHECK_MARKER
 from posttrainbench.runner.demo import DEMO_BENCHMARK, DEMO_MODEL
 from posttrainbench.runner.job_runner import RunRequest, execute
 from posttrainbench.scripted_model.script import Script, default_script
@@ -92,7 +93,7 @@ async def run_check(
     *,
     env: str = "local",
     script: Script | None = None,
-    runs_dir: Path = Path("ptb-runs"),
+    runs_dir: Path = CHECKS_DIR,
     limit: int = 5,
     hours: float = 0.5,
     reprompt_min_minutes: float | None = None,
@@ -114,6 +115,8 @@ async def run_check(
         agent=agent, cli_version=agent_cli_version(agent), env=env, run_dir=str(run_dir)
     )
     run_dir.mkdir(parents=True, exist_ok=False)
+    # A check is not an agent's run: the results export leaves this dir out.
+    (run_dir / AGENT_CHECK_MARKER).write_text(f"ptb agents check {agent}\n", encoding="utf-8")
     server = ScriptedModelServer(
         script,
         host=reachable_host_address(),

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from posttrainbench.agent_check import CHECKS_DIR
 from posttrainbench.cli.options import Json, runs_dir_option
 
 app = typer.Typer(no_args_is_help=True, help="Check the agent CLIs before spending money on them.")
@@ -38,7 +39,9 @@ def check(
     limit: int = typer.Option(
         5, "--limit", min=1, metavar="N", help="Questions the verifier scores."
     ),
-    runs_dir: Path = runs_dir_option(Path("ptb-runs"), "Where the check's run is written."),
+    runs_dir: Path = runs_dir_option(
+        CHECKS_DIR, "Where the check's run is written (not the runs dir: checks are not runs)."
+    ),
     as_json: bool = Json,
 ) -> None:
     """Run the real agent CLI in a real trial of the demo task against a scripted model.

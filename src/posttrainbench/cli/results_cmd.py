@@ -129,6 +129,12 @@ def export_cmd(
         return
     _warn(err, summary.skipped, "skipped")
     _warn(err, summary.warnings, "stored")
+    if summary.agent_checks:
+        err.print(
+            f"left out {len(summary.agent_checks)} `ptb agents check` run(s): checks against "
+            "a scripted model, not agent runs",
+            highlight=False,
+        )
     if summary.volumes_removed:
         err.print(
             f"removed {len(summary.volumes_removed)} cloud final_model volume(s) of stored runs",

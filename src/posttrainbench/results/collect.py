@@ -155,6 +155,7 @@ def _cell(
         task_version=versioned.version,
         version_note=versioned.note,
         n_runs=len(candidates),
+        n_questions=min((r.metrics.n for r in candidates if r.metrics is not None), default=None),
         n_no_model=len(no_model),
         n_errored=len(errored),
         n_flagged=len(flagged),

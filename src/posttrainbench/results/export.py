@@ -101,6 +101,10 @@ class ExportSummary(BaseModel):
     skipped: list[str] = Field(
         default_factory=list, description="'<trial dir>: <why>' for unusable trials"
     )
+    agent_checks: list[str] = Field(
+        default_factory=list,
+        description="run dirs of `ptb agents check` left out: checks, not agent runs",
+    )
     volumes_removed: list[str] = Field(
         default_factory=list, description="cloud trials' final_model volumes removed"
     )
@@ -152,6 +156,10 @@ class FoundTrial(NamedTuple):
     indexed: IndexEntry | None = None
 
 
+# Written by `ptb agents check` into its run dir (posttrainbench.agent_check.run).
+AGENT_CHECK_MARKER = "ptb-agent-check"
+
+
 def _classify(directory: str, by_dir: dict[str, IndexEntry] | None = None) -> FoundTrial | None:
     if by_dir:
         entry = by_dir.get(directory)
@@ -178,12 +186,16 @@ def _classify(directory: str, by_dir: dict[str, IndexEntry] | None = None) -> Fo
     return FoundTrial(directory, text) if is_trial_result(text) else None
 
 
-def find_trials(root: Path, by_dir: dict[str, IndexEntry] | None = None) -> Iterator[FoundTrial]:
+def find_trials(
+    root: Path, by_dir: dict[str, IndexEntry] | None = None, checks: list[str] | None = None
+) -> Iterator[FoundTrial]:
     """The trials under a jobs dir, a job dir, a ptb run dir or a trial dir, in path order.
 
     *root* is resolved once; below it only real directories are entered (never a link), so
     every path found is already canonical. *by_dir* (source dir -> index entry) lets a
-    stored trial whose fingerprint is unchanged be recognised without opening it.
+    stored trial whose fingerprint is unchanged be recognised without opening it. A run
+    dir of ``ptb agents check`` (its AGENT_CHECK_MARKER) is not entered: a check against
+    a scripted model is not an agent's run; it is added to *checks*.
     """
     stack = [(str(Path(root).resolve()), 0)]
     while stack:
@@ -193,6 +205,10 @@ def find_trials(root: Path, by_dir: dict[str, IndexEntry] | None = None) -> Iter
             yield found
             continue
         if depth >= MAX_DEPTH:
+            continue
+        if os.path.lexists(f"{directory.rstrip('/')}/{AGENT_CHECK_MARKER}"):
+            if checks is not None:
+                checks.append(directory)
             continue
         try:
             # DirEntry.is_dir(follow_symlinks=False) answers from the listing: no stat per child.
@@ -224,6 +240,7 @@ class _Walk:
         self.by_dir = {e.source_dir: e for e in index.values()}
         self.unchanged: list[tuple[str, str]] = []  # (trial dir, run id)
         self.skipped: list[str] = []
+        self.checks: list[str] = []  # agent-check run dirs left out
         self.found = 0
         self.finished = False
         # run id -> the first trial dir found with it, of the trials whose id the walk knows
@@ -235,7 +252,7 @@ class _Walk:
         seen: set[str] = set()
         first_of = self.first_of
         for root in self.roots:
-            for trial in find_trials(Path(root), self.by_dir):
+            for trial in find_trials(Path(root), self.by_dir, self.checks):
                 if trial.path in seen:
                     continue
                 seen.add(trial.path)
@@ -479,6 +496,7 @@ def export(
             progress(done + len(walk.unchanged), walk.found, True)
         summary.unchanged += len(walk.unchanged)
         summary.skipped[:0] = walk.skipped
+        summary.agent_checks = walk.checks
         stored.extend(walk.unchanged)
         store.recover()  # drops the (now empty) staging directory
         removed, warnings = release_volumes(

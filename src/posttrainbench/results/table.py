@@ -51,6 +51,11 @@ class Cell(BaseModel):
         default=None, description="set when the cell's runs were scored by several versions"
     )
     n_runs: int = Field(default=0, description="scored runs that no judge flagged")
+    n_questions: int | None = Field(
+        default=None,
+        description="questions each of those runs was scored on (the fewest, if they differ): "
+        "a 5-question cell is not a 50-question one",
+    )
     n_no_model: int = Field(default=0, description="runs that left no usable final model")
     n_errored: int = Field(default=0, description="runs with an agent, infra or verifier error")
     n_flagged: int = 0

@@ -95,8 +95,12 @@ def fmt_hours(value: float | None) -> str:
 
 
 def cell_summary(cell: Cell) -> str:
-    """`n=2 · norm 0.67`: how many runs a cell's score comes from, and its normalized score."""
-    parts = [f"n={cell.n_runs}"] if cell.source == "run" else []
+    """`n=2 × 50 q · norm 0.67`: how many runs a cell's score comes from, the questions each
+    was scored on, and its normalized score."""
+    parts = []
+    if cell.source == "run":
+        questions = f" × {cell.n_questions} q" if cell.n_questions is not None else ""
+        parts.append(f"n={cell.n_runs}{questions}")
     if cell.normalized is not None:
         parts.append(f"norm {cell.normalized:.2f}")
     return " · ".join(parts)
