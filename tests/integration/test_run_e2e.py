@@ -122,6 +122,10 @@ def test_demo(tmp_path: Path) -> None:
     assert gap > 2 * (metrics.stderr**2 + metrics.base_model.stderr**2) ** 0.5, metrics
     assert re.search(r"post-trained \(final_model\)\s*│\s*\d+\.\d%", output), output
     assert f"(n={metrics.n})" in output and "reference fine-tune: 20 steps" in output, output
+    # Not silent while it trains (issue 38 item 5): the fine-tune's steps as they happen,
+    # and each score's standard error in the table, which starts a line of its own.
+    assert re.search(r"reference fine-tune: step 2 loss [\d.]+ \d+s", output), output
+    assert re.search(r"^┏", output, re.MULTILINE) and "± stderr" in output, output
     artifacts = Path(trial.trial_dir) / "artifacts"
     manifest = json.loads(next(artifacts.rglob("code_snapshot/MANIFEST.json")).read_text())
     assert manifest["kept"], manifest

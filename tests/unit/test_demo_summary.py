@@ -83,7 +83,9 @@ def test_the_demo_table_prints_n_and_warns_about_a_short_fine_tune(tmp_path, mon
     record = _record(tmp_path, scored)
     seen = []
 
-    async def fake_run_demo(settings, on_progress=None):
+    async def fake_run_demo(settings, on_progress=None, on_agent_line=None):
+        on_agent_line("Loading weights: 100%")  # not a training line: not shown
+        on_agent_line("step 2 loss 0.9123 31s")
         on_progress(
             VerifierProgress(
                 phase="final_model",
@@ -107,6 +109,9 @@ def test_the_demo_table_prints_n_and_warns_about_a_short_fine_tune(tmp_path, mon
         "36.0%" in result.output and "7 steps" in result.output and "7 of 20 steps" in result.output
     )
     assert "questions/min" in result.output and seen[0].train_steps == 20
+    assert "reference fine-tune: step 2 loss 0.9123 31s" in result.output
+    assert "Loading weights" not in result.output
+    assert "± stderr" in result.output and "7.0%" in result.output  # the final score's stderr
 
 
 def _progress_file(path: Path, done: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from posttrainbench.schemas import VerifierProgress
 
 PHASE_LABELS = {"final_model": "verifier: post-trained model", "base_model": "verifier: base model"}
 PRINT_EVERY_S = 10.0
+# What the reference fine-tune prints (training/sft_bfcl.py): "step 10 loss 0.1871 151s".
+TRAINING_LINE = re.compile(r"^step \d+ loss [\d.]+ \d+s$")
 
 
 def demo(
@@ -40,10 +43,17 @@ def demo(
         "The first run builds the task environment (Python packages, base model) and caches it."
     )
     settings = DemoSettings(runs_dir=runs_dir, limit=limit, train_steps=train_steps)
-    result = asyncio.run(run_demo(settings, on_progress=_VerifierLines(console)))
-    table = Table("model", f"BFCL exec_simple accuracy (n={result.n})")
-    table.add_row("base (SmolLM2-135M)", _pct(result.base_score))
-    table.add_row("post-trained (final_model)", _pct(result.final_score))
+    result = asyncio.run(
+        run_demo(
+            settings,
+            on_progress=_VerifierLines(console),
+            on_agent_line=lambda line: _training_line(console, line),
+        )
+    )
+    console.line()  # Harbor's job display may end without one: the table starts a line
+    table = Table("model", f"BFCL exec_simple accuracy (n={result.n})", "± stderr")
+    table.add_row("base (SmolLM2-135M)", _pct(result.base_score), _pct(result.base_stderr))
+    table.add_row("post-trained (final_model)", _pct(result.final_score), _pct(result.final_stderr))
     console.print(table)
     _print_training(console, result.training)
     if (
@@ -88,6 +98,12 @@ class _VerifierLines:
             f"{state.questions_per_min:.1f} questions/min, {state.elapsed_s:.0f}s",
             highlight=False,
         )
+
+
+def _training_line(console: Console, line: str) -> None:
+    """A line of the reference fine-tune's log worth showing: its steps, loss and time."""
+    if TRAINING_LINE.match(line):
+        console.print(f"reference fine-tune: {line.strip()}", highlight=False)
 
 
 def _print_training(console: Console, training) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from posttrainbench.runner.agent_log import watch_agent_log
 from posttrainbench.runner.job_runner import RunRequest, execute, job_dir_of
 from posttrainbench.runner.record import RunRecord
 from posttrainbench.runner.verifier_progress import watch_verifier
@@ -19,6 +20,7 @@ from posttrainbench.tasks.options import CompileOptions
 
 DEMO_BENCHMARK = "bfcl"
 DEMO_MODEL = "smollm2-135m"
+ORACLE_LOG = "oracle.txt"  # Harbor's oracle agent writes the solution's output there
 
 
 class DemoSettings(BaseModel):
@@ -52,6 +54,8 @@ class DemoResult(BaseModel):
     record: RunRecord
     base_score: float | None
     final_score: float | None
+    base_stderr: float | None = None
+    final_stderr: float | None = None
     n: int = Field(
         description="Test questions both models were scored on (asked for, when none was scored)"
     )
@@ -117,6 +121,8 @@ def summarize(record: RunRecord, seconds: float, limit: int) -> DemoResult:
         record=record,
         base_score=base.accuracy if base and not base.error else None,
         final_score=metrics.accuracy,
+        base_stderr=base.stderr if base and not base.error else None,
+        final_stderr=metrics.stderr,
         n=n,
         seconds=seconds,
         error=metrics.error or trial.error,
@@ -135,19 +141,23 @@ def read_training_summary(trial_dir: Path) -> TrainingSummary | None:
 
 
 async def run_demo(
-    settings: DemoSettings, on_progress: Callable[[VerifierProgress], None] | None = None
+    settings: DemoSettings,
+    on_progress: Callable[[VerifierProgress], None] | None = None,
+    on_agent_line: Callable[[str], None] | None = None,
 ) -> DemoResult:
-    """Compile, run and score the demo trial; *on_progress* hears of the verifier's progress."""
+    """Compile, run and score the demo trial; *on_progress* hears of the verifier's progress,
+    *on_agent_line* of each line of the reference solution's log (its training steps)."""
     started = time.monotonic()
     request = demo_request(settings)
-    watcher = None
+    job_dir = job_dir_of(request.runs_dir, request.run_id)
+    watchers = []
     if on_progress is not None:
-        watcher = asyncio.create_task(
-            watch_verifier(job_dir_of(request.runs_dir, request.run_id), on_progress)
-        )
+        watchers.append(asyncio.create_task(watch_verifier(job_dir, on_progress)))
+    if on_agent_line is not None:
+        watchers.append(asyncio.create_task(watch_agent_log(job_dir, ORACLE_LOG, on_agent_line)))
     try:
         record = await execute(request)
     finally:
-        if watcher is not None:
+        for watcher in watchers:
             watcher.cancel()
     return summarize(record, time.monotonic() - started, settings.limit)

@@ -166,6 +166,7 @@ def train(
     model.train()
     t0 = time.perf_counter()
     step, losses = 0, []
+    every = max(1, min(10, steps // 10))  # about ten progress lines, however few the steps
     while step < steps:
         if cap_s is not None and time.perf_counter() - t0 >= cap_s:
             break
@@ -181,9 +182,10 @@ def train(
         opt.zero_grad(set_to_none=True)
         losses.append(float(loss.detach()))
         step += 1
-        if step % 10 == 0:
+        if step % every == 0:
+            recent = losses[-every:]
             print(
-                f"step {step} loss {sum(losses[-10:]) / 10:.4f} {time.perf_counter() - t0:.0f}s",
+                f"step {step} loss {sum(recent) / len(recent):.4f} {time.perf_counter() - t0:.0f}s",
                 flush=True,
             )
     train_s = time.perf_counter() - t0
