@@ -82,6 +82,10 @@ def test_clean_trial_writes_five_clean_judgements(tmp_path):
     }
     assert "untrained" in " ".join(e.detail for e in got["anomaly"].evidence)
     assert "judgements written" in result.stdout
+    # Not silent while it works: the first line says what is being judged.
+    assert result.stderr.startswith(f"judging {trial}: contamination, disallowed_model"), (
+        result.stderr
+    )
 
 
 def test_cheating_trial_is_flagged_and_override_clears_one(tmp_path):

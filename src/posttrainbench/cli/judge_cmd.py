@@ -231,6 +231,12 @@ def judge(
         Console(stderr=True).print(
             f"warning: refused: {escape(line)}", highlight=False, soft_wrap=True
         )
+    # Judging takes seconds to minutes (the contamination scan): say so before it starts.
+    Console(stderr=True).print(
+        f"judging {escape(str(trial_dir))}: {', '.join(ids)} (each judge under its own time cap) ...",
+        highlight=False,
+        soft_wrap=True,
+    )
     with stdout_to_stderr(as_json):
         results = run_judges(JudgeContext(inputs), out, ids, votes, overrides)
     results = [_keep_decided(j, trial_dir / "verifier", out) for j in results]
