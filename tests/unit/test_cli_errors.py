@@ -151,3 +151,34 @@ def test_ctrl_c_says_so_and_exits_130(tmp_path):
     assert proc.returncode == 130, (out, err)
     assert "interrupted; everything written so far is kept" in err
     assert "Traceback" not in err
+
+
+def test_harbor_flags_pass_through_to_the_job_a_dry_run_writes(tmp_path):
+    """Issue 38 item 9: `harbor run`'s --ak/--ae/--ek, --max-retries, --job-name and
+    --dry-run, in `ptb run`: the job config it would run holds them; nothing runs."""
+    import json
+
+    args = ["run", "-b", "bfcl", "-M", "smollm2-135m", "-a", "nop", "--cpus", "2"]
+    args += ["--memory-gb", "8", "--hours", "0.1", "-o", str(tmp_path), "--job-name", "mine"]
+    args += ["--ak", "temperature=0.5", "--ae", "MY_VAR=a=b", "--ek", "keep=true"]
+    result = run_ptb(*args, "--max-retries", "2", "--dry-run")
+    assert result.returncode == 0, result.stderr
+    config = json.loads((tmp_path / "mine" / "job.json").read_text())
+    assert "harbor run -c" in result.stdout and config["job_name"] == "mine"
+    assert config["agents"][0]["kwargs"]["temperature"] == 0.5
+    assert config["agents"][0]["env"]["MY_VAR"] == "a=b"
+    assert config["environment"]["kwargs"]["keep"] is True
+    # Retried: infrastructure and verifier errors only, never the agent's own outcome.
+    retry = config["retry"]
+    assert (
+        retry["max_retries"] == 2 and "EnvironmentStartTimeoutError" in retry["include_exceptions"]
+    )
+    assert "AgentTimeoutError" not in retry["include_exceptions"]
+    assert (
+        not (tmp_path / "mine" / "jobs").exists() and not (tmp_path / "mine" / "run.json").exists()
+    )
+
+    bad = run_ptb(*args[:-6], "--ae", "NOEQUALS", "--dry-run")
+    assert bad.returncode == 2 and "invalid --ae 'NOEQUALS': expected KEY=VALUE" in _one_error_line(
+        bad.stderr
+    )

@@ -215,6 +215,64 @@ Offline = typer.Option(
 )
 
 
+# Harbor's own `harbor run` flags, passed through by `ptb run` (same names and spellings).
+AgentKwargs = typer.Option(
+    [],
+    "--ak",
+    "--agent-kwarg",
+    metavar="KEY=VALUE",
+    show_default=False,
+    help="An agent keyword argument, as `harbor run --ak` (repeatable).",
+)
+AgentEnv = typer.Option(
+    [],
+    "--ae",
+    "--agent-env",
+    metavar="KEY=VALUE",
+    show_default=False,
+    help="A variable for the agent's environment, as `harbor run --ae` (repeatable).",
+)
+EnvironmentKwargs = typer.Option(
+    [],
+    "--ek",
+    "--environment-kwarg",
+    metavar="KEY=VALUE",
+    show_default=False,
+    help="An environment keyword argument, as `harbor run --ek` (repeatable).",
+)
+MaxRetries = typer.Option(
+    0,
+    "-r",
+    "--max-retries",
+    min=0,
+    metavar="N",
+    help="Retries of a trial that failed on infrastructure or in the verifier (never of the "
+    "agent's own outcome: that would be an extra attempt).",
+)
+JobName = typer.Option(
+    None,
+    "--job-name",
+    metavar="NAME",
+    help="The run's (and its Harbor job's) name: its directory under the runs dir.",
+)
+DryRun = typer.Option(
+    False,
+    "--dry-run",
+    help="Compile the task and write the Harbor job config; print it and run nothing.",
+)
+
+
+def key_values(values: list[str], flag: str) -> dict[str, str]:
+    """`KEY=VALUE` pairs of a repeatable flag; one malformed is a PtbError naming the flag."""
+    pairs: dict[str, str] = {}
+    for value in values:
+        key, sep, rest = value.partition("=")
+        if not sep or not key.strip():
+            raise PtbError(f"invalid {flag} {value!r}: expected KEY=VALUE")
+        pairs[key.strip()] = rest
+    return pairs
+
+
 def check_cache_flags(env: str, model_from: str, cache_volume: str | None) -> None:
     """`--cache-volume` only where volumes exist, and `--model-from cache` only with one."""
     if cache_volume is not None and env not in ("modal", "daytona"):

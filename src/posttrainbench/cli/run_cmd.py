@@ -6,10 +6,13 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from posttrainbench.cli.json_output import stdout_to_stderr
 from posttrainbench.cli.options import (
     Agent,
+    AgentEnv,
+    AgentKwargs,
     AgentModel,
     AuthName,
     AuthOpt,
@@ -18,6 +21,8 @@ from posttrainbench.cli.options import (
     Benchmark,
     CacheVolume,
     Cpus,
+    DryRun,
+    EnvironmentKwargs,
     EnvName,
     EvalBudget,
     EvalLimit,
@@ -26,7 +31,9 @@ from posttrainbench.cli.options import (
     Gpus,
     GpuType,
     Hours,
+    JobName,
     Json,
+    MaxRetries,
     MemoryGb,
     ModelFrom,
     ModelSource,
@@ -38,6 +45,7 @@ from posttrainbench.cli.options import (
     VariantName,
     check_cache_flags,
     compile_options,
+    key_values,
     runs_dir_option,
 )
 from posttrainbench.errors import PtbError
@@ -76,6 +84,12 @@ def run(
         metavar="PROFILE",
         help="Credential profile for a custom module:Class agent: claude-code, codex, gemini-cli or opencode.",
     ),
+    agent_kwargs: list[str] = AgentKwargs,
+    agent_env: list[str] = AgentEnv,
+    environment_kwargs: list[str] = EnvironmentKwargs,
+    max_retries: int = MaxRetries,
+    job_name: str | None = JobName,
+    dry_run: bool = DryRun,
     as_json: bool = Json,
 ) -> None:
     """Run an agent on one (benchmark, base model) task through Harbor's Job API.
@@ -100,8 +114,19 @@ def run(
         raise PtbError(
             f"invalid --reprompt-min-minutes {reprompt_min_minutes:g}: must be more than 0"
         )
+    from harbor.cli.utils import parse_kwargs
+
+    try:  # Harbor's own parsing of --ak/--ek values (JSON or Python literals, else strings)
+        harbor_kwargs = parse_kwargs(agent_kwargs), parse_kwargs(environment_kwargs)
+    except ValueError as exc:
+        raise PtbError(f"invalid --ak/--ek: {exc}") from None
     request = RunRequest(
         benchmark=benchmark,
+        run_id=job_name,
+        agent_kwargs=harbor_kwargs[0],
+        agent_env=key_values(agent_env, "--ae"),
+        environment_kwargs=harbor_kwargs[1],
+        max_retries=max_retries,
         model=model,
         agent=agent,
         agent_model=agent_model,
@@ -128,9 +153,29 @@ def run(
             agent_eval_budget=eval_budget,
         ),
     )
+    if dry_run:
+        from posttrainbench.runner.job_runner import dry_run as plan
+
+        with stdout_to_stderr(as_json):
+            config = plan(request)
+        if as_json:
+            typer.echo(config.read_text(encoding="utf-8"))
+            return
+        Console().print(
+            f"dry run: the task is compiled and the Harbor job config written; nothing ran.\n"
+            f"run it with: harbor run -c {escape(str(config))}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
     with stdout_to_stderr(as_json):
         record = run_job(request)
     if as_json:
         typer.echo(record.model_dump_json(indent=2))
         return
     print_trials(Console(), record)
+    Console().print(
+        f"browse its trials: harbor view {escape(str(Path(record.job_dir).parent))}",
+        highlight=False,
+        soft_wrap=True,
+    )

@@ -9,9 +9,10 @@ import shutil
 from datetime import datetime
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 from harbor.job import Job
-from harbor.models.job.config import JobConfig
+from harbor.models.job.config import JobConfig, RetryConfig
 from harbor.models.trial.config import AgentConfig, TaskConfig
 from harbor.models.trial.result import TrialResult
 from pydantic import BaseModel, ConfigDict, Field
@@ -37,7 +38,7 @@ from posttrainbench.safe_fs import SafeDir
 from posttrainbench.tasks.compiler import compile_task
 from posttrainbench.tasks.gpu_image import agent_cli_version, is_agent_cli
 from posttrainbench.tasks.options import CompileOptions
-from posttrainbench.trial_outcome import classify
+from posttrainbench.trial_outcome import INFRA_EXCEPTIONS, VERIFIER_EXCEPTIONS, classify
 
 LOCAL_ENVS = ("local", "docker")
 METRICS_FILE = "verifier/metrics.json"
@@ -74,6 +75,13 @@ class RunRequest(BaseModel):
     )
     credential_profile: str | None = Field(
         default=None, description="Whose credentials a custom module:Class agent gets (e.g. codex)"
+    )
+    # Harbor's own `harbor run` flags, passed through (--ak, --ae, --ek, --max-retries).
+    agent_kwargs: dict[str, Any] = Field(default_factory=dict)
+    agent_env: dict[str, str] = Field(default_factory=dict)
+    environment_kwargs: dict[str, Any] = Field(default_factory=dict)
+    max_retries: int = Field(
+        default=0, ge=0, description="retries of infra and verifier errors only (RETRIED_KINDS)"
     )
 
 
@@ -152,28 +160,36 @@ def job_config(
         host_cpus, host_mb = local_resources()
         cpus = min(request.options.cpus, host_cpus)
         memory_mb = min(request.options.memory_gb * 1024, host_mb)
+    agent = agent_config(
+        request.agent,
+        request.agent_model,
+        {**(agent_env or {}), **request.agent_env} or None,
+        reprompt_min_minutes=request.reprompt_min_minutes,
+    )
+    agent.kwargs.update(request.agent_kwargs)
+    environment = harbor_environment(
+        request.env,
+        cpus=cpus,
+        memory_mb=memory_mb,
+        cache_volume=request.cache_volume,
+        # PostTrainBench's agentic judges run the CLIs in the verifier (integrity.agentic)
+        agent_clis=is_agent_cli(request.agent) or bool(os.environ.get(AGENTIC_MODEL_ENV)),
+    )
+    environment.kwargs.update(request.environment_kwargs)
     return JobConfig(
         job_name=run_id,
         jobs_dir=jobs_dir,
         n_attempts=request.attempts,
         n_concurrent_trials=request.n_concurrent,
         quiet=request.quiet,
-        agents=[
-            agent_config(
-                request.agent,
-                request.agent_model,
-                agent_env,
-                reprompt_min_minutes=request.reprompt_min_minutes,
-            )
-        ],
-        environment=harbor_environment(
-            request.env,
-            cpus=cpus,
-            memory_mb=memory_mb,
-            cache_volume=request.cache_volume,
-            # PostTrainBench's agentic judges run the CLIs in the verifier (integrity.agentic)
-            agent_clis=is_agent_cli(request.agent) or bool(os.environ.get(AGENTIC_MODEL_ENV)),
+        # Only what is not the agent's own result is retried: a retried agent error
+        # would be an extra attempt (trial_outcome.RETRIED_KINDS).
+        retry=RetryConfig(
+            max_retries=request.max_retries,
+            include_exceptions=set(INFRA_EXCEPTIONS | VERIFIER_EXCEPTIONS),
         ),
+        agents=[agent],
+        environment=environment,
         tasks=[TaskConfig(path=task_dir)],
     )
 
@@ -183,14 +199,35 @@ def job_dir_of(runs_dir: Path, run_id: str) -> Path:
     return runs_dir.resolve() / run_id / "jobs" / run_id
 
 
+def _run_id(request: RunRequest, started: datetime) -> str:
+    return request.run_id or (
+        f"{request.benchmark}-{request.model}-{request.agent.replace(':', '.')}-"
+        f"{started:%Y%m%d-%H%M%S}"
+    )
+
+
+DRY_RUN_CONFIG = "job.json"
+
+
+def dry_run(request: RunRequest) -> Path:
+    """`--dry-run`: check the ids, compile the task and write the Harbor job config
+    (``<run dir>/job.json``, no credentials in it) that a run would use; run nothing."""
+    run_id = _run_id(request, datetime.now())
+    run_dir = request.runs_dir.resolve() / run_id
+    check_ids(request.benchmark, request.model)
+    check_agent(request.agent)
+    task_dir = compile_task(request.benchmark, request.model, run_dir / "tasks", request.options)
+    config = job_config(request, task_dir, run_dir / "jobs", run_id)
+    path = run_dir / DRY_RUN_CONFIG
+    path.write_text(config.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return path
+
+
 async def execute(request: RunRequest) -> RunRecord:
     """Compile the task, run the Harbor job, and keep the run record up to date."""
     os.environ.setdefault("HARBOR_TELEMETRY", "0")
     started = datetime.now()
-    run_id = request.run_id or (
-        f"{request.benchmark}-{request.model}-{request.agent.replace(':', '.')}-"
-        f"{started:%Y%m%d-%H%M%S}"
-    )
+    run_id = _run_id(request, started)
     run_dir = request.runs_dir.resolve() / run_id
     # Before anything is compiled, built or billed: a misspelt id or agent, a missing
     # secret or login stops here, and nothing is written.
