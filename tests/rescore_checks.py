@@ -67,6 +67,8 @@ def check_rescore(tmp_path: Path, original: ResultRecord) -> None:
     (item,) = _rescore(tmp_path, env)["items"]
     assert item["status"] == "rescored", item
     assert item["old_version"] == original.task_version != item["new_version"]
+    # Which of the task's inputs changed: the BFCL scorer, and nothing else (issue 38 item 2).
+    assert item["changed"] == ["lib/posttrainbench/benchmarks/bfcl"], item
     assert (item["old_score"], item["new_score"]) == (original.score, 1.0), item
     (trial,) = _trials(tmp_path)
     records = {r.id: r for r in _records(tmp_path / "results")}

@@ -21,7 +21,13 @@ from posttrainbench.results.store import ResultsStore
 from posttrainbench.schemas import TaskSpec
 from posttrainbench.tasks.compiler import compile_task
 from posttrainbench.tasks.options import CompileOptions
-from posttrainbench.tasks.task_version import TASK_VERSION_FILE, TaskVersion, version_of
+from posttrainbench.tasks.task_version import (
+    TASK_VERSION_FILE,
+    TaskVersion,
+    changed_inputs,
+    stamp,
+    version_of,
+)
 from tests.helpers import run_ptb
 from tests.results_fixtures import T0, TrialSpec, write_job
 
@@ -54,6 +60,50 @@ def test_version_follows_the_scorer_not_the_run_settings(tmp_path: Path) -> None
         with (copy / changed).open("a") as f:
             f.write("\n")
         assert version_of(copy, spec) != stamped.version, changed
+
+
+def test_a_version_is_a_pure_function_of_what_scores(tmp_path: Path) -> None:
+    """Issue 38 item 2: two compiles in fresh dirs, and one from a copy of the checkout
+    elsewhere, give the same version and the same input hashes; a changed file is named."""
+    import subprocess
+    import sys
+
+    def stamped(task: Path) -> TaskVersion:
+        return TaskVersion.model_validate_json((task / "tests" / TASK_VERSION_FILE).read_text())
+
+    options = CompileOptions(hours=0.1)
+    first = stamped(compile_task("bfcl", "smollm2-135m", tmp_path / "one", options))
+    second = stamped(compile_task("bfcl", "smollm2-135m", tmp_path / "two", options))
+    src = Path(__file__).resolve().parents[2] / "src"
+    copy = tmp_path / "elsewhere" / "src"
+    shutil.copytree(src, copy, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    script = (
+        "from pathlib import Path; from posttrainbench.tasks.compiler import compile_task;"
+        "from posttrainbench.tasks.options import CompileOptions;"
+        f"compile_task('bfcl', 'smollm2-135m', Path({str(tmp_path / 'three')!r}), "
+        "CompileOptions(hours=0.1))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(copy), "PATH": "/usr/bin:/bin", "HOME": str(Path.home())},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    third = stamped(tmp_path / "three" / "bfcl-smollm2-135m")
+    assert first.version == second.version == third.version
+    assert first.inputs == second.inputs == third.inputs and "settings" in first.inputs
+    assert {"test.sh", "data/bfcl", "lib/posttrainbench/benchmarks/bfcl"} <= set(first.inputs)
+
+    # What changed is named: one byte in the contamination judge's code.
+    tests = tmp_path / "one" / "bfcl-smollm2-135m" / "tests"
+    with (tests / "lib/posttrainbench/integrity/judges/contamination.py").open("a") as f:
+        f.write("\n")
+    spec = TaskSpec.load(tests / "task.json")
+    again = stamp(tests, spec, "test")
+    assert again.version != first.version
+    assert changed_inputs(first.inputs, again.inputs) == ["lib/posttrainbench/integrity"]
 
 
 def _records(tmp_path: Path, specs: list[TrialSpec]) -> list[ResultRecord]:

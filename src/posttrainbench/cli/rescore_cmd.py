@@ -100,6 +100,15 @@ def rescore(
                 f"{_score(item.new_score)} ({item.new_version})",
             )
         Console(width=max(Console().width, 120)).print(table)
+        for item in summary.items:  # why a run was scored again: what its task's change was
+            if item.changed:
+                err.print(
+                    f"{item.id[:8]}: {item.old_version} -> {item.new_version} changed "
+                    f"{', '.join(item.changed[:8])}"
+                    + (f" and {len(item.changed) - 8} more" if len(item.changed) > 8 else ""),
+                    highlight=False,
+                    soft_wrap=True,
+                )
         for refused in summary.not_rescorable:
             err.print(
                 f"not re-scorable: {refused.id[:8]} ({escape(refused.agent)}, "

@@ -42,7 +42,7 @@ from posttrainbench.runner.preflight import check_judge
 from posttrainbench.schemas import TaskSpec
 from posttrainbench.tasks.compiler import compile_task
 from posttrainbench.tasks.options import CompileOptions
-from posttrainbench.tasks.task_version import TASK_VERSION_FILE, TaskVersion
+from posttrainbench.tasks.task_version import TASK_VERSION_FILE, TaskVersion, changed_inputs
 
 RescoreEnv = Literal["local", "docker"]
 RESCORE_ENVS: tuple[RescoreEnv, ...] = ("local", "docker")
@@ -76,6 +76,10 @@ class RescoreItem(BaseModel):
     old_version: str | None
     old_score: float | None
     new_version: str
+    changed: list[str] = Field(
+        default_factory=list,
+        description="the input groups of the task that differ between the two versions",
+    )
     new_score: float | None = None
     new_id: str | None = Field(default=None, description="the re-score's record id")
     detail: str | None = Field(default=None, description="why it failed, in one line")
@@ -228,6 +232,8 @@ class _Rescorer:
         item.new_version = version.version
         if candidate.record.task_version == version.version:
             return
+        if candidate.record.task_inputs:  # what changed, where the old version recorded it
+            item.changed = changed_inputs(candidate.record.task_inputs, version.inputs)
         done = _rescored(records, candidate.record.id, version.version)
         if done is None:
             job_name = f"rescore-{candidate.record.id}-{version.version}"

@@ -240,6 +240,7 @@ def read_trial_at(root: SafeDir, trial_dir: Path | str, text: str | None = None)
         feedback=spec.feedback if spec else None,
         task_spec=spec,
         task_version=version.version if version else None,
+        task_inputs=version.inputs if version else {},
         task_compiled_at=version.compiled_at if version else None,
         status=outcome.kind,
         error=None if outcome.kind == "completed" else outcome.reason,

@@ -88,6 +88,11 @@ class ResultRecord(BaseModel):
         default=None,
         description="the scorer's version (posttrainbench.tasks.task_version); None: unversioned",
     )
+    task_inputs: dict[str, str] = Field(
+        default_factory=dict,
+        description="that version's hash of each input group (TaskVersion.inputs): what a "
+        "re-score at another version changed; empty for versions without it",
+    )
     task_compiled_at: datetime | None = Field(
         default=None, description="when that version was compiled: orders versions"
     )

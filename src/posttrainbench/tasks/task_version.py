@@ -45,6 +45,11 @@ class TaskVersion(BaseModel):
     version: str = Field(pattern=r"^tv-[0-9a-f]{16}$", description="hash of what decides a score")
     compiled_at: datetime = Field(description="orders versions: the newest compile is current")
     posttrainbench: str = Field(description="the package version that compiled the task")
+    inputs: dict[str, str] = Field(
+        default_factory=dict,
+        description="a hash of each group of what the version covers (the scoring settings, "
+        "test.sh, each benchmark's data, each subpackage of the code): which changed",
+    )
 
     def write(self, tests_dir: Path) -> Path:
         """Write the file into the task's `tests/` directory."""
@@ -65,23 +70,52 @@ def version_of(tests_dir: Path, spec: TaskSpec) -> str:
     the result does not depend on the directory listing's order), except the spec,
     which enters through its scoring settings, and the version file itself.
     """
+    return _hash(tests_dir, spec)[0]
+
+
+def _group(relative: str) -> str:
+    """Which input group a file of `tests/` belongs to: `lib/posttrainbench/<subpackage>`
+    (a benchmark's own folder apart), `data/<benchmark>`, or the file itself."""
+    parts = relative.split("/")
+    if parts[:2] == ["lib", "posttrainbench"]:
+        if parts[2:3] == ["benchmarks"] and len(parts) > 4:
+            return "/".join(parts[:4])
+        return "/".join(parts[:3]) if len(parts) > 3 else "lib/posttrainbench"
+    if parts[0] in ("lib", "data") and len(parts) > 2:
+        return "/".join(parts[:2])
+    return relative
+
+
+def _hash(tests_dir: Path, spec: TaskSpec) -> tuple[str, dict[str, str]]:
     digest = hashlib.sha256()
-    digest.update(json.dumps(scoring_settings(spec), sort_keys=True).encode())
+    settings = json.dumps(scoring_settings(spec), sort_keys=True).encode()
+    digest.update(settings)
+    groups: dict[str, hashlib._Hash] = {"settings": hashlib.sha256(settings)}
     for path in sorted(p for p in tests_dir.rglob("*") if p.is_file() and not p.is_symlink()):
         relative = path.relative_to(tests_dir).as_posix()
         if relative in (_SPEC_FILE, TASK_VERSION_FILE) or "__pycache__" in path.parts:
             continue
-        digest.update(b"\0" + relative.encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return _PREFIX + digest.hexdigest()[:16]
+        content = hashlib.sha256(path.read_bytes()).digest()
+        for h in (digest, groups.setdefault(_group(relative), hashlib.sha256())):
+            h.update(b"\0" + relative.encode() + b"\0")
+            h.update(content)
+    inputs = {name: h.hexdigest()[:12] for name, h in sorted(groups.items())}
+    return _PREFIX + digest.hexdigest()[:16], inputs
+
+
+def changed_inputs(old: dict[str, str], new: dict[str, str]) -> list[str]:
+    """The input groups whose hash differs between two versions (added or removed too)."""
+    return sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
 
 
 def stamp(tests_dir: Path, spec: TaskSpec, package_version: str) -> TaskVersion:
     """Compute the version of a freshly compiled task and write it into *tests_dir*."""
+    hashed, inputs = _hash(tests_dir, spec)
     version = TaskVersion(
-        version=version_of(tests_dir, spec),
+        version=hashed,
         compiled_at=datetime.now(UTC),
         posttrainbench=package_version,
+        inputs=inputs,
     )
     version.write(tests_dir)
     return version
