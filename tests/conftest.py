@@ -104,6 +104,7 @@ LONGEST_FIRST = (
     "test_agent_task_mode_b_e2e.py",
     "test_run_e2e.py::test_harbor_cli_runs_a_generated_task",
     "test_agent_clis.py",
+    "test_agentic_judges_trial.py",
     "test_model_task_runtime.py",
     "test_eval_cli.py",
     "test_judges_hostile_trial.py",
