@@ -66,6 +66,10 @@ def test_policies_pick_explicitly_and_a_worse_retry_never_hides_a_better_run(
     assert mean.stderr == pytest.approx(0.0866, abs=1e-4) and mean.n_runs == 3
     # Beside the runs, the questions each was scored on (issue 38 item 4).
     assert mean.n_questions == 100 and cell_summary(mean).startswith("n=3 × 100 q")
+    # A 95% interval: over the runs for a mean of several (issue 38 item 10) ...
+    low, high = mean.ci95
+    assert low == pytest.approx(mean.score - 1.959964 * mean.stderr) and high > mean.score
+    assert f"95% CI {low:.2f}–{high:.2f}" in cell_summary(mean)
     records, _ = ResultsStore.open(tmp_path / "res", create=False).load()
     best = collect(records, results_dir=tmp_path, policy="best", weights={}).cell(
         CC, "gsm8k", "qwen3-1.7b"
@@ -75,6 +79,11 @@ def test_policies_pick_explicitly_and_a_worse_retry_never_hides_a_better_run(
         CC, "gsm8k", "qwen3-1.7b"
     )
     assert latest.score == 0.55
+    # ... over the one run's questions for a single run (its metrics' standard error).
+    (only,) = [r for r in records if r.score == 0.55]
+    assert latest.ci95 == pytest.approx(
+        [0.55 - 1.959964 * only.metrics.stderr, 0.55 + 1.959964 * only.metrics.stderr]
+    )
     assert "below an earlier run (0.7000" in latest.note
     assert (latest.best, latest.latest, latest.mean) == (0.7, 0.55, mean.score)
 

@@ -109,6 +109,25 @@ def _ptb_rule(runs: list[ResultRecord], zero_shot: BaselineUsed | None) -> _PtbP
     return _PtbPick(zero_shot.score, "baseline", [], why, reason, note)
 
 
+Z95 = 1.959964  # the standard normal's 97.5th percentile
+
+
+def ci95(
+    score: float | None, stderr: float | None, selected: list[ResultRecord]
+) -> list[float] | None:
+    """A 95% interval for a cell's score (normal approximation, clipped to [0, 1]): over
+    its runs when the score is a mean of several, else over the one run's questions (its
+    metrics' standard error). None when neither is known."""
+    if score is None:
+        return None
+    if len(selected) < 2 or stderr is None:
+        runs = [r for r in selected if r.metrics is not None]
+        stderr = runs[0].metrics.stderr if len(runs) == 1 and runs[0].metrics else None
+    if stderr is None:
+        return None
+    return [max(0.0, score - Z95 * stderr), min(1.0, score + Z95 * stderr)]
+
+
 def _cell(
     agent: str,
     benchmark: str,
@@ -142,6 +161,7 @@ def _cell(
         fallback, fallback_reason = _fallback(flagged, no_model, errored)
         score, source = (base.score, "baseline") if base else (None, "none")
     normalized = normalize(score, refs, benchmark, model)
+    selected = [r for r in scored if r.id in set(pick.selected)]
     return Cell(
         agent=agent,
         benchmark=benchmark,
@@ -162,6 +182,7 @@ def _cell(
         n_unjudged=sum(1 for r in candidates if r.flagged is None),
         mean=pick.mean,
         stderr=pick.stderr,
+        ci95=ci95(score, pick.stderr, selected) if source == "run" else None,
         best=pick.best,
         latest=pick.latest,
         baseline=base.score if base else None,

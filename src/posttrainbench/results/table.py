@@ -62,6 +62,11 @@ class Cell(BaseModel):
     n_unjudged: int = Field(default=0, description="scored runs whose judges did not all decide")
     mean: float | None = Field(default=None, description="mean over the scored, unflagged runs")
     stderr: float | None = Field(default=None, description="standard error of that mean (2+ runs)")
+    ci95: list[float] | None = Field(
+        default=None,
+        description="95% interval of the score [low, high]: over the runs (2+), else over "
+        "the one run's questions",
+    )
     best: float | None = None
     latest: float | None = None
     baseline: float | None = None

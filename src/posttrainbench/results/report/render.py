@@ -101,6 +101,8 @@ def cell_summary(cell: Cell) -> str:
     if cell.source == "run":
         questions = f" × {cell.n_questions} q" if cell.n_questions is not None else ""
         parts.append(f"n={cell.n_runs}{questions}")
+    if cell.ci95 is not None:
+        parts.append(f"95% CI {cell.ci95[0]:.2f}–{cell.ci95[1]:.2f}")
     if cell.normalized is not None:
         parts.append(f"norm {cell.normalized:.2f}")
     return " · ".join(parts)
