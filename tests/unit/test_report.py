@@ -376,13 +376,18 @@ def test_an_agent_without_a_trace_shows_its_plain_log(tmp_path):
     """oracle, nop or a custom agent: the head of its plain log stands in for a trace."""
     job = write_job(tmp_path / "jobs", "job", [TrialSpec(agent="oracle", trace=False)])
     (trial,) = [p for p in job.iterdir() if p.is_dir()]
-    (trial / "agent" / "oracle.txt").write_text("step 1: training <b>20 steps</b>\n" * 3)
+    log = (
+        "step 1: training <b>20 steps</b>\n" * 3 + "step 10 loss 0.50 30s\nstep 20 loss 0.25 60s\n"
+    )
+    (trial / "agent" / "oracle.txt").write_text(log)
     export([tmp_path / "jobs"], tmp_path / "res")
     board, records = build_leaderboard(tmp_path / "res", "mean", None, None)
     (record,) = records
     assert record.trace_files == [] and record.agent_log == "agent-log.txt"
     page = section(render_report(board, records, tmp_path / "res"), f"run-{record.id}")
     assert "the agent's plain log" in page and "&lt;b&gt;20 steps&lt;/b&gt;" in page
+    # The loss its log shows, drawn (issue 38 item 10).
+    assert "Training curve" in page and page.count('class="point"') == 2
 
 
 def test_run_page_shows_posttrainbenchs_judges_beside_ours(built):

@@ -304,3 +304,9 @@ def scatter_plot(
     width = legend_x + _legend_width([*present, *(label for _, label in extras)])
     height = max(bottom + 48, top + 18 * (len(present) + len(extras)) + 24)
     return _svg(width, height, title, body)
+
+
+def loss_chart(x_label: str, points: Sequence[tuple[float, float]]) -> Markup:
+    """A training curve: the loss at each step (or epoch) the agent printed."""
+    dots = [Point(x=x, y=y, series="loss", title=f"{x_label} {x:g}: loss {y:g}") for x, y in points]
+    return scatter_plot("training loss", dots, ["loss"], {"loss": PALETTE[0]}, x_label, "loss")

@@ -22,6 +22,7 @@ from posttrainbench.results.report.charts import (
     Point,
     RefLine,
     grouped_bar_chart,
+    loss_chart,
     scatter_plot,
     series_colors,
 )
@@ -126,6 +127,7 @@ def _environment() -> Environment:
         fallback_badge=FALLBACK_BADGE,
         outcome_label=OUTCOME_LABEL,
         cell_summary=cell_summary,
+        curve_chart=lambda curve: loss_chart(curve.x_label, curve.points),
     )
     return env
 

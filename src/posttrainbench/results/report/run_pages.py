@@ -18,6 +18,7 @@ from posttrainbench.integrity.traces.load import parse_trace_text
 from posttrainbench.integrity.traces.render import format_usage, truncate
 from posttrainbench.results.pack import PackReader
 from posttrainbench.results.record import ResultRecord
+from posttrainbench.results.report.training_curve import TrainingCurve, training_curve
 from posttrainbench.results.store import ResultsStore
 from posttrainbench.results.table import Leaderboard, RunRow
 from posttrainbench.safe_fs import Refused
@@ -53,6 +54,7 @@ class TraceView:
     bytes_cut: bool = False
     error: str | None = None
     log: str | None = None  # an agent without a structured trace: its plain log's head
+    curve: TrainingCurve | None = None  # the loss its output shows, by step or epoch
 
     @property
     def events_cut(self) -> bool:
@@ -159,6 +161,7 @@ def trace_view(
         usage=format_usage(trace.usage),
         warnings=trace.warnings[:20],
         bytes_cut=bytes_cut,
+        curve=training_curve(text),
     )
 
 
@@ -174,6 +177,7 @@ def _log_view(read: ReadHead, relative: str, max_chars: int) -> TraceView:
         format="plain log",
         log=truncate(text, max_chars),
         bytes_cut=bytes_cut or len(text) > max_chars,
+        curve=training_curve(text),
     )
 
 
