@@ -126,6 +126,10 @@ def test_demo(tmp_path: Path) -> None:
     # and each score's standard error in the table, which starts a line of its own.
     assert re.search(r"reference fine-tune: step 2 loss [\d.]+ \d+s", output), output
     assert re.search(r"^┏", output, re.MULTILINE) and "± stderr" in output, output
+    # Each question's verdict for the run page, as many right as metrics.json counts.
+    samples = (Path(trial.trial_dir) / "verifier" / "samples.jsonl").read_text().splitlines()
+    assert len(samples) == metrics.n
+    assert sum(json.loads(line)["score"] for line in samples) == metrics.n_correct
     artifacts = Path(trial.trial_dir) / "artifacts"
     manifest = json.loads(next(artifacts.rglob("code_snapshot/MANIFEST.json")).read_text())
     assert manifest["kept"], manifest

@@ -336,3 +336,47 @@ def test_vllm_backend_generates_like_transformers_on_gpu(tmp_path):
     ours = VllmBackend(str(model)).generate(prompts, settings)
     ref = TransformersBackend(str(model)).generate(prompts, settings)
     assert ours[0].strip()[:8] == ref[0].strip()[:8]
+
+
+def test_verify_keeps_each_questions_verdict_and_completion_head(tmp_path, monkeypatch):
+    """verifier/samples.jsonl: one line per question scored (the run page's question list)."""
+    from posttrainbench.evaluation import runner, verify
+    from posttrainbench.schemas import GenerationAttempt
+
+    def fake_generate(backend, prompts, settings, seed, stop_fn, deadline, **kw):
+        done = GenerationAttempt(seed=seed, max_new_tokens=256, ok=True, seconds=0.1)
+        return ["The answer is 2.\nANSWER: 2", "ANSWER: 5" + "x" * 9000], [done]
+
+    class _Backend:
+        name = "fake"
+        tokenizer = None
+
+    monkeypatch.setattr(runner, "generate_with_retries", fake_generate)
+    monkeypatch.setattr(
+        "posttrainbench.evaluation.backends.make_backend", lambda *a, **k: _Backend()
+    )
+    model = tmp_path / "final_model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"architectures": ["Qwen3ForCausalLM"]}))
+    questions = [
+        Sample(id="a", category="c", data={"question": "1+1?", "answer": "2"}),
+        Sample(id="b", category="c", data={"question": "2+2?", "answer": "4"}),
+    ]
+    monkeypatch.setattr(
+        "posttrainbench.benchmarks.gsm8k.benchmark.Gsm8k.load", lambda self, split, limit: questions
+    )
+    TaskSpec(
+        benchmark="gsm8k",
+        benchmark_name="GSM8K",
+        model="qwen3-1.7b",
+        model_source="hf:Qwen/Qwen3-1.7B-Base",
+        hours=1,
+        gpus=0,
+        variant="smoke",
+    ).dump(tmp_path / "task.json")
+    metrics, code = verify.run(tmp_path / "task.json", str(model), tmp_path / "out", None)
+    assert code == 0 and metrics.n == 2
+    rows = [json.loads(x) for x in (tmp_path / "out" / "samples.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["score"]) for r in rows] == [("a", 1.0), ("b", 0.0)]
+    assert len(rows[1]["completion"]) == verify.SAMPLE_CHARS
+    assert sum(r["score"] for r in rows) == metrics.n_correct

@@ -390,6 +390,28 @@ def test_an_agent_without_a_trace_shows_its_plain_log(tmp_path):
     assert "Training curve" in page and page.count('class="point"') == 2
 
 
+def test_a_run_page_lists_each_question_with_its_verdict_and_completion(tmp_path):
+    """Issue 38 item 10: which questions the model got right and wrong, with what it wrote."""
+    import json
+
+    job = write_job(tmp_path / "jobs", "job", [TrialSpec()])
+    (trial,) = [p for p in job.iterdir() if p.is_dir()]
+    rows = [
+        {"id": "q1", "seed": 0, "score": 1.0, "error_type": None, "completion": "ANSWER: 72"},
+        {"id": "q2", "seed": 0, "score": 0.0, "error_type": None, "completion": "<b>no</b>"},
+    ]
+    (trial / "verifier" / "samples.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows) + '{"id": "cut'
+    )
+    export([tmp_path / "jobs"], tmp_path / "res")
+    board, records = build_leaderboard(tmp_path / "res", "mean", None, None)
+    (record,) = records
+    assert record.samples_file == "samples.jsonl"
+    page = section(render_report(board, records, tmp_path / "res"), f"run-{record.id}")
+    assert "<h2>Questions</h2>" in page and "1 right of 2 shown" in page
+    assert "ANSWER: 72" in page and "&lt;b&gt;no&lt;/b&gt;" in page and "<b>no</b>" not in page
+
+
 def test_run_page_shows_posttrainbenchs_judges_beside_ours(built):
     from posttrainbench.integrity.agentic.verdicts import (
         AgenticStatus,

@@ -21,6 +21,7 @@ reward was written; 2 only if the task spec itself is unreadable (reward 0 still
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -140,12 +141,14 @@ def _evaluate_final(
     from ..benchmarks.llm_judge import JudgeConfigError
     from .runner import evaluate_model
 
+    rows: list[dict] = []
     try:
         metrics = evaluate_model(
             bench,
             samples,
             model_path,
             seed=task.seed,
+            completions_out=rows,
             deadline=deadline,
             progress=ProgressFile(out_dir, "final_model"),
             # PostTrainBench's template for the task's base model, whatever the
@@ -172,7 +175,35 @@ def _evaluate_final(
             task.seed,
             getattr(exc, "attempts", ()),
         ), 0
+    write_samples(out_dir / SAMPLES_FILE, rows)
     return metrics, 0
+
+
+SAMPLES_FILE = "samples.jsonl"
+SAMPLE_CHARS = 4000  # of each completion: enough to see what the model did
+
+
+def write_samples(path: Path, rows: list[dict]) -> None:
+    """Each question's verdict and the head of the final model's completion, for the run
+    page (display only: the score is metrics.json's)."""
+    lines = [
+        json.dumps(
+            {
+                "id": r["id"],
+                "seed": r["seed"],
+                "score": r["score"],
+                "error_type": r["error_type"],
+                "completion": str(r["completion"])[:SAMPLE_CHARS],
+            }
+        )
+        + "\n"
+        for r in rows
+    ]
+    try:  # display only: a file it cannot write never changes the score
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(lines), encoding="utf-8")
+    except OSError as exc:
+        print(f"warning: per-question results not written: {exc}", file=sys.stderr)
 
 
 def token_ladder(task: TaskSpec) -> list[int] | None:

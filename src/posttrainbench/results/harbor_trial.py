@@ -69,6 +69,7 @@ class TrialSource:
     final_model: str | None = None
     trace_reads: dict[str, FileRead] = field(default_factory=dict)  # read whole by the scan
     agent_log: str | None = None  # without a trace: the agent's plain log, to keep its head
+    samples: str | None = None  # the verifier's per-question results, when it wrote them
 
 
 def is_trial_result(text: str) -> bool:
@@ -272,7 +273,15 @@ def read_trial_at(root: SafeDir, trial_dir: Path | str, text: str | None = None)
         final_model=final_model,
         trace_reads=scan.reads,
         agent_log=None if scan.files else plain_agent_log(root),
+        samples=VERIFIER_SAMPLES if _regular(root.lstat(VERIFIER_SAMPLES)) else None,
     )
+
+
+VERIFIER_SAMPLES = "verifier/samples.jsonl"
+
+
+def _regular(st: os.stat_result | None) -> bool:
+    return st is not None and stat.S_ISREG(st.st_mode)
 
 
 def _artifact_dir(root: SafeDir, relative: str, refused: list[str]) -> str | None:

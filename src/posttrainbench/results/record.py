@@ -126,6 +126,11 @@ class ResultRecord(BaseModel):
         description="for an agent without a structured trace (oracle, nop, custom): the "
         "head of its plain log, relative",
     )
+    samples_file: str | None = Field(
+        default=None,
+        description="the verifier's per-question verdicts and completion heads "
+        "(verifier/samples.jsonl), relative: display only",
+    )
     snapshot_dir: str | None = Field(
         default=None, description="the agent's code snapshot, relative"
     )

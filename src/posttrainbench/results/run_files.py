@@ -39,6 +39,8 @@ SNAPSHOT_DIR = "snapshot"
 FINAL_MODEL_DIR = "final_model"
 AGENT_LOG_FILE = "agent-log.txt"
 AGENT_LOG_BYTES = 256 * 1024  # the head is what a reader looks at; the trial keeps the rest
+SAMPLES_FILE = "samples.jsonl"
+SAMPLES_BYTES = 8 * 1024 * 1024  # a few thousand questions' verdicts and completion heads
 
 
 class PackSink:
@@ -94,7 +96,13 @@ def stage_run_files(
             record.trace_files.append(name)
     refused += traces.refusal_lines()
     if source.agent_log is not None:
-        record.agent_log = _keep_log_head(root, source.agent_log, sink, refused)
+        record.agent_log = _keep_head(
+            root, source.agent_log, sink, AGENT_LOG_FILE, AGENT_LOG_BYTES, refused
+        )
+    if source.samples is not None:
+        record.samples_file = _keep_head(
+            root, source.samples, sink, SAMPLES_FILE, SAMPLES_BYTES, refused
+        )
     if source.snapshot is not None:
         copied, lines = _copy_dir(
             root,
@@ -134,17 +142,20 @@ def stage_run_files(
     return record, warnings
 
 
-def _keep_log_head(root: SafeDir, relative: str, sink: CopySink, refused: list[str]) -> str | None:
-    """The first AGENT_LOG_BYTES of the agent's plain log (a link or special file refused)."""
+def _keep_head(
+    root: SafeDir, relative: str, sink: CopySink, name: str, limit: int, refused: list[str]
+) -> str | None:
+    """The first *limit* bytes of a trial's file, stored as *name* (a link or special file
+    refused): the agent's plain log, the verifier's per-question results."""
     try:
-        read = root.read_file(relative, AGENT_LOG_BYTES)
+        read = root.read_file(relative, limit)
     except Refused as exc:
         refused.append(str(exc))
         return None
     except OSError:
         return None
-    sink.put(AGENT_LOG_FILE, read.data)
-    return AGENT_LOG_FILE
+    sink.put(name, read.data)
+    return name
 
 
 def _copy_dir(

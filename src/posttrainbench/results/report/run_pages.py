@@ -74,6 +74,62 @@ class VerdictView:
         return {True: "flagged", False: "clean", None: "undecided"}[self.judge.flagged]
 
 
+@dataclass(frozen=True)
+class SampleView:
+    """One question of the final evaluation: its verdict and the completion's head."""
+
+    id: str
+    score: float
+    error_type: str | None
+    completion: str
+
+    @property
+    def verdict(self) -> str:
+        """right, wrong, or the partial score."""
+        return "right" if self.score >= 1 else "wrong" if self.score <= 0 else f"{self.score:.2f}"
+
+
+@dataclass
+class SamplesView:
+    """The questions the verifier scored (the first MAX_SAMPLES), or why there are none."""
+
+    samples: list[SampleView] = field(default_factory=list)
+    total: int = 0
+    error: str | None = None
+
+
+MAX_SAMPLES = 300
+SAMPLE_SHOWN_CHARS = 1500
+
+
+def samples_view(read: ReadHead, record: ResultRecord) -> SamplesView:
+    """The run's per-question results (verifier/samples.jsonl as stored); never raises."""
+    if record.samples_file is None:
+        return SamplesView(error="the verifier kept no per-question results for this run")
+    try:
+        text, _cut = _read_capped(read, record.samples_file)
+    except OSError as exc:
+        reason = exc.reason if isinstance(exc, Refused) else exc.strerror or str(exc)
+        return SamplesView(error=f"cannot read the per-question results: {reason}")
+    shown: list[SampleView] = []
+    total = 0
+    for line in text.splitlines():
+        try:
+            row = json.loads(line)
+            sample = SampleView(
+                id=str(row["id"]),
+                score=float(row["score"]),
+                error_type=row.get("error_type"),
+                completion=truncate(str(row.get("completion", "")), SAMPLE_SHOWN_CHARS),
+            )
+        except (ValueError, KeyError, TypeError):
+            continue  # a line cut at the byte cap, or not ours
+        total += 1
+        if len(shown) < MAX_SAMPLES:
+            shown.append(sample)
+    return SamplesView(samples=shown, total=total)
+
+
 @dataclass
 class RunPage:
     """Everything the page of one run shows."""
@@ -82,6 +138,7 @@ class RunPage:
     row: RunRow | None
     verdicts: list[VerdictView]
     trace: TraceView
+    samples: SamplesView = field(default_factory=SamplesView)
 
     @property
     def anchor(self) -> str:
@@ -214,6 +271,7 @@ def build_run_pages(
                         )
                     ],
                     trace=trace_view(read, record, max_events=max_events, max_chars=max_chars),
+                    samples=samples_view(read, record),
                 )
             )
     return pages
