@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 
 from posttrainbench.envs.cache_admin import LayerHolds, list_entries, prune, use_file
-from posttrainbench.envs.env_cache import ensure_layers, plan_layers, resolve_sandbox_python
+from posttrainbench.envs.env_cache import (
+    SandboxPython,
+    ensure_layers,
+    plan_layers,
+    resolve_sandbox_python,
+)
 from tests.helpers import run_ptb
 from tests.sandbox_support import MakeEnv, requires_bwrap, run
 from tests.unit.test_env_layer_sandbox import write_layered_env
@@ -113,3 +118,71 @@ def test_cache_cli_mistakes_are_one_line(tmp_path: Path) -> None:
     # The README's example, as written there.
     dry = run_ptb("cache", "prune", "--max-size", "20", "--dry-run", env=env)
     assert dry.returncode == 0 and "would remove 0 entries" in dry.stdout, dry.stdout + dry.stderr
+
+
+def test_what_a_killed_build_left_is_listed_and_pruned_but_a_running_build_is_not(
+    tmp_path: Path,
+) -> None:
+    """Issue 38 item 6: a build killed mid-way leaves its `.build-<name>-*` directory; `ptb
+    cache list` shows it, `ptb cache prune` and the next build of that entry remove it,
+    and a build still running (its lock held) is left alone."""
+    import fcntl
+
+    from posttrainbench.envs.cache_admin import orphan_builds, remove_orphan_builds
+
+    envs = tmp_path / "cache" / "envs"
+    dead = envs / ".build-venv-abc123-x1y2z3ab"
+    running = envs / ".build-model-def456-q9w8e7r6"
+    for d in (dead, running):
+        (d / "lib").mkdir(parents=True)
+        (d / "lib" / "blob").write_bytes(b"\0" * 4096)
+    lock = (envs / "model-def456.lock").open("w")
+    fcntl.flock(lock, fcntl.LOCK_EX)  # the other build is still working
+    assert orphan_builds(envs) == [dead]
+    env = {"PTB_CACHE_DIR": str(tmp_path / "cache")}
+    listed = run_ptb("cache", "list", env=env)
+    assert (
+        "an unfinished build a killed run left" in listed.stdout and dead.name[:20] in listed.stdout
+    )
+    rows = json.loads(run_ptb("cache", "list", "--json", env=env).stdout)
+    assert [r["path"] for r in rows if r["unfinished_build"]] == [str(dead)]
+    pruned = run_ptb("cache", "prune", "--older-than", "365", env=env)
+    assert pruned.returncode == 0 and f"removed {dead} (an unfinished build)" in pruned.stdout
+    assert not dead.exists() and running.is_dir()
+    # The next build of an entry clears its own leftovers (it holds that entry's lock).
+    fcntl.flock(lock, fcntl.LOCK_UN)
+    assert remove_orphan_builds(envs, "venv-abc123") == [] and running.is_dir()
+    assert remove_orphan_builds(envs, "model-def456") == [running] and not running.exists()
+
+
+def test_the_evaluation_environment_is_an_entry_of_the_layer_cache(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """`ptb eval`'s environment is `<cache>/envs/eval-<hash>`: listed, held while used."""
+    from posttrainbench.envs import eval_env
+    from posttrainbench.envs.cache_admin import list_entries
+
+    monkeypatch.setenv("PTB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv(eval_env.EVAL_PYTHON_ENV, raising=False)
+    monkeypatch.setattr(eval_env, "_host_has_stack", lambda: False)
+    built: list[list[str]] = []
+
+    def fake_run(argv, **kw):  # `python -m venv DIR` makes DIR/bin/python; pip does nothing
+        built.append(argv)
+        if argv[1:3] == ["-m", "venv"]:
+            (Path(argv[3]) / "bin").mkdir(parents=True)
+            (Path(argv[3]) / "bin" / "python").write_text("")
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(eval_env.subprocess, "run", fake_run)
+    monkeypatch.setattr(
+        eval_env,
+        "resolve_sandbox_python",
+        lambda: SandboxPython(Path("/usr/bin/python3.11"), Path("/usr"), "3.11.2"),
+    )
+    python = Path(eval_env.evaluation_python(log=lambda _: None))
+    entry = python.parents[1]
+    assert entry.parent == tmp_path / "cache" / "envs" and entry.name.startswith("eval-")
+    (listed,) = list_entries(tmp_path / "cache" / "envs")
+    assert listed.layer == "eval" and listed.in_use  # this process holds it
+    assert eval_env.evaluation_python(log=lambda _: None) == str(python) and len(built) == 4

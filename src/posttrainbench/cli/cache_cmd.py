@@ -97,9 +97,11 @@ def list_entries(
     """
     import json
 
+    from posttrainbench.envs.cache_admin import dir_size, orphan_builds
     from posttrainbench.envs.cache_admin import list_entries as entries_of
 
     entries = sorted(entries_of(_envs_dir()), key=lambda e: e.last_used, reverse=True)
+    orphans = [(p, dir_size(p)) for p in orphan_builds(_envs_dir())]
     if as_json:
         rows = [
             {
@@ -109,12 +111,31 @@ def list_entries(
                 "last_used": e.last_used,
                 "in_use": e.in_use,
                 "held_by": list(e.held_by),
+                "unfinished_build": False,
             }
             for e in entries
+        ] + [
+            {
+                "path": str(p),
+                "layer": None,
+                "size_bytes": size,
+                "last_used": p.stat().st_mtime,
+                "in_use": False,
+                "held_by": [],
+                "unfinished_build": True,
+            }
+            for p, size in orphans
         ]
         typer.echo(json.dumps(rows, indent=2))
         return
     console = Console()
+    for path, size in orphans:
+        console.print(
+            f"{escape(path.name[:30])}  {size / 2**20:>9.1f} MB  an unfinished build a killed "
+            "run left (`ptb cache prune` removes it)",
+            highlight=False,
+            soft_wrap=True,
+        )
     if not entries:
         console.print(
             f"no cache entries in {escape(str(_envs_dir()))}", highlight=False, soft_wrap=True
@@ -162,11 +183,18 @@ def prune_entries(
     Example: ptb cache prune --max-size 200 --dry-run
     """
     from posttrainbench.envs.cache_admin import list_entries as entries_of
-    from posttrainbench.envs.cache_admin import prune
+    from posttrainbench.envs.cache_admin import orphan_builds, prune, remove_orphan_builds
 
     if max_size is None and older_than is None:
         raise PtbError("say what to prune: --max-size GB and/or --older-than DAYS")
     envs = _envs_dir()
+    # What killed builds left is never an entry anyone uses: always removed.
+    for path in orphan_builds(envs) if dry_run else remove_orphan_builds(envs):
+        Console().print(
+            f"{'would remove' if dry_run else 'removed'} {escape(str(path))} (an unfinished build)",
+            highlight=False,
+            soft_wrap=True,
+        )
     removed = prune(
         envs,
         None if max_size is None else int(max_size * 2**30),

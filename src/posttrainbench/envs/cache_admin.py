@@ -21,6 +21,9 @@ from typing import IO
 
 from posttrainbench.errors import PtbError
 
+BUILD_PREFIX = ".build-"
+"""An entry is built in ``<envs>/.build-<entry name>-<random>``, renamed into place when
+complete; one whose build lock is free was left by a build that was killed."""
 MAX_SIZE_ENV = "PTB_CACHE_MAX_GB"
 """A size cap: past it, a build prunes the least recently used entries no trial uses."""
 
@@ -70,7 +73,8 @@ class CacheEntry:
     held_by: tuple[str, ...]
 
 
-def _size(path: Path) -> int:
+def dir_size(path: Path) -> int:
+    """Bytes allocated to the files under *path* (links not followed)."""
     total = 0
     for directory, _dirs, files in os.walk(path):
         for name in files:
@@ -111,6 +115,62 @@ def _entries(envs: Path) -> list[Path]:
     )
 
 
+def build_dir_prefix(name: str) -> str:
+    """The prefix of the temporary directory an entry *name* is built in."""
+    return f"{BUILD_PREFIX}{name}-"
+
+
+def _lock_free(lock: Path) -> bool:
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # drops the probe's lock, if it got one
+    return True
+
+
+def orphan_builds(envs: Path) -> list[Path]:
+    """Build directories no build is working in: what a killed build left behind."""
+    if not envs.is_dir():
+        return []
+    found = []
+    for path in sorted(envs.iterdir()):
+        if not path.name.startswith(BUILD_PREFIX) or not path.is_dir() or path.is_symlink():
+            continue
+        name = path.name[len(BUILD_PREFIX) :].rpartition("-")[0]
+        if _lock_free(envs / f"{name}.lock"):
+            found.append(path)
+    return found
+
+
+def remove_orphan_builds(envs: Path, name: str | None = None) -> list[Path]:
+    """Remove what killed builds left (of entry *name* only, when given: its builder,
+    holding its lock, calls this first). Returns what it removed."""
+    removed = []
+    for path in orphan_builds(envs):
+        if name is None or path.name.startswith(build_dir_prefix(name)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def hold_for_process(entry: Path) -> None:
+    """A shared hold on *entry* until this process exits (a host command that runs its
+    Python): no prune removes it meanwhile, and its last use is now."""
+    handle = use_file(entry).open("ab")
+    fcntl.flock(handle, fcntl.LOCK_SH)
+    os.utime(use_file(entry))
+    _PROCESS_HOLDS.append(handle)
+
+
+_PROCESS_HOLDS: list[IO[bytes]] = []
+
+
 def _in_use(entry: Path) -> bool:
     path = use_file(entry)
     if not path.exists():
@@ -134,7 +194,7 @@ def list_entries(envs: Path) -> list[CacheEntry]:
             CacheEntry(
                 entry,
                 entry.name.split("-", 1)[0],
-                _size(entry),
+                dir_size(entry),
                 last,
                 _in_use(entry),
                 tuple(sorted(set(holders.get(str(entry), [])))),

@@ -25,7 +25,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from posttrainbench.envs.cache_admin import LayerHolds, prune_to_cap
+from posttrainbench.envs.cache_admin import (
+    LayerHolds,
+    build_dir_prefix,
+    prune_to_cap,
+    remove_orphan_builds,
+)
 from posttrainbench.envs.environment_needs import load_environment_needs
 from posttrainbench.envs.layer_build import (  # noqa: F401  (the cache's errors and paths, for its callers)
     BUILD_LOG_NAME,
@@ -240,7 +245,8 @@ def _ensure_layer(
         fcntl.flock(lock, fcntl.LOCK_EX)
         if layer.built:  # another process built it while we waited
             return False
-        build_dir = Path(tempfile.mkdtemp(prefix=f".build-{name[:40]}-", dir=envs_dir))
+        remove_orphan_builds(envs_dir, name)  # a killed build's; ours holds the lock now
+        build_dir = Path(tempfile.mkdtemp(prefix=build_dir_prefix(name), dir=envs_dir))
         try:
             build_layer(environment_dir, layer.spec, build_dir, python.executable, lower_venv)
         except Exception as exc:

@@ -3,8 +3,11 @@
 The host package stays free of torch. Evaluation runs in, by preference:
 ``$PTB_EVAL_PYTHON``; this interpreter when it already has torch and transformers (a GPU
 node with its own stack); else a venv built once from the task environment's
-requirements with the sandbox Python (the same stack the CPU task sandboxes use),
-cached under ``<cache>/eval-env/<hash>`` and renamed into place only when complete.
+requirements with the sandbox Python (the same interpreter choice as the task layers),
+an entry of the layer cache (``<cache>/envs/eval-<hash>``: ``ptb cache list`` shows it,
+``ptb cache prune`` removes it when unused, a killed build leaves nothing the next one
+does not clear), built under its lock in ``.build-<name>-*`` and renamed into place only
+when complete, and held while a command uses it.
 """
 
 from __future__ import annotations
@@ -19,10 +22,16 @@ import sys
 import tempfile
 from pathlib import Path
 
+from posttrainbench.envs.cache_admin import (
+    build_dir_prefix,
+    hold_for_process,
+    remove_orphan_builds,
+)
 from posttrainbench.envs.env_cache import cache_root, resolve_sandbox_python
 from posttrainbench.errors import RunError
 
 EVAL_PYTHON_ENV = "PTB_EVAL_PYTHON"
+EVAL_LAYER = "eval"  # its name in the layer cache, as `ptb cache list` shows it
 
 
 def _requirement_files() -> list[Path]:
@@ -49,17 +58,19 @@ def evaluation_python(log=print) -> str:
     h = hashlib.sha256(f"{python.executable}:{python.version}".encode())
     for p in files:
         h.update(p.read_bytes())
-    root = cache_root() / "eval-env"
-    entry = root / h.hexdigest()[:16]
+    root = cache_root() / "envs"
+    entry = root / f"{EVAL_LAYER}-{h.hexdigest()[:16]}"
+    root.mkdir(parents=True, exist_ok=True)
+    hold_for_process(entry)  # before looking: from now on no prune removes it under us
     if (entry / "bin" / "python").exists():
         return str(entry / "bin" / "python")
-    root.mkdir(parents=True, exist_ok=True)
     with (root / f"{entry.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (entry / "bin" / "python").exists():
             return str(entry / "bin" / "python")
+        remove_orphan_builds(root, entry.name)  # a killed build's; we hold its lock
         log(f"building the evaluation environment in {entry} (once; a few minutes)")
-        staging = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", dir=root))
+        staging = Path(tempfile.mkdtemp(prefix=build_dir_prefix(entry.name), dir=root))
         try:
             steps = [[str(python.executable), "-m", "venv", str(staging)]]
             pip = [str(staging / "bin" / "python"), "-m", "pip", "install", "-q"]
