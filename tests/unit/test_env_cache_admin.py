@@ -186,3 +186,31 @@ def test_the_evaluation_environment_is_an_entry_of_the_layer_cache(
     (listed,) = list_entries(tmp_path / "cache" / "envs")
     assert listed.layer == "eval" and listed.in_use  # this process holds it
     assert eval_env.evaluation_python(log=lambda _: None) == str(python) and len(built) == 4
+
+
+def test_the_sandbox_python_is_chosen_the_same_from_any_directory(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Issue 38 item 6: a pyenv shim picks its version by the working directory's
+    .python-version and $PYENV_VERSION, so `ptb sweep` run from another directory than `ptb
+    run` picked another Python 3.11 and built every layer again. The probe runs from / and
+    without $PYENV_VERSION."""
+    from posttrainbench.envs import env_cache
+
+    seen: list[dict] = []
+    real_run = subprocess.run
+
+    def spy(argv, **kw):
+        seen.append(kw)
+        return real_run(argv, **kw)
+
+    (tmp_path / ".python-version").write_text("3.12.1\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYENV_VERSION", "3.12.1")
+    monkeypatch.delenv("PTB_SANDBOX_PYTHON", raising=False)
+    monkeypatch.setattr(env_cache.subprocess, "run", spy)
+    here = resolve_sandbox_python()
+    assert seen and all(kw["cwd"] == "/" and "PYENV_VERSION" not in kw["env"] for kw in seen)
+    monkeypatch.chdir("/")
+    monkeypatch.delenv("PYENV_VERSION")
+    assert resolve_sandbox_python() == here

@@ -112,6 +112,11 @@ def resolve_sandbox_python(min_version: tuple[int, int] | None = None) -> Sandbo
     taken: ``PTB_SANDBOX_PYTHON`` if it is, else ``python3.N`` on PATH, else a pyenv
     install, else the harness's own base interpreter; none raises
     :class:`EnvironmentBuildError`.
+
+    The same interpreter whatever the command and its directory: a pyenv shim picks its
+    version by the working directory's ``.python-version`` and ``$PYENV_VERSION``, so two
+    commands run from two directories built every layer twice. The probe runs from ``/``
+    without ``$PYENV_VERSION`` (the global pyenv version); ``PTB_SANDBOX_PYTHON`` chooses.
     """
     probe = (
         "import json,sys,os;print(json.dumps({'exe':os.path.realpath(sys.executable),"
@@ -127,6 +132,8 @@ def resolve_sandbox_python(min_version: tuple[int, int] | None = None) -> Sandbo
                 text=True,
                 check=True,
                 timeout=60,
+                cwd="/",
+                env={k: v for k, v in os.environ.items() if k != "PYENV_VERSION"},
             ).stdout
         except (OSError, subprocess.SubprocessError) as exc:
             errors.append(f"{candidate}: {exc}")
