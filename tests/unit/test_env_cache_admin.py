@@ -180,7 +180,9 @@ def test_the_evaluation_environment_is_an_entry_of_the_layer_cache(
         "resolve_sandbox_python",
         lambda: SandboxPython(Path("/usr/bin/python3.11"), Path("/usr"), "3.11.2"),
     )
-    python = Path(eval_env.evaluation_python(log=lambda _: None))
+    said: list[str] = []
+    python = Path(eval_env.evaluation_python(log=said.append))
+    assert said[0].startswith("building the evaluation environment") and "step 4/4" in said[-1]
     entry = python.parents[1]
     assert entry.parent == tmp_path / "cache" / "envs" and entry.name.startswith("eval-")
     (listed,) = list_entries(tmp_path / "cache" / "envs")

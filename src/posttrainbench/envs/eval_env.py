@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from posttrainbench.envs.cache_admin import (
@@ -76,7 +77,12 @@ def evaluation_python(log=print) -> str:
             pip = [str(staging / "bin" / "python"), "-m", "pip", "install", "-q"]
             for p in files:
                 steps.append(pip + (["--no-deps"] if "nodeps" in p.name else []) + ["-r", str(p)])
-            for argv in steps:
+            started = time.monotonic()
+            for i, argv in enumerate(steps, 1):
+                # pip is quiet (-q): a line per step, so minutes of installing are not silent
+                log(
+                    f"  step {i}/{len(steps)}: {' '.join(argv[-2:])} ({time.monotonic() - started:.0f}s)"
+                )
                 proc = subprocess.run(argv, capture_output=True, text=True)
                 if proc.returncode != 0:
                     last = (proc.stderr.strip().splitlines() or ["?"])[-1]
