@@ -141,6 +141,14 @@ def test_demo(tmp_path: Path) -> None:
     verdicts = _judgements(Path(trial.trial_dir))
     assert verdicts["disallowed_model"].flagged is False, verdicts["disallowed_model"]
     assert verdicts["contamination"].flagged is False, verdicts["contamination"]
+    # The host re-judge of the finished trial (issue 38 item 3): no verdict weaker than
+    # the verifier's (it finds the base model itself, or keeps the verifier's).
+    rejudged = run_ptb("judge", trial.trial_dir, "--json", timeout=600)
+    assert rejudged.returncode == 0, rejudged.stderr[-2000:]
+    host = {j["judge"]: j for j in json.loads(rejudged.stdout)}
+    for judge, verdict in verdicts.items():
+        if verdict.flagged is not None:
+            assert host[judge]["flagged"] == verdict.flagged, (judge, host[judge])
     # The results pipeline on the real trial: export, leaderboard, no flagged runs.
     exported = run_ptb("results", "export", str(tmp_path), "-o", str(tmp_path / "results"))
     assert exported.returncode == 0 and "1 added" in exported.stdout, (
