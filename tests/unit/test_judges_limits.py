@@ -240,8 +240,10 @@ def test_junk_past_the_byte_cap_buys_a_flag_not_a_clean_verdict(tmp_path):
 
 @checker
 def test_content_no_decoder_reads_is_incomplete_never_clean(tmp_path):
-    """Test items in a 7z archive or a broken arrow file are not read: the run is flagged
-    by the limit rule, with what was not read named, never cleared."""
+    """Test items in a 7z archive are not read: the run is flagged by the limit rule, with
+    what was not read named, never cleared. A file only taken for arrow by its first bytes
+    (four 0xff bytes start many binaries) that pyarrow cannot read is not: its bytes were
+    scanned as bytes (an honest OpenCode run's binaries were flagged so)."""
     train = "".join(json.dumps(r) + "\n" for r in rows("train.jsonl", 20))
     roomy = limits(contamination=JudgeLimit(time_s=60, max_bytes=10**9))
     ws = write_set(
@@ -256,10 +258,10 @@ def test_content_no_decoder_reads_is_incomplete_never_clean(tmp_path):
     assert verdict.justification.startswith("incomplete: decoding the write set: 1 part(s)")
     assert "/app/.cache/d.bin: 7z data" in verdict.justification
 
-    # An "arrow" file pyarrow cannot read: its rows were never checked.
+    # Bytes that start as an arrow stream does, but are not one.
     data = tmp_path / "data_files"
     (data / "data").mkdir(parents=True)
-    (data / "data" / "cache.arrow").write_bytes(b"ARROW1\x00\x00" + train.encode())
+    (data / "data" / "blob.bin").write_bytes(b"\xff\xff\xff\xff\x00\x00\x00\x80" + train.encode())
     (data / "MANIFEST.json").write_text("{}")
     clean_ws = write_set(tmp_path / "clean", {"/app/train.jsonl": train})
     ctx = JudgeContext(
@@ -270,8 +272,8 @@ def test_content_no_decoder_reads_is_incomplete_never_clean(tmp_path):
     (verdict,) = run_judges(
         ctx, tmp_path / "out", judges=["contamination"], llm_votes=0, limits=roomy
     )
-    assert verdict.flagged is True and verdict.decided_by == "limit", verdict.justification
-    assert "reading the unpacked files" in verdict.justification
+    assert verdict.flagged is False, verdict.justification
+    assert any("could not read" in e.detail for e in verdict.evidence)
 
 
 @checker

@@ -18,6 +18,7 @@ import pytest
 from harbor.models.job.config import JobConfig
 
 from posttrainbench.errors import PtbError
+from posttrainbench.integrity.agentic.config import AGENTIC_ENV
 from posttrainbench.sweep.condor import (
     CondorError,
     CondorSettings,
@@ -140,11 +141,11 @@ def test_condor_files_parse_without_contacting_a_cluster(sweep: Path) -> None:
             assert submit[key] == str(condor / "logs" / f"{name}.{ext}")
         assert (condor / "logs").is_dir()
         assert submit.getQArgs() == "1"
-        if "claude-code" in name:  # names only; condor_submit copies the values
-            assert submit["getenv"] == "ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN"
-        else:
-            assert "getenv" not in submit.keys()
-            assert "environment" not in submit.keys()
+        # Names only; condor_submit copies the values. Every task's verifier takes the
+        # (opt-in) agentic judges' settings, so every job lists them.
+        agent_keys = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"] if "claude-code" in name else []
+        assert submit["getenv"] == ", ".join(sorted({*agent_keys, *AGENTIC_ENV}))
+        assert "environment" not in submit.keys()
 
 
 def test_condor_wrapper_runs_one_harbor_trial_without_contacting_a_cluster(sweep: Path) -> None:

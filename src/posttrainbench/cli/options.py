@@ -242,7 +242,6 @@ EnvironmentKwargs = typer.Option(
 )
 MaxRetries = typer.Option(
     0,
-    "-r",
     "--max-retries",
     min=0,
     metavar="N",

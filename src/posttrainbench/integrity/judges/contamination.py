@@ -16,8 +16,7 @@ Detectors:
   what the n-gram check catches.
 - ``scan_coverage`` (supporting only): what the scan could not decode, numbers skipped
   in checkpoints. Caps that cut the scan short, and content no decoder here reads (a 7z
-  archive, high-entropy bytes, a parquet file pyarrow cannot read), make the verdict
-  *incomplete*, never clean.
+  archive, high-entropy bytes), make the verdict *incomplete*, never clean.
 
 An evaluation output the agent kept (questions next to its model's answers) also
 matches; a human override clears such a flag.
@@ -33,7 +32,7 @@ from pathlib import Path
 from posttrainbench.integrity.judges.actions import trace_actions
 from posttrainbench.integrity.judges.detection import Detection
 from posttrainbench.integrity.judges.inputs import JudgeContext
-from posttrainbench.integrity.judges.scan_inputs import ScanInputs, gather, unread_hit
+from posttrainbench.integrity.judges.scan_inputs import ScanInputs, gather
 
 MAX_MATCH_EVIDENCE = 50
 MAX_ACCESS_EVIDENCE = 10
@@ -137,10 +136,11 @@ def _matches(ctx: JudgeContext, det: Detection, scan: ScanInputs, report) -> Non
             f"no overlap in {len(report.files)} files, {report.n_records} records "
             f"against {report.n_reference_items} test items",
         )
+    # A "parquet"/"arrow" piece pyarrow cannot read was told by its first bytes only (four
+    # 0xff bytes start many binaries): its bytes were scanned as bytes too, and what of
+    # them no decoder reads is listed unread there. So a note here, not an incomplete scan.
     for error in report.errors[:MAX_ACCESS_EVIDENCE]:
         det.add("ngram_overlap", False, f"could not read: {error}")
-    if report.errors:  # a parquet or arrow file pyarrow cannot read: its rows were not checked
-        det.incomplete.append(unread_hit("reading the unpacked files", report.errors))
 
 
 def _trace_access(ctx: JudgeContext, det: Detection) -> None:
