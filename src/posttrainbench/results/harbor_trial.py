@@ -19,8 +19,9 @@ import stat
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from posttrainbench.integrity.agentic.verdicts import STATUS_FILE as AGENTIC_STATUS_FILE
 from posttrainbench.integrity.agentic.verdicts import AgenticStatus
@@ -48,6 +49,9 @@ MAX_JSON_BYTES = 64 * 2**20  # result, metrics, task spec or verdict: far larger
 # runs an older exporter stored are exported again (safe-1: no link followed; outcome-1:
 # the trial_outcome kinds).
 READER_VERSION = "outcome-1"
+
+
+_M = TypeVar("_M", bound=BaseModel)
 
 
 class TrialReadError(Exception):
@@ -334,11 +338,19 @@ def _task_version(
     """The verifier's copy of the task's version (*found*: its lstat); None for a trial
     scored before tasks had one (or whose copy is unreadable: the run is then shown as
     unversioned)."""
+    return _verifier_json(root, TASK_VERSION_FILE, TaskVersion, found, refused)
+
+
+def _verifier_json(
+    root: SafeDir, name: str, model: type[_M], found: os.stat_result | None, refused: list[str]
+) -> _M | None:
+    """A JSON file of `verifier/` (*found*: its lstat) as *model*; None when absent or
+    unreadable, and a link or special file in its place refused."""
     if found is None:
         return None
     try:
-        return TaskVersion.model_validate_json(
-            root.read_bytes(f"verifier/{TASK_VERSION_FILE}", MAX_JSON_BYTES, lstat=found)
+        return model.model_validate_json(
+            root.read_bytes(f"verifier/{name}", MAX_JSON_BYTES, lstat=found)
         )
     except Refused as exc:
         refused.append(str(exc))
@@ -387,17 +399,7 @@ def _ptb_judges(
     root: SafeDir, st: os.stat_result | None, refused: list[str]
 ) -> AgenticStatus | None:
     """PostTrainBench's agentic judges' outcome (verifier/ptb_judges.json), if any."""
-    if st is None:
-        return None
-    try:
-        return AgenticStatus.model_validate_json(
-            root.read_bytes(f"verifier/{AGENTIC_STATUS_FILE}", MAX_JSON_BYTES, lstat=st)
-        )
-    except Refused as exc:
-        refused.append(str(exc))
-    except (OSError, ValueError):
-        pass
-    return None
+    return _verifier_json(root, AGENTIC_STATUS_FILE, AgenticStatus, st, refused)
 
 
 def _verdicts(root: SafeDir, listings: Listings, refused: list[str]) -> list[Judgement]:

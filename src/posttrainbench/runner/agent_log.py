@@ -14,25 +14,10 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from posttrainbench.runner.verifier_progress import POLL_S, VERIFIER_SESSION_MARK
+from posttrainbench.runner.verifier_progress import POLL_S, log_candidates
 from posttrainbench.safe_fs import SafeDir
 
 MAX_LOG_BYTES = 1 << 20  # the head that is followed: a fine-tune's log is a few KB
-
-
-def _candidates(job: SafeDir, name: str) -> list[str]:
-    found: list[str] = []
-    for trial, st in job.entries():
-        if not stat.S_ISDIR(st.st_mode):
-            continue
-        found.append(f"{trial}/agent/{name}")
-        if job.is_dir(f"{trial}/sandbox"):
-            found.extend(
-                f"{trial}/sandbox/{instance}/rootfs/logs/agent/{name}"
-                for instance, _ in job.entries(f"{trial}/sandbox")
-                if VERIFIER_SESSION_MARK not in instance
-            )
-    return found
 
 
 def read_agent_log(job_dir: Path, name: str) -> list[str]:
@@ -43,7 +28,7 @@ def read_agent_log(job_dir: Path, name: str) -> list[str]:
         return []
     with job:
         try:
-            candidates = _candidates(job, name)
+            candidates = log_candidates(job, "agent", name)
         except OSError:
             return []
         newest: tuple[float, str] | None = None

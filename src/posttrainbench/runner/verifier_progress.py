@@ -28,18 +28,22 @@ VERIFIER_SESSION_MARK = (
 POLL_S = 2.0
 
 
-def _candidates(job: SafeDir) -> list[str]:
-    """Paths below the job dir where a trial's verifier progress may be."""
+def log_candidates(job: SafeDir, logs: str, name: str) -> list[str]:
+    """Paths below a job dir where a running trial's `/logs/<logs>/<name>` may be: the
+    trial's own `<logs>/` (where Harbor mounts it) and the root of each local-sandbox
+    instance of that side (the verifier's instances for `verifier`, the others for
+    `agent`)."""
+    verifier = logs == "verifier"
     found: list[str] = []
     for trial, st in job.entries():
         if not stat.S_ISDIR(st.st_mode):
             continue
-        found.append(f"{trial}/verifier/{PROGRESS_FILENAME}")
+        found.append(f"{trial}/{logs}/{name}")
         if job.is_dir(f"{trial}/sandbox"):
             found.extend(
-                f"{trial}/sandbox/{name}/rootfs/logs/verifier/{PROGRESS_FILENAME}"
-                for name, _ in job.entries(f"{trial}/sandbox")
-                if VERIFIER_SESSION_MARK in name
+                f"{trial}/sandbox/{instance}/rootfs/logs/{logs}/{name}"
+                for instance, _ in job.entries(f"{trial}/sandbox")
+                if (VERIFIER_SESSION_MARK in instance) == verifier
             )
     return found
 
@@ -52,7 +56,7 @@ def read_verifier_progress(job_dir: Path) -> VerifierProgress | None:
         return None
     with job:
         try:
-            candidates = _candidates(job)
+            candidates = log_candidates(job, "verifier", PROGRESS_FILENAME)
         except OSError:
             return None
         newest: tuple[float, VerifierProgress] | None = None
