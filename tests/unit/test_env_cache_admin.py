@@ -196,7 +196,7 @@ def test_the_sandbox_python_is_chosen_the_same_from_any_directory(
     """Issue 38 item 6: a pyenv shim picks its version by the working directory's
     .python-version and $PYENV_VERSION, so `ptb sweep` run from another directory than `ptb
     run` picked another Python 3.11 and built every layer again. The probe runs from / and
-    without $PYENV_VERSION."""
+    with PYENV_VERSION=system (the system python3.11 where there is one)."""
     from posttrainbench.envs import env_cache
 
     seen: list[dict] = []
@@ -212,7 +212,7 @@ def test_the_sandbox_python_is_chosen_the_same_from_any_directory(
     monkeypatch.delenv("PTB_SANDBOX_PYTHON", raising=False)
     monkeypatch.setattr(env_cache.subprocess, "run", spy)
     here = resolve_sandbox_python()
-    assert seen and all(kw["cwd"] == "/" and "PYENV_VERSION" not in kw["env"] for kw in seen)
+    assert seen and all(kw["cwd"] == "/" and kw["env"]["PYENV_VERSION"] == "system" for kw in seen)
     monkeypatch.chdir("/")
     monkeypatch.delenv("PYENV_VERSION")
     assert resolve_sandbox_python() == here

@@ -116,7 +116,9 @@ def resolve_sandbox_python(min_version: tuple[int, int] | None = None) -> Sandbo
     The same interpreter whatever the command and its directory: a pyenv shim picks its
     version by the working directory's ``.python-version`` and ``$PYENV_VERSION``, so two
     commands run from two directories built every layer twice. The probe runs from ``/``
-    without ``$PYENV_VERSION`` (the global pyenv version); ``PTB_SANDBOX_PYTHON`` chooses.
+    with ``PYENV_VERSION=system``: the system's ``python3.11`` (what a shim gave in this
+    repository, whose ``.python-version`` names 3.12), else the lowest pyenv 3.11 install;
+    ``PTB_SANDBOX_PYTHON`` chooses another.
     """
     probe = (
         "import json,sys,os;print(json.dumps({'exe':os.path.realpath(sys.executable),"
@@ -133,7 +135,7 @@ def resolve_sandbox_python(min_version: tuple[int, int] | None = None) -> Sandbo
                 check=True,
                 timeout=60,
                 cwd="/",
-                env={k: v for k, v in os.environ.items() if k != "PYENV_VERSION"},
+                env={**os.environ, "PYENV_VERSION": "system"},
             ).stdout
         except (OSError, subprocess.SubprocessError) as exc:
             errors.append(f"{candidate}: {exc}")
