@@ -239,7 +239,16 @@ def test_a_blob_among_native_codes_strings_is_as_opaque_as_the_code():
     assert any("base64" in u for u in text.unread), text.unread
 
 
-@pytest.mark.parametrize("prefix", [b"MZ", b"\x7fELF", b"\x7fELF\x02\x01\x01" + b"\x00" * 57])
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        b"MZ",
+        b"\x7fELF",
+        b"\x7fELF\x02\x01\x01" + b"\x00" * 57,
+        b"\xca\xfe\xba\xbe\x00\x00\x00\x34",  # a Java class file's magic and version
+        b"\xcf\xfa\xed\xfe\x99\x00\x00\x00",  # a Mach-O magic with no CPU type
+    ],
+)
 def test_a_native_magic_alone_does_not_make_a_blob_opaque(prefix):
     # The exemption is for native code by its header; two bytes of "MZ" in front of a
     # 7z archive or random bytes must not hide them from the unread list.

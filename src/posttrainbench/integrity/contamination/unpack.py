@@ -113,7 +113,11 @@ def _is_opaque(handle: BinaryIO, size: int) -> bool:
         return handle.read(4) == b"PE\x00\x00"
     if head.startswith((b"DIRC", b"\xfftOc")):  # git index (v2-4), pack index (v2)
         return struct.unpack(">I", head[4:8])[0] in ((2, 3, 4) if head[:4] == b"DIRC" else (2,))
-    return True  # Mach-O and fat binaries: their magic, as the loader checks it
+    if head.startswith(b"\xca\xfe\xba\xbe"):  # a fat binary's few architectures (Java: 45+)
+        return 0 < struct.unpack(">I", head[4:8])[0] <= 32
+    # Mach-O: a CPU type the loader knows (x86, ARM, PowerPC; 64-bit flag aside).
+    endian = ">" if head[:2] == b"\xfe\xed" else "<"
+    return struct.unpack(endian + "I", head[4:8])[0] & 0x00FFFFFF in (7, 12, 18)
 
 
 _DECODE_ERRORS = (
