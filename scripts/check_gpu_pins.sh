@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks, with the network, that the GPU image's pins (src/posttrainbench/tasks/data/
+# Checks, with the network, that the GPU image's pins (src/posttrainbench/host/tasks/data/
 # gpu_image.json) install together: pip resolves the pins plus the task requirements a
 # GPU task keeps, as binary wheels for the image's platform and Python, and every npm
 # pin exists. Prints OK, or what failed. Not run by the tests (they are offline).
@@ -11,7 +11,7 @@ source "$(dirname "$0")/lib/help.sh"
 print_help_if_asked "$0" "$@"
 cd "$(dirname "$0")/.."
 python="${PYTHON:-.venv/bin/python}"
-pins() { "$python" -m posttrainbench.tasks.gpu_image "$1"; }
+pins() { "$python" -m posttrainbench.host.tasks.gpu_image "$1"; }
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -6,8 +6,8 @@ set -euo pipefail
 source "$(dirname "$0")/lib/help.sh"
 print_help_if_asked "$0" "$@"
 cd "$(dirname "$0")/.."
-reqs=src/posttrainbench/evaluation/requirements.txt
-nodeps=src/posttrainbench/evaluation/requirements-nodeps.txt
+reqs=src/posttrainbench/task/evaluation/requirements.txt
+nodeps=src/posttrainbench/task/evaluation/requirements-nodeps.txt
 test_reqs=tests/task/requirements.txt
 test_nodeps=tests/task/requirements-nodeps.txt
 PY="${PTB_SANDBOX_PYTHON:-}"

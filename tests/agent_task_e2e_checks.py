@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.optimize.config import load_config
-from posttrainbench.optimize.dataset import load_split
-from posttrainbench.optimize.scorer import normalize_answer
+from posttrainbench.service.config import load_config
+from posttrainbench.service.dataset import load_split
+from posttrainbench.service.scorer import normalize_answer
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "agent-task-gsm8k"
 

@@ -2,7 +2,7 @@
 
 pytest also loads this file for the task tier (tests/task), which runs on the task
 environment's Python 3.11 without Harbor: keep it free of 3.12-only syntax and import
-Harbor and ``posttrainbench.envs`` (through ``tests.sandbox_support``) inside the fixtures.
+Harbor and ``posttrainbench.host.envs`` (through ``tests.sandbox_support``) inside the fixtures.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def nested_env_dir(task_env_dir: Path, tmp_path_factory: pytest.TempPathFactory)
     """The shared task environment (same layer, so no rebuild) declaring nested_sandboxes."""
     import shutil
 
-    from posttrainbench.envs.environment_needs import NEEDS_FILE_NAME, EnvironmentNeeds
+    from posttrainbench.host.envs.environment_needs import NEEDS_FILE_NAME, EnvironmentNeeds
 
     root = tmp_path_factory.mktemp("nested-task")
     shutil.copytree(task_env_dir.parent, root, dirs_exist_ok=True)

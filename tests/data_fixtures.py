@@ -18,7 +18,7 @@ TEST_CACHE = Path(os.environ.get("PTB_TEST_CACHE") or REPO / ".cache" / "test-da
 
 def prepared(benchmark_id: str) -> Path:
     """Prepare *benchmark_id* into the test cache; return the data root for PTB_DATA_DIR."""
-    from posttrainbench.data.prepare import data_root, prepare_benchmark
+    from posttrainbench.host.data.prepare import data_root, prepare_benchmark
 
     prepare_benchmark(benchmark_id, TEST_CACHE)
     return data_root(TEST_CACHE)
@@ -45,11 +45,11 @@ def seed_prepared(cache_dir: Path, benchmark_id: str, n: int = 10) -> None:
     Uses the preparer's own manifest and carving, so a task compiled from it has the
     real layout; the items are placeholders, not the benchmark's questions.
     """
-    from posttrainbench.benchmarks.base import Sample
-    from posttrainbench.benchmarks.datafiles import write_split
-    from posttrainbench.benchmarks.source import definition_digest
-    from posttrainbench.data.manifest import DataManifest, SplitInfo
-    from posttrainbench.data.prepare import carve_dev, data_root
+    from posttrainbench.host.data.manifest import DataManifest, SplitInfo
+    from posttrainbench.host.data.prepare import carve_dev, data_root
+    from posttrainbench.task.benchmarks.base import Sample
+    from posttrainbench.task.benchmarks.datafiles import write_split
+    from posttrainbench.task.benchmarks.source import definition_digest
 
     root = data_root(cache_dir) / benchmark_id
     test = [Sample(id=f"{benchmark_id}_{i}", category="c", data=_placeholder(i)) for i in range(n)]

@@ -17,7 +17,7 @@ def run_ptb(
     """Run the `ptb` CLI in a subprocess, as a user would (*env* adds variables)."""
     env = {**os.environ, "HARBOR_TELEMETRY": "0", **(env or {})}
     return subprocess.run(
-        [sys.executable, "-c", "from posttrainbench.cli.app import main; main()", *args],
+        [sys.executable, "-c", "from posttrainbench.host.cli.app import main; main()", *args],
         cwd=cwd,
         env=env,
         capture_output=True,

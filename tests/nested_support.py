@@ -3,7 +3,7 @@
 The outer instance gets this repository, the harness's venv and its base interpreter bound
 read-only at their own paths, so root inside can run this very file as the inner harness:
 ``python tests/nested_support.py NETWORK STEPS_JSON`` starts one inner
-:class:`~posttrainbench.envs.local_sandbox.LocalSandboxEnvironment`, runs each
+:class:`~posttrainbench.host.envs.local_sandbox.LocalSandboxEnvironment`, runs each
 ``[user, command]`` step in it and prints the results as one JSON line after
 :data:`RESULT_MARK`.
 """

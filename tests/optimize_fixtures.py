@@ -1,4 +1,4 @@
-"""Builders for the agent-task (``posttrainbench.optimize``) tests: git repos, datasets,
+"""Builders for the agent-task (``posttrainbench.service``) tests: git repos, datasets,
 solver programs and configs (imported explicitly, not a conftest)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from posttrainbench.optimize.config import AgentTaskConfig, parse_config
+from posttrainbench.service.config import AgentTaskConfig, parse_config
 
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(

@@ -80,6 +80,6 @@ def check_ptb_collect(store: Path, work: Path, agents: dict[str, str]) -> dict:
 
 
 def _model_columns() -> dict[str, str]:
-    from posttrainbench.catalog import list_models
+    from posttrainbench.host.catalog import list_models
 
     return {m.id: m.model_id.partition("/")[2] for m in list_models()}

@@ -97,7 +97,7 @@ def bfcl_records() -> list[dict]:
     import bfcl_eval
     import pyarrow.json as paj
 
-    from posttrainbench.benchmarks.bfcl.source import NAME
+    from posttrainbench.task.benchmarks.bfcl.source import NAME
 
     root = Path(bfcl_eval.__file__).parent / "data" / "unused_datasets"
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from posttrainbench.cli.results_cmd import build_leaderboard
-from posttrainbench.results.export import export
-from posttrainbench.results.table import Leaderboard
+from posttrainbench.host.cli.results_cmd import build_leaderboard
+from posttrainbench.host.results.export import export
+from posttrainbench.host.results.table import Leaderboard
 from tests.results_fixtures import T0, TrialSpec, write_job
 
 EVIL_AGENT = 'evil<img src=x onerror="alert(3)">'

@@ -10,9 +10,9 @@ import json
 import shutil
 from pathlib import Path
 
-from posttrainbench.results.record import ResultRecord
-from posttrainbench.results.store import ResultsStore
-from posttrainbench.tasks.compiler import package_root
+from posttrainbench.host.results.record import ResultRecord
+from posttrainbench.host.results.store import ResultsStore
+from posttrainbench.host.tasks.compiler import package_root
 from tests.helpers import run_ptb
 from tests.results_fixtures import drop_from_journal
 
@@ -68,7 +68,7 @@ def check_rescore(tmp_path: Path, original: ResultRecord) -> None:
     assert item["status"] == "rescored", item
     assert item["old_version"] == original.task_version != item["new_version"]
     # Which of the task's inputs changed: the BFCL scorer, and nothing else (issue 38 item 2).
-    assert item["changed"] == ["lib/posttrainbench/benchmarks/bfcl"], item
+    assert item["changed"] == ["lib/posttrainbench/task/benchmarks/bfcl"], item
     assert (item["old_score"], item["new_score"]) == (original.score, 1.0), item
     (trial,) = _trials(tmp_path)
     records = {r.id: r for r in _records(tmp_path / "results")}

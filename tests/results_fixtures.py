@@ -15,12 +15,12 @@ from harbor.models.trial.config import AgentConfig, TaskConfig, TrialConfig
 from harbor.models.trial.result import AgentInfo, ExceptionInfo, ModelInfo, TimingInfo, TrialResult
 from harbor.models.verifier.result import VerifierResult
 
-from posttrainbench.integrity.judges.verdict import JUDGE_IDS, Evidence, Judgement
-from posttrainbench.results.pack import PACKS_DIR, BlobRef
-from posttrainbench.results.record import ResultRecord
-from posttrainbench.results.store import ResultsStore
-from posttrainbench.results.store_index import JOURNAL_FILE
-from posttrainbench.schemas import BaseScore, Metrics, TaskSpec
+from posttrainbench.core.verdict import JUDGE_IDS, Evidence, Judgement
+from posttrainbench.host.results.pack import PACKS_DIR, BlobRef
+from posttrainbench.host.results.record import ResultRecord
+from posttrainbench.host.results.store import ResultsStore
+from posttrainbench.host.results.store_index import JOURNAL_FILE
+from posttrainbench.task.schemas import BaseScore, Metrics, TaskSpec
 
 T0 = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
 

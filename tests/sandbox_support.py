@@ -16,7 +16,7 @@ import pytest
 from harbor.models.task.config import EnvironmentConfig, NetworkMode, NetworkPolicy
 from harbor.models.trial.paths import TrialPaths
 
-from posttrainbench.envs.local_sandbox import LocalSandboxEnvironment
+from posttrainbench.host.envs.local_sandbox import LocalSandboxEnvironment
 
 
 def run[T](coro: Coroutine[Any, Any, T]) -> T:

@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))  # the trial writer lives with the tests
 
-from posttrainbench.catalog import list_benchmarks, list_models  # noqa: E402
+from posttrainbench.host.catalog import list_benchmarks, list_models  # noqa: E402
 from tests.results_fixtures import T0, TrialSpec, write_trial  # noqa: E402
 
 AGENTS = [

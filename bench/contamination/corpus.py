@@ -24,7 +24,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from posttrainbench.integrity.contamination.reference import ReferenceItem
+from posttrainbench.task.integrity.contamination.reference import ReferenceItem
 
 FILES = ("chat.jsonl", "code.jsonl", "text.txt")
 GSM8K = Path(__file__).resolve().parents[3] / "shared" / "data" / "gsm8k"

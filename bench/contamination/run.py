@@ -30,13 +30,13 @@ from pathlib import Path
 
 from corpus import FILES, GSM8K, Plant, write_corpus
 
-from posttrainbench.integrity.contamination.check import default_workers
-from posttrainbench.integrity.contamination.naive import naive_check
-from posttrainbench.integrity.contamination.reference import ReferenceItem, write_reference
+from posttrainbench.task.integrity.contamination.check import default_workers
+from posttrainbench.task.integrity.contamination.naive import naive_check
+from posttrainbench.task.integrity.contamination.reference import ReferenceItem, write_reference
 
 REPO = Path(__file__).resolve().parents[2]
 PTB = [str(REPO / ".venv" / "bin" / "ptb"), "contamination", "check"]
-MODULE = [sys.executable, "-m", "posttrainbench.integrity.contamination"]
+MODULE = [sys.executable, "-m", "posttrainbench.task.integrity.contamination"]
 
 
 def run_command(argv: list[str], env: dict) -> tuple[dict | None, float, float]:

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench's agent
 from first_command_agent import STAMP_FILE  # noqa: E402
 
 MODEL = "smollm2-135m"
-ENV = "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
+ENV = "posttrainbench.host.envs.local_sandbox:LocalSandboxEnvironment"
 AGENT = "first_command_agent:FirstCommandAgent"
 STEPS = [  # (group, what, benchmark, hours)
     ("a", "cold task", "bfcl", 0.5),
@@ -59,8 +59,8 @@ def _load() -> str:
 
 def prepare_data(cache: Path) -> None:
     """The four benchmarks' data into the private cache (GSM8K from ../shared/data)."""
-    from posttrainbench.data.importer import import_benchmark
-    from posttrainbench.data.prepare import prepare_benchmark
+    from posttrainbench.host.data.importer import import_benchmark
+    from posttrainbench.host.data.prepare import prepare_benchmark
 
     import_benchmark("gsm8k", REPO.parent / "shared" / "data" / "gsm8k", cache)
     for benchmark in sorted({step[2] for step in STEPS} - {"gsm8k"}):
@@ -69,8 +69,8 @@ def prepare_data(cache: Path) -> None:
 
 def compile_step(benchmark: str, hours: float, out: Path, cache: Path) -> Path:
     """A small CPU task (one scored question, a short verifier: the judges skip)."""
-    from posttrainbench.tasks.compiler import compile_task
-    from posttrainbench.tasks.options import CompileOptions
+    from posttrainbench.host.tasks.compiler import compile_task
+    from posttrainbench.host.tasks.options import CompileOptions
 
     options = CompileOptions(
         hours=hours, cpus=2, memory_gb=8, final_eval_limit=1, verifier_timeout_min=2

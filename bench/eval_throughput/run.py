@@ -1,6 +1,6 @@
 """GSM8K on CPU: our final evaluation vs PostTrainBench's own ``evaluate.py``, each as a command.
 
-* **ours**: ``python -m posttrainbench.evaluation.evaluate --task task.json`` with a
+* **ours**: ``python -m posttrainbench.task.evaluation.evaluate --task task.json`` with a
   ``posttrainbench`` task.json (the verifier's final evaluation, as
   tests/task/test_ptb_evaluate_agreement.py runs it);
 * **PTB**: PostTrainBench's ``src/eval/tasks/gsm8k/evaluate.py`` (the pinned verbatim copy in
@@ -79,7 +79,7 @@ def prepare_model(base: Path) -> Path:
     PTB's forced template as the tokenizer's own, greedy through ``top_k: 1``; the
     directory name says ``smollm`` (PTB's model_type() reads the path first)."""
     if not (base / "config.json").is_file():
-        from posttrainbench.evaluation.prepare_model import prepare_smollm2
+        from posttrainbench.task.evaluation.prepare_model import prepare_smollm2
 
         prepare_smollm2(base, dtype="float32")
     target = CACHE / "models" / "smollm2-135m" / "final_model"
@@ -92,8 +92,8 @@ def prepare_model(base: Path) -> Path:
 
 def prepare_data() -> Path:
     """GSM8K imported from ../shared/data/gsm8k (the files the PTB side reads) into our cache."""
-    from posttrainbench.data.importer import import_benchmark
-    from posttrainbench.data.prepare import data_root
+    from posttrainbench.host.data.importer import import_benchmark
+    from posttrainbench.host.data.prepare import data_root
 
     cache = CACHE / "ptb-cache"
     root = data_root(cache)
@@ -104,7 +104,7 @@ def prepare_data() -> Path:
 
 def task_json() -> Path:
     """A posttrainbench task spec for our evaluate.py (as the agreement test writes it)."""
-    from posttrainbench.benchmarks.plugin import plugins
+    from posttrainbench.task.benchmarks.plugin import plugins
 
     task = {
         "benchmark": "gsm8k",
@@ -121,7 +121,7 @@ def task_json() -> Path:
 
 
 def ours_cmd(args, model: Path, task: Path, out: Path) -> list[str]:
-    return [PYTHON, "-m", "posttrainbench.evaluation.evaluate", "--task", str(task)] + [
+    return [PYTHON, "-m", "posttrainbench.task.evaluation.evaluate", "--task", str(task)] + [
         "--model-path", str(model), "--limit", str(args.limit),
         "--max-tokens", str(args.max_new_tokens), "--max-connections", "1",
         "--completions-out", str(out / "completions.jsonl"),
@@ -139,7 +139,7 @@ def verdicts(out_ours: Path, out_ptb: Path, data_dir: Path, n: int) -> list[dict
     """Per question (first N of the test split): question id, both verdicts and completions."""
     from inspect_ai.log import read_eval_log
 
-    from posttrainbench.benchmarks.datafiles import read_split
+    from posttrainbench.task.benchmarks.datafiles import read_split
 
     samples = read_split("gsm8k", "test", data_dir)[:n]
     rows = [json.loads(x) for x in (out_ours / "completions.jsonl").read_text().splitlines()]

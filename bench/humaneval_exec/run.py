@@ -29,7 +29,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / ".cache" / "bench" / "humaneval_exec"
-OLD_PATH = "src/posttrainbench/benchmarks/humaneval/execution.py"
+OLD_PATH = "src/posttrainbench/task/benchmarks/humaneval/execution.py"
 OLD_COMMIT = "34648ad"  # the last commit with the in-process runner
 EXPLOIT = "import __main__\n__main__.dumps = lambda r: '\"passed\"'\n"
 
@@ -64,7 +64,7 @@ def workloads(samples) -> dict[str, list[tuple]]:
 
 
 def run_new(cases, workers: int, timeout: float) -> tuple[float, list[bool]]:
-    from posttrainbench.benchmarks.humaneval.execution import Problem, run_checks
+    from posttrainbench.task.benchmarks.humaneval.execution import Problem, run_checks
 
     problems = [
         Problem(s.data["prompt"], c, s.data["test"], s.data["entry_point"]) for s, c in cases
@@ -96,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=CACHE / "report.json")
     args = p.parse_args(argv)
 
-    from posttrainbench.benchmarks.datafiles import read_split
-    from posttrainbench.data.prepare import data_root, prepare_benchmark
+    from posttrainbench.host.data.prepare import data_root, prepare_benchmark
+    from posttrainbench.task.benchmarks.datafiles import read_split
 
     prepare_benchmark("humaneval", CACHE)
     samples = read_split("humaneval", "test", data_root(CACHE))

@@ -10,11 +10,11 @@
 #          local wheel (copied out with `python3.11 -m pip download`, no CUDA download),
 #          then the task's heavy requirements into the system python3.11, so that a task
 #          build's `python3 -m venv --system-site-packages` + `pip install -r` is a no-op.
-#          A second layer adds what agent tasks need (src/posttrainbench/optimize): git
+#          A second layer adds what agent tasks need (src/posttrainbench/service): git
 #          (apt) and the evaluation service's requirements (fastapi, uvicorn, ...), so an
 #          agent task's image also builds without reaching the package index. A third
 #          adds the agent CLIs (Claude Code, Codex, Gemini CLI, OpenCode) at the versions
-#          pinned in src/posttrainbench/tasks/data/gpu_image.json with their lock file,
+#          pinned in src/posttrainbench/host/tasks/data/gpu_image.json with their lock file,
 #          on the pinned Node.js (the npm registry's `node` package), under
 #          /opt/agent-clis (on PATH): Harbor's installed agents find them there and skip
 #          their own download.
@@ -57,19 +57,19 @@ docker info >/dev/null 2>&1 || die "no Docker engine; run scripts/docker/setup_e
 [ -n "$mirror" ] || die "no Debian archive in this machine's apt sources; set PTB_DEBIAN_MIRROR"
 
 # The requirements baked in: the task payload's (the compiler copies the same files).
-eval_dir="$repo/src/posttrainbench/evaluation"
+eval_dir="$repo/src/posttrainbench/task/evaluation"
 reqs="$eval_dir/requirements.txt"
 nodeps="$eval_dir/requirements-nodeps.txt"   # optional
 judge="$eval_dir/requirements-judge.txt"     # LLM-judged benchmarks' verifier needs
 [ -f "$reqs" ] || die "missing $reqs"
 # The agent CLIs: the task template's lock file and install step, and the pins' package.json.
-clis="$repo/src/posttrainbench/tasks/templates/environment/agent_clis"
+clis="$repo/src/posttrainbench/host/tasks/templates/environment/agent_clis"
 [ -x "$repo/.venv/bin/python" ] || die "run scripts/setup.sh first (the pins are read with the package)"
-clis_package=$("$repo/.venv/bin/python" -m posttrainbench.tasks.gpu_image package-json) \
+clis_package=$("$repo/.venv/bin/python" -m posttrainbench.host.tasks.gpu_image package-json) \
     || die "could not read the agent CLI pins"
-node_version=$("$repo/.venv/bin/python" -m posttrainbench.tasks.gpu_image node) || die "could not read the Node.js pin"
+node_version=$("$repo/.venv/bin/python" -m posttrainbench.host.tasks.gpu_image node) || die "could not read the Node.js pin"
 # A Mode A agent task's evaluation service requirements, as the agent-task compiler writes them.
-service=$("$repo/.venv/bin/python" -c 'from posttrainbench.optimize.compiler import SERVICE_REQUIREMENTS as r; print("\n".join(r))') \
+service=$("$repo/.venv/bin/python" -c 'from posttrainbench.host.agent_tasks.compiler import SERVICE_REQUIREMENTS as r; print("\n".join(r))') \
     || die "could not read the agent-task service requirements"
 req_sha=$( { cat "$reqs"; [ -f "$nodeps" ] && cat "$nodeps"; [ -f "$judge" ] && cat "$judge"; echo "$service"; cat "$0";
              cat "$clis/package-lock.json" "$clis/install.sh"; echo "$clis_package $node_version"; } \

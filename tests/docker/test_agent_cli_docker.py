@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.agent_check.report import STAGES, CheckReport
+from posttrainbench.host.agent_check.report import STAGES, CheckReport
 from tests.helpers import run_ptb
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -27,7 +27,7 @@ import pytest
 from harbor.models.environment_type import EnvironmentType
 from harbor.models.trial.config import EnvironmentConfig
 
-from posttrainbench.optimize.compiler import BuildOptions, build_agent_task
+from posttrainbench.host.agent_tasks.compiler import BuildOptions, build_agent_task
 from tests.agent_task_e2e_checks import EXAMPLE, check_oracle_and_nop, run_job
 from tests.docker.engine import CPU_BASE_IMAGE
 
@@ -103,7 +103,7 @@ def test_declared_secret_on_docker_reaches_the_service_but_not_the_agent(
     config = make_config(tmp_path / "src", secrets=["PTB_TEST_SECRET"])
     task = build_agent_task(config, tmp_path / "tasks", BuildOptions(base_image=CPU_BASE_IMAGE))
     environment = EnvironmentConfig(
-        import_path="posttrainbench.envs.docker_trial:DockerTrialEnvironment",
+        import_path="posttrainbench.host.envs.docker_trial:DockerTrialEnvironment",
         override_cpus=min(2, os.cpu_count() or 1),
     )
     check_probe_trial(run_probe_trial(task, tmp_path / "jobs", environment))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.schemas import Metrics
+from posttrainbench.task.schemas import Metrics
 from tests.docker.engine import (
     BENCHMARK,
     CPU_BASE_IMAGE,
@@ -115,10 +115,10 @@ def test_hostile_agent_on_docker_is_not_root_and_ends_at_the_deadline(
     from harbor.models.job.config import JobConfig
     from harbor.models.trial.config import AgentConfig, EnvironmentConfig, TaskConfig
 
-    from posttrainbench.runner.environments import DOCKER_TRIAL
-    from posttrainbench.sandbox.handoff import Handoff
-    from posttrainbench.tasks.compiler import compile_task
-    from posttrainbench.tasks.options import CompileOptions
+    from posttrainbench.host.runner.environments import DOCKER_TRIAL
+    from posttrainbench.host.tasks.compiler import compile_task
+    from posttrainbench.host.tasks.options import CompileOptions
+    from posttrainbench.task.sandbox.handoff import Handoff
     from tests.security.agents.model_task_hostile import REPORT_FILE, parse_report
     from tests.security.host_canaries import CanaryServer, touched_files, watch_files
     from tests.security.planting import files_containing, links_under, make_canary

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.agent_check.agents import CHECKABLE_AGENTS
-from posttrainbench.agent_check.report import STAGES, CheckReport
-from posttrainbench.agent_check.run import run_check
-from posttrainbench.scripted_model.script import default_script, parse_script
-from posttrainbench.tasks.gpu_image import agent_cli_version
+from posttrainbench.host.agent_check.agents import CHECKABLE_AGENTS
+from posttrainbench.host.agent_check.report import STAGES, CheckReport
+from posttrainbench.host.agent_check.run import run_check
+from posttrainbench.host.scripted_model.script import default_script, parse_script
+from posttrainbench.host.tasks.gpu_image import agent_cli_version
 from tests.helpers import run_ptb
 from tests.sandbox_support import requires_bwrap
 

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from harbor.models.trial.config import EnvironmentConfig
 
-from posttrainbench.optimize.compiler import BuildOptions, build_agent_task
+from posttrainbench.host.agent_tasks.compiler import BuildOptions, build_agent_task
 from tests.agent_task_e2e_checks import EXAMPLE, check_oracle_and_nop, run_job
 
 pytestmark = pytest.mark.slow
 
-IMPORT_PATH = "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
+IMPORT_PATH = "posttrainbench.host.envs.local_sandbox:LocalSandboxEnvironment"
 
 
 def test_example_agent_task_oracle_beats_baseline_and_nop_keeps_it(

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 from harbor.models.trial.result import TrialResult
 
-from posttrainbench.optimize.compiler import BuildOptions, build_agent_task
+from posttrainbench.host.agent_tasks.compiler import BuildOptions, build_agent_task
 from tests.agent_task_e2e_checks import check_clean_audit
 
 pytestmark = pytest.mark.slow
 
-LOCAL_SANDBOX = "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
+LOCAL_SANDBOX = "posttrainbench.host.envs.local_sandbox:LocalSandboxEnvironment"
 EXAMPLE_B = Path(__file__).resolve().parents[2] / "examples" / "agent-task-harbor"
 
 

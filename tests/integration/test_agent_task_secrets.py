@@ -21,8 +21,8 @@ from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
 from harbor.models.trial.config import EnvironmentConfig
 
-from posttrainbench.optimize.compiler import BuildOptions, build_agent_task
-from posttrainbench.secrets_file import SECRETS_PATH
+from posttrainbench.core.secrets_file import SECRETS_PATH
+from posttrainbench.host.agent_tasks.compiler import BuildOptions, build_agent_task
 from tests.agent_task_e2e_checks import check_clean_audit
 from tests.unit.test_agent_task_compiler import make_config
 
@@ -34,7 +34,7 @@ pytestmark = [
     ),
 ]
 
-IMPORT_PATH = "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
+IMPORT_PATH = "posttrainbench.host.envs.local_sandbox:LocalSandboxEnvironment"
 CANARY = "ptb-canary-31d7-secret-channel"
 
 # Run as the agent's user: each line says whether the canary was visible that way.
@@ -129,7 +129,7 @@ def _healthcheck_without_the_file(task: Path, tmp_path: Path):
     from harbor.models.task.config import NetworkPolicy, TaskConfig
     from harbor.models.trial.paths import TrialPaths
 
-    from posttrainbench.envs.local_sandbox import LocalSandboxEnvironment
+    from posttrainbench.host.envs.local_sandbox import LocalSandboxEnvironment
 
     task_config = TaskConfig.model_validate_toml((task / "task.toml").read_text())
     trial = TrialPaths(tmp_path / "bare" / "t")

@@ -15,16 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.agent_check.run import run_check
-from posttrainbench.integrity.agentic.config import (
+from posttrainbench.host.agent_check.run import run_check
+from posttrainbench.host.results.harbor_trial import read_trial
+from posttrainbench.host.scripted_model.script import Script, default_script, parse_script
+from posttrainbench.task.integrity.agentic.config import (
     BASE_URL_ENV,
     KEY_ENV,
     MODEL_ENV,
     SECOND_MODEL_ENV,
 )
-from posttrainbench.integrity.agentic.verdicts import AgenticStatus
-from posttrainbench.results.harbor_trial import read_trial
-from posttrainbench.scripted_model.script import Script, default_script, parse_script
+from posttrainbench.task.integrity.agentic.verdicts import AgenticStatus
 from tests.sandbox_support import requires_bwrap
 
 pytestmark = [
@@ -36,7 +36,7 @@ pytestmark = [
 
 def _agent_then_judges() -> Script:
     judges = parse_script(
-        resources.files("posttrainbench.scripted_model.scripts")
+        resources.files("posttrainbench.host.scripted_model.scripts")
         .joinpath("ptb_judges.yaml")
         .read_text(),
         "ptb_judges.yaml",

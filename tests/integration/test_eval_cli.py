@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.schemas import Metrics
+from posttrainbench.task.schemas import Metrics
 from tests.helpers import REPO, run_ptb
 
 TASK_PYTHON = REPO / ".venv-task" / "bin" / "python"

@@ -12,7 +12,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-IMPORT_PATH = "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
+IMPORT_PATH = "posttrainbench.host.envs.local_sandbox:LocalSandboxEnvironment"
 
 TASK_TOML = """\
 version = "1.0"

@@ -2,7 +2,7 @@
 
 An outer instance whose task declares ``nested_sandboxes`` runs this repo's harness as
 root (``tests/nested_support.py``, bound read-only with its interpreter): it starts an
-inner :class:`~posttrainbench.envs.local_sandbox.LocalSandboxEnvironment` in a user
+inner :class:`~posttrainbench.host.envs.local_sandbox.LocalSandboxEnvironment` in a user
 namespace and runs commands there as root and as an unprivileged user. Real bwrap,
 nsenter and slirp4netns throughout; each test takes seconds.
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from harbor.models.task.config import NetworkMode
 
-from posttrainbench.envs.environment_needs import NEEDS_FILE_NAME, EnvironmentNeeds
-from posttrainbench.envs.host_addresses import HOST_ALLOW_ENV, format_allowance
+from posttrainbench.host.envs.environment_needs import NEEDS_FILE_NAME, EnvironmentNeeds
+from posttrainbench.host.envs.host_addresses import HOST_ALLOW_ENV, format_allowance
 from tests.nested_support import harness_mounts, inner_command, parse_result
 from tests.sandbox_support import MakeEnv, requires_bwrap, run
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.results.report.render import render_report, write_report
+from posttrainbench.host.results.report.render import render_report, write_report
 from tests.report_fixtures import EVIL_AGENT, IDS, build_results
 
 pytestmark = pytest.mark.slow  # four browser starts, ~20-30 s on two shared cores

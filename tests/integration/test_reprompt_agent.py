@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.agents.reprompt_policy import StopReason, read_records
+from posttrainbench.host.agents.reprompt_policy import StopReason, read_records
 
 pytestmark = pytest.mark.slow
 
-ENV_IMPORT_PATH = "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
-WRAPPER = "posttrainbench.agents.reprompt:RepromptingAgent"
+ENV_IMPORT_PATH = "posttrainbench.host.envs.local_sandbox:LocalSandboxEnvironment"
+WRAPPER = "posttrainbench.host.agents.reprompt:RepromptingAgent"
 
 TASK_TOML = """\
 version = "1.0"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.runner.record import RunRecord
-from posttrainbench.schemas import Metrics
+from posttrainbench.host.runner.record import RunRecord
+from posttrainbench.task.schemas import Metrics
 from tests.helpers import run_ptb
 from tests.ptb_collect_checks import check_ptb_collect
 from tests.rescore_checks import check_rescore
@@ -93,7 +93,7 @@ def test_run_without_final_model_scores_zero_with_reason(tmp_path: Path) -> None
 
 
 def _exported(results: Path) -> list:
-    from posttrainbench.results.store import ResultsStore
+    from posttrainbench.host.results.store import ResultsStore
 
     records, skipped = ResultsStore.open(results, create=False).load()
     assert not skipped, skipped
@@ -101,7 +101,7 @@ def _exported(results: Path) -> list:
 
 
 def _judgements(trial_dir: Path) -> dict:
-    from posttrainbench.integrity.judges.verdict import JUDGE_IDS, Judgement
+    from posttrainbench.core.verdict import JUDGE_IDS, Judgement
 
     verifier = trial_dir / "verifier"
     return {j: Judgement.read(verifier / Judgement.filename(j)) for j in JUDGE_IDS}
@@ -211,7 +211,7 @@ def test_harbor_cli_runs_a_generated_task_on_the_local_sandbox(tmp_path: Path) -
             "-a",
             "oracle",
             "--env",
-            "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment",
+            "posttrainbench.host.envs.local_sandbox:LocalSandboxEnvironment",
             "-o",
             str(tmp_path / "jobs"),
             "-y",

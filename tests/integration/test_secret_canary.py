@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.runner.record import RunRecord
+from posttrainbench.host.runner.record import RunRecord
 from tests.helpers import REPO, run_ptb
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.envs.instance_fs import release_stale_mounts, stale_ptb_mounts
+from posttrainbench.host.envs.instance_fs import release_stale_mounts, stale_ptb_mounts
 from tests.helpers import REPO, run_ptb
 
 pytestmark = pytest.mark.slow
@@ -52,7 +52,7 @@ def test_sweep_runs_resumes_and_retries_errored_trials(tmp_path: Path) -> None:
     sweep = tmp_path / "ptb-sweeps" / "s"
     env = {**os.environ, "HARBOR_TELEMETRY": "0", "PYTHONPATH": str(REPO / "src")}
     first = subprocess.Popen(
-        [sys.executable, "-c", "from posttrainbench.cli.app import main; main()", *ARGS],
+        [sys.executable, "-c", "from posttrainbench.host.cli.app import main; main()", *ARGS],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
@@ -101,7 +101,7 @@ def test_sweep_runs_resumes_and_retries_errored_trials(tmp_path: Path) -> None:
     assert exported.returncode == 0 and "2 added" in exported.stdout, (
         exported.stdout + exported.stderr
     )
-    from posttrainbench.results.store import ResultsStore
+    from posttrainbench.host.results.store import ResultsStore
 
     records, _ = ResultsStore.open(tmp_path / "results", create=False).load()
     assert {r.job_name for r in records} == {"s"}  # the sweep's own name, for provenance
@@ -115,7 +115,7 @@ def test_a_sweep_killed_mid_trial_resumes_with_the_same_command(tmp_path: Path) 
     sweep = tmp_path / "ptb-sweeps" / "k"
     env = {**os.environ, "HARBOR_TELEMETRY": "0", "PYTHONPATH": str(REPO / "src")}
     runner = subprocess.Popen(
-        [sys.executable, "-c", "from posttrainbench.cli.app import main; main()", *args],
+        [sys.executable, "-c", "from posttrainbench.host.cli.app import main; main()", *args],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.DEVNULL,

@@ -23,8 +23,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from posttrainbench.integrity.contamination.normalize import ptb_clean_text
-from posttrainbench.integrity.contamination.reference import ReferenceItem
+from posttrainbench.task.integrity.contamination.normalize import ptb_clean_text
+from posttrainbench.task.integrity.contamination.reference import ReferenceItem
 
 ITEMS = [
     ReferenceItem(

@@ -14,7 +14,7 @@ from harbor.agents.base import BaseAgent
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
 
-from posttrainbench.tasks.compiler import BASE_MODEL_PATH
+from posttrainbench.host.tasks.compiler import BASE_MODEL_PATH
 
 PAYLOAD = Path(__file__).with_name("hostile_judges_payload.py")
 SANDBOX_PAYLOAD = "/tmp/ptb_hostile_judges.py"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from posttrainbench.integrity.judges.verdict import Judgement
+from posttrainbench.core.verdict import Judgement
 
 SPARSE_BYTES = 10 * 2**30
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from posttrainbench.envs.agent_clis import SANDBOX_AGENT_BIN, SANDBOX_AGENT_CLIS, TASK_DIR_NAME
-from posttrainbench.envs.env_cache import cache_root
+from posttrainbench.host.envs.agent_clis import SANDBOX_AGENT_BIN, SANDBOX_AGENT_CLIS, TASK_DIR_NAME
+from posttrainbench.host.envs.env_cache import cache_root
 from tests.sandbox_support import env_factory, requires_bwrap, run, write_task_env
 
 pytestmark = requires_bwrap

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.integrity.judges.verdict import Judgement
-from posttrainbench.optimize.audit import Audit
-from posttrainbench.optimize.config import CandidateLimits
-from posttrainbench.optimize.identity import IdentityPool
-from posttrainbench.optimize.reward_seal import check, publish
-from posttrainbench.optimize.task_layout import TaskLayout
-from posttrainbench.optimize.verifier import HARBOR_LOG, lock_output
-from posttrainbench.results.flagged import flagged_runs
-from posttrainbench.results.harbor_trial import read_trial
+from posttrainbench.core.agent_task_layout import TaskLayout
+from posttrainbench.core.verdict import Judgement
+from posttrainbench.host.results.flagged import flagged_runs
+from posttrainbench.host.results.harbor_trial import read_trial
+from posttrainbench.service.audit import Audit
+from posttrainbench.service.config import CandidateLimits
+from posttrainbench.service.identity import IdentityPool
+from posttrainbench.service.reward_seal import check, publish
+from posttrainbench.service.verifier import HARBOR_LOG, lock_output
 from tests.optimize_fixtures import needs_root
 from tests.results_fixtures import TrialSpec, write_trial
 

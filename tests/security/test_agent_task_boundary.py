@@ -22,16 +22,16 @@ from urllib.request import url2pathname
 import pytest
 from harbor.models.trial.config import AgentConfig, EnvironmentConfig
 
-from posttrainbench.optimize.compiler import BuildOptions, build_agent_task
-from posttrainbench.optimize.config import load_config
-from posttrainbench.optimize.dataset import load_split
-from posttrainbench.optimize.identity import UID_FIRST
-from posttrainbench.results.harbor_trial import read_trial
+from posttrainbench.host.agent_tasks.compiler import BuildOptions, build_agent_task
+from posttrainbench.host.results.harbor_trial import read_trial
+from posttrainbench.service.config import load_config
+from posttrainbench.service.dataset import load_split
+from posttrainbench.service.identity import UID_FIRST
 from tests.agent_task_e2e_checks import EXAMPLE, check_clean_audit, direct_score, run_job
 
 pytestmark = pytest.mark.slow
 
-LOCAL_SANDBOX = "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
+LOCAL_SANDBOX = "posttrainbench.host.envs.local_sandbox:LocalSandboxEnvironment"
 HOSTILE = "tests.security.agents.agent_task_hostile:HostileAgentTaskAgent"
 # What the agent may do to itself: link inside its own .git, plant files in its own
 # repository (shims a root Python would import from there), nothing else of its list.

@@ -27,12 +27,12 @@ from urllib.request import url2pathname
 import pytest
 from harbor.models.trial.config import EnvironmentConfig
 
-from posttrainbench.optimize.compiler import BuildOptions, build_agent_task
+from posttrainbench.host.agent_tasks.compiler import BuildOptions, build_agent_task
 from tests.agent_task_e2e_checks import check_clean_audit, run_job
 
 pytestmark = pytest.mark.slow
 
-LOCAL_SANDBOX = "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
+LOCAL_SANDBOX = "posttrainbench.host.envs.local_sandbox:LocalSandboxEnvironment"
 REPO = Path(__file__).resolve().parents[2]
 CANDIDATE = Path(__file__).resolve().parent / "agents" / "mode_b_candidate" / "agent.py"
 # Shims a root Python would import from the agent's repository (its working directory): the

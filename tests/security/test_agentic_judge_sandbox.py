@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.integrity.agentic.config import AgenticConfig
-from posttrainbench.integrity.agentic.run import run_agentic_judges
-from posttrainbench.integrity.agentic.verdicts import AgenticStatus
-from posttrainbench.integrity.agentic.workspace import WorkspaceSources
-from posttrainbench.integrity.traces.events import NormalizedTrace, TraceEvent
+from posttrainbench.task.integrity.agentic.config import AgenticConfig
+from posttrainbench.task.integrity.agentic.run import run_agentic_judges
+from posttrainbench.task.integrity.agentic.verdicts import AgenticStatus
+from posttrainbench.task.integrity.agentic.workspace import WorkspaceSources
+from posttrainbench.task.integrity.traces.events import NormalizedTrace, TraceEvent
 from tests.sandbox_support import requires_bwrap
 
 pytestmark = [requires_bwrap, pytest.mark.skipif(os.geteuid() != 0, reason="needs root")]

@@ -13,11 +13,11 @@ import json
 
 import pytest
 
-from posttrainbench.integrity.contamination import refcache
-from posttrainbench.integrity.contamination.check import check_inputs
-from posttrainbench.integrity.contamination.reference import ReferenceItem
-from posttrainbench.integrity.contamination.report import CheckSettings
-from posttrainbench.integrity.contamination.variants import expand
+from posttrainbench.task.integrity.contamination import refcache
+from posttrainbench.task.integrity.contamination.check import check_inputs
+from posttrainbench.task.integrity.contamination.reference import ReferenceItem
+from posttrainbench.task.integrity.contamination.report import CheckSettings
+from posttrainbench.task.integrity.contamination.variants import expand
 from tests.helpers import SHARED_DATA
 
 GSM8K = SHARED_DATA / "gsm8k" / "test.jsonl"

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.integrity.judges.contamination import detect_contamination
-from posttrainbench.integrity.judges.inputs import JudgeContext
-from posttrainbench.integrity.judges.precedence import decide
-from posttrainbench.integrity.judges.scan_inputs import gather
+from posttrainbench.task.integrity.judges.contamination import detect_contamination
+from posttrainbench.task.integrity.judges.inputs import JudgeContext
+from posttrainbench.task.integrity.judges.precedence import decide
+from posttrainbench.task.integrity.judges.scan_inputs import gather
 from tests.security.contamination_hidden_cases import ITEMS, Case, cases
 from tests.unit.test_judges_contamination import checker, judge_context
 

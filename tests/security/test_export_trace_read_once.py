@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.integrity.traces.trial_files import SNIFF_BYTES
-from posttrainbench.results import export as export_module
-from posttrainbench.results.export import export
-from posttrainbench.results.store import ResultsStore
-from posttrainbench.safe_fs import CopyBudget, Refused, SafeDir, write_read
+from posttrainbench.core.safe_fs import CopyBudget, Refused, SafeDir, write_read
+from posttrainbench.host.results import export as export_module
+from posttrainbench.host.results.export import export
+from posttrainbench.host.results.store import ResultsStore
+from posttrainbench.task.integrity.traces.trial_files import SNIFF_BYTES
 from tests.results_fixtures import TrialSpec, stored_file, write_trial
 from tests.security.planting import files_containing, links_under, make_canary
 
@@ -177,7 +177,7 @@ def test_read_file_refuses_what_read_head_refuses(tmp_path: Path) -> None:
 def test_a_scan_keeps_only_so_much_and_the_rest_is_copied(tmp_path: Path, monkeypatch) -> None:
     """Thousands of session traces would hold their bytes in memory until stored: past
     MAX_KEPT_BYTES the scan keeps none, and those traces are copied from the trial instead."""
-    from posttrainbench.integrity.traces import trial_files
+    from posttrainbench.task.integrity.traces import trial_files
 
     trial = write_trial(tmp_path / "jobs" / "job", TrialSpec())
     line = json.dumps({"type": "assistant", "message": {"role": "assistant", "content": []}})

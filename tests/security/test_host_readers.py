@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench import safe_fs
-from posttrainbench.cli.judge_cmd import _trial_inputs
-from posttrainbench.integrity.judges.inputs import JudgeContext, JudgeInputs
-from posttrainbench.integrity.traces.load import TraceInputError, parse_trace
-from posttrainbench.results.export import export
-from posttrainbench.results.store import ResultsStore
-from posttrainbench.safe_fs import CopyBudget, Refused, SafeDir
+from posttrainbench.core import safe_fs
+from posttrainbench.core.safe_fs import CopyBudget, Refused, SafeDir
+from posttrainbench.host.cli.judge_cmd import _trial_inputs
+from posttrainbench.host.results.export import export
+from posttrainbench.host.results.store import ResultsStore
+from posttrainbench.task.integrity.judges.inputs import JudgeContext, JudgeInputs
+from posttrainbench.task.integrity.traces.load import TraceInputError, parse_trace
 from tests.helpers import run_ptb
 from tests.results_fixtures import TrialSpec, stored_file, unpack_to_run_dir, write_trial
 from tests.security.planting import (
@@ -324,8 +324,8 @@ def test_safe_dir_refuses_each_kind_and_caps(tmp_path: Path) -> None:
 
 def test_the_report_reads_no_link_a_store_holds(tmp_path: Path) -> None:
     """A store an older exporter wrote may hold links (it copied them as links)."""
-    from posttrainbench.cli.results_cmd import build_leaderboard
-    from posttrainbench.results.report.render import render_report
+    from posttrainbench.host.cli.results_cmd import build_leaderboard
+    from posttrainbench.host.results.report.render import render_report
 
     _trial(tmp_path, "docker")
     canary = make_canary(tmp_path / "host")
@@ -345,7 +345,7 @@ def test_the_report_reads_no_link_a_store_holds(tmp_path: Path) -> None:
 def test_runs_an_older_exporter_stored_are_exported_again(tmp_path: Path, monkeypatch) -> None:
     """Runs stored before the readers refused links may hold host files: a new export
     replaces them even though the trial itself did not change."""
-    from posttrainbench.results import harbor_trial
+    from posttrainbench.host.results import harbor_trial
 
     _trial(tmp_path, "docker")
     canary = make_canary(tmp_path / "host")
@@ -362,7 +362,7 @@ def test_runs_an_older_exporter_stored_are_exported_again(tmp_path: Path, monkey
 def test_a_flood_of_trace_candidates_costs_only_the_cap(tmp_path: Path) -> None:
     """Millions of files in `agent/sessions/` would each be opened and sniffed; past the cap
     none is, and that is said."""
-    from posttrainbench.integrity.traces.trial_files import MAX_CANDIDATES, scan_trial_traces
+    from posttrainbench.task.integrity.traces.trial_files import MAX_CANDIDATES, scan_trial_traces
 
     sessions = tmp_path / "trial" / "agent" / "sessions"
     sessions.mkdir(parents=True)
@@ -374,7 +374,7 @@ def test_a_flood_of_trace_candidates_costs_only_the_cap(tmp_path: Path) -> None:
 
 
 def test_sweep_status_reads_through_the_same_guard(tmp_path: Path) -> None:
-    from posttrainbench.sweep.trials import should_retry
+    from posttrainbench.host.sweep.trials import should_retry
 
     trial = _trial(tmp_path, "docker")
     elsewhere = write_trial(

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.integrity.judges.limits import LIMITS_FILE_NAME, JudgeLimit, JudgeLimits
-from posttrainbench.integrity.judges.verdict import JUDGE_IDS, Judgement
+from posttrainbench.core.verdict import JUDGE_IDS, Judgement
+from posttrainbench.task.integrity.judges.limits import LIMITS_FILE_NAME, JudgeLimit, JudgeLimits
 from tests.helpers import run_ptb
 
 pytestmark = pytest.mark.slow
 
-LOCAL_SANDBOX = "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
+LOCAL_SANDBOX = "posttrainbench.host.envs.local_sandbox:LocalSandboxEnvironment"
 AGENT = "tests.security.hostile_judges_agent:HostileJudgesAgent"
 # Below the agent's junk (40 MB) and above everything else it leaves.
 CONTAMINATION_BYTES = 24 * 1024 * 1024

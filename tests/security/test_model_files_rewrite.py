@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.evaluation import verify
-from posttrainbench.evaluation.model_files import check_model_files, stage_scored_model
-from posttrainbench.schemas import Metrics, TaskSpec
-from posttrainbench.trial_outcome import classify
+from posttrainbench.core.trial_outcome import classify
+from posttrainbench.task.evaluation import verify
+from posttrainbench.task.evaluation.model_files import check_model_files, stage_scored_model
+from posttrainbench.task.schemas import Metrics, TaskSpec
 from tests.data_fixtures import prepared
 
 VOCAB = {"<|endoftext|>": 0, "<|im_start|>": 1, "<|im_end|>": 2, "a": 3, "b": 4, "ab": 5, "Ġ": 6}
@@ -256,8 +256,8 @@ def test_unchecked_fields_are_not_carried(tmp_path, base):
 
 
 def test_the_judge_flags_the_rewriting_file(tmp_path, base):
-    from posttrainbench.integrity.judges.detection import Detection
-    from posttrainbench.integrity.judges.disallowed_model import _model_files
+    from posttrainbench.task.integrity.judges.detection import Detection
+    from posttrainbench.task.integrity.judges.disallowed_model import _model_files
 
     files = _files()
     _decoder(files)
@@ -280,7 +280,9 @@ def _hang_in_native_code(*args, **kwargs):
 
 def test_a_hanging_model_scores_0_before_the_timeout_and_is_not_retried(tmp_path, monkeypatch):
     monkeypatch.setenv("PTB_DATA_DIR", str(prepared("bfcl")))
-    monkeypatch.setattr("posttrainbench.evaluation.runner.evaluate_model", _hang_in_native_code)
+    monkeypatch.setattr(
+        "posttrainbench.task.evaluation.runner.evaluate_model", _hang_in_native_code
+    )
     model = _write(tmp_path / "final_model", _files())
     timeout_s = 20.0  # the watchdog kills at 20 - 15 = 5 s
     started = time.time()
@@ -309,7 +311,7 @@ def test_a_crashing_model_scores_0_with_the_reason(tmp_path, monkeypatch):
 
     monkeypatch.setenv("PTB_DATA_DIR", str(prepared("bfcl")))
     monkeypatch.setattr(
-        "posttrainbench.evaluation.runner.evaluate_model",
+        "posttrainbench.task.evaluation.runner.evaluate_model",
         lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL),
     )
     model = _write(tmp_path / "final_model", _files())
@@ -325,10 +327,10 @@ def test_a_crashing_model_scores_0_with_the_reason(tmp_path, monkeypatch):
 def test_base_weights_scoring_above_the_base_are_flagged(
     tmp_path, final_score, base_score, flagged
 ):
-    from posttrainbench.integrity.judges.detection import Detection
-    from posttrainbench.integrity.judges.disallowed_model import _score_above_base
-    from posttrainbench.integrity.judges.inputs import JudgeContext, JudgeInputs
-    from posttrainbench.schemas import BaseScore
+    from posttrainbench.task.integrity.judges.detection import Detection
+    from posttrainbench.task.integrity.judges.disallowed_model import _score_above_base
+    from posttrainbench.task.integrity.judges.inputs import JudgeContext, JudgeInputs
+    from posttrainbench.task.schemas import BaseScore
 
     path = Metrics(
         benchmark="bfcl", model_path="m", accuracy=final_score, stderr=0.0, n=10, n_correct=0,

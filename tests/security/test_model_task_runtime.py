@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.agents.reprompt_policy import read_records
-from posttrainbench.envs.host_addresses import HOST_ALLOW_ENV, format_allowance
-from posttrainbench.sandbox.handoff import Handoff
-from posttrainbench.schemas import Metrics
-from posttrainbench.tasks.compiler import compile_task
-from posttrainbench.tasks.options import CompileOptions
+from posttrainbench.host.agents.reprompt_policy import read_records
+from posttrainbench.host.envs.host_addresses import HOST_ALLOW_ENV, format_allowance
+from posttrainbench.host.tasks.compiler import compile_task
+from posttrainbench.host.tasks.options import CompileOptions
+from posttrainbench.task.sandbox.handoff import Handoff
+from posttrainbench.task.schemas import Metrics
 from tests.helpers import run_ptb
 from tests.security.agents.model_task_hostile import REPORT_FILE, parse_report
 from tests.security.host_canaries import CanaryServer, outside_address, touched_files, watch_files
@@ -41,8 +41,8 @@ pytestmark = [
     ),
 ]
 
-ENV = "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
-WRAPPER = "posttrainbench.agents.reprompt:RepromptingAgent"
+ENV = "posttrainbench.host.envs.local_sandbox:LocalSandboxEnvironment"
+WRAPPER = "posttrainbench.host.agents.reprompt:RepromptingAgent"
 HOSTILE = "tests.security.agents.model_task_hostile:HostileModelAgent"
 HOURS = 0.01  # a 36-second agent timeout
 HOST_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HF_TOKEN")

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from harbor.models.task.config import NetworkMode
 
-from posttrainbench.envs.bwrap import NESTED_ID_SHIFT, NESTED_PROC_MOUNT, NESTED_PROC_PARENT
+from posttrainbench.host.envs.bwrap import NESTED_ID_SHIFT, NESTED_PROC_MOUNT, NESTED_PROC_PARENT
 from tests.nested_support import harness_mounts, inner_command, parse_result
 from tests.sandbox_support import MakeEnv, requires_bwrap, run
 

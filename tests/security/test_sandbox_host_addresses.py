@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.envs.host_addresses import HOST_ALLOW_ENV, format_allowance
+from posttrainbench.host.envs.host_addresses import HOST_ALLOW_ENV, format_allowance
 from tests.sandbox_support import MakeEnv, requires_bwrap, run
 from tests.security.host_canaries import outside_address
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import pytest
 
-from posttrainbench.benchmarks import get_benchmark
-from posttrainbench.benchmarks.aime.benchmark import extract_answer
-from posttrainbench.benchmarks.answers import HEDGE_FINDING, extract_letter
-from posttrainbench.benchmarks.base import Sample
-from posttrainbench.benchmarks.bfcl.tools import tools_json
-from posttrainbench.benchmarks.gsm8k.extract import judge
+from posttrainbench.task.benchmarks import get_benchmark
+from posttrainbench.task.benchmarks.aime.benchmark import extract_answer
+from posttrainbench.task.benchmarks.answers import HEDGE_FINDING, extract_letter
+from posttrainbench.task.benchmarks.base import Sample
+from posttrainbench.task.benchmarks.bfcl.tools import tools_json
+from posttrainbench.task.benchmarks.gsm8k.extract import judge
 
 GSM8K = Sample(
     id="gsm8k_test_x",

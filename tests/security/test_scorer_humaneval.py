@@ -27,12 +27,12 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench import landlock
-from posttrainbench.benchmarks import get_benchmark
-from posttrainbench.benchmarks.base import Sample
-from posttrainbench.benchmarks.humaneval import execution
-from posttrainbench.benchmarks.humaneval.containment import _readable_by_everyone
-from posttrainbench.benchmarks.humaneval.execution import (
+from posttrainbench.core import landlock
+from posttrainbench.task.benchmarks import get_benchmark
+from posttrainbench.task.benchmarks.base import Sample
+from posttrainbench.task.benchmarks.humaneval import execution
+from posttrainbench.task.benchmarks.humaneval.containment import _readable_by_everyone
+from posttrainbench.task.benchmarks.humaneval.execution import (
     MAX_PROCESSES,
     Problem,
     live_processes,
@@ -182,7 +182,7 @@ MAIN_PATCH = "import __main__\n__main__.dumps = lambda r: '\"passed\"'\n"
 
 @pytest.fixture(scope="module")
 def problems() -> list[Sample]:
-    from posttrainbench.benchmarks.datafiles import read_split
+    from posttrainbench.task.benchmarks.datafiles import read_split
     from tests.data_fixtures import prepared
 
     return read_split("humaneval", "test", prepared("humaneval"))
@@ -626,7 +626,7 @@ def test_no_new_privs_neuters_setuid_binaries(open_dir):
 
 NON_ROOT_REFEREE = r"""
 import json, os, sys
-from posttrainbench.benchmarks.humaneval.execution import Problem, run_check
+from posttrainbench.task.benchmarks.humaneval.execution import Problem, run_check
 os.environ["PTB_REFEREE_SECRET"] = "s3cret"  # what reading the referee's environment would leak
 out = {}
 for name, (body, landlock_on) in json.loads(sys.stdin.read()).items():
@@ -679,7 +679,7 @@ def test_a_non_root_referee_is_out_of_reach_of_its_own_users_candidate():
 
 SANDBOX_REFEREE = r"""
 import json, sys
-from posttrainbench.benchmarks.humaneval.execution import Problem, run_check
+from posttrainbench.task.benchmarks.humaneval.execution import Problem, run_check
 job = json.loads(sys.stdin.read())
 out = {name: run_check(Problem(job["prompt"], body, job["test"], "probe"), 3.0).result
        for name, body in job["probes"].items()}
@@ -697,7 +697,7 @@ def referee_job(probes: dict[str, str]) -> str:
 def test_containment_holds_with_the_local_sandboxs_capabilities(sealed_file):
     """The verifier runs as root with the local sandbox's capability bounding set (no
     CAP_SYS_ADMIN): switching user, no_new_privs and Landlock all still apply there."""
-    from posttrainbench.envs.bwrap import KEPT_CAPABILITIES
+    from posttrainbench.host.envs.bwrap import KEPT_CAPABILITIES
 
     caps = ",".join(f"+{cap}" for cap in KEPT_CAPABILITIES)
     probes = {
@@ -736,7 +736,7 @@ def test_containment_inside_a_local_sandbox_verifier(make_env, tmp_path):
     env_dir = write_task_env(tmp_path / "task")
     lib = env_dir / "ptb" / "lib" / "posttrainbench"
     shutil.copytree(
-        SRC / "posttrainbench" / "benchmarks",
+        SRC / "posttrainbench" / "task" / "benchmarks",
         lib / "benchmarks",
         ignore=shutil.ignore_patterns("__pycache__"),
     )

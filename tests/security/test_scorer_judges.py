@@ -15,26 +15,26 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.benchmarks.arenahard import benchmark as arena_module
-from posttrainbench.benchmarks.arenahard.benchmark import ArenaHardWriting
-from posttrainbench.benchmarks.arenahard.judging import (
+from posttrainbench.task.benchmarks.arenahard import benchmark as arena_module
+from posttrainbench.task.benchmarks.arenahard.benchmark import ArenaHardWriting
+from posttrainbench.task.benchmarks.arenahard.judging import (
     INJECTED_BATTLES,
     candidate_answer,
     judge_messages,
     parse_verdict,
 )
-from posttrainbench.benchmarks.base import Sample
-from posttrainbench.benchmarks.datafiles import read_split
-from posttrainbench.benchmarks.healthbench import benchmark as health_module
-from posttrainbench.benchmarks.healthbench.benchmark import HealthBench
-from posttrainbench.benchmarks.healthbench.grading import (
+from posttrainbench.task.benchmarks.base import Sample
+from posttrainbench.task.benchmarks.datafiles import read_split
+from posttrainbench.task.benchmarks.healthbench import benchmark as health_module
+from posttrainbench.task.benchmarks.healthbench.benchmark import HealthBench
+from posttrainbench.task.benchmarks.healthbench.grading import (
     grader_messages,
     injection_in,
     model_answer,
     parse_grade,
 )
-from posttrainbench.benchmarks.judge_guard import find_injection
-from posttrainbench.benchmarks.llm_judge import RECORDING_FORMAT, recording_key
+from posttrainbench.task.benchmarks.judge_guard import find_injection
+from posttrainbench.task.benchmarks.llm_judge import RECORDING_FORMAT, recording_key
 from tests.data_fixtures import prepared
 from tests.judge_fixtures import use_recordings
 from tests.unit.test_healthbench import healthbench_data
@@ -309,9 +309,9 @@ class ScriptedBackend:
 
 
 def test_findings_reach_metrics_json(riddle, tmp_path, monkeypatch):
-    from posttrainbench.evaluation import backends
-    from posttrainbench.evaluation.runner import evaluate_model
-    from posttrainbench.schemas import Metrics
+    from posttrainbench.task.evaluation import backends
+    from posttrainbench.task.evaluation.runner import evaluate_model
+    from posttrainbench.task.schemas import Metrics
 
     monkeypatch.setitem(backends._BACKENDS, "scripted", f"{__name__}:ScriptedBackend")
     model = tmp_path / "final_model"

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.credentials.scrub import Scrubber, ScrubReport
-from posttrainbench.safe_fs import MAX_DEPTH, MAX_REFUSALS_KEPT
+from posttrainbench.core.safe_fs import MAX_DEPTH, MAX_REFUSALS_KEPT
+from posttrainbench.host.credentials.scrub import Scrubber, ScrubReport
 
 KEY = "ptb-host-api-key-0123456789abcdef"  # the host's own key: in its credentials and in the scrubber
 AGENT = Path("jobs/job/trial/agent")  # below a run directory

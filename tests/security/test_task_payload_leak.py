@@ -14,9 +14,9 @@ import gzip
 import json
 from pathlib import Path
 
-from posttrainbench.data.prepare import prepare_benchmark
-from posttrainbench.tasks.compiler import compile_task
-from posttrainbench.tasks.options import CompileOptions
+from posttrainbench.host.data.prepare import prepare_benchmark
+from posttrainbench.host.tasks.compiler import compile_task
+from posttrainbench.host.tasks.options import CompileOptions
 
 
 def _texts(root: Path):

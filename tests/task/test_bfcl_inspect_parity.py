@@ -25,12 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.benchmarks import get_benchmark
-from posttrainbench.benchmarks.bfcl import source as our_source
-from posttrainbench.benchmarks.bfcl.hermes import extract_tool_calls
-from posttrainbench.benchmarks.bfcl.scoring import parse_target
-from posttrainbench.benchmarks.bfcl.tools import openai_tools
-from posttrainbench.training.synth_fc import tool_call_text
+from posttrainbench.task.benchmarks import get_benchmark
+from posttrainbench.task.benchmarks.bfcl import source as our_source
+from posttrainbench.task.benchmarks.bfcl.hermes import extract_tool_calls
+from posttrainbench.task.benchmarks.bfcl.scoring import parse_target
+from posttrainbench.task.benchmarks.bfcl.tools import openai_tools
+from posttrainbench.task.training.synth_fc import tool_call_text
 
 ie_bfcl = pytest.importorskip("inspect_evals.bfcl.bfcl")
 paj = pytest.importorskip("pyarrow.json")
@@ -94,7 +94,7 @@ def inspect_task(request):
 
 @pytest.fixture(scope="module")
 def ours():
-    from posttrainbench.benchmarks.datafiles import read_split
+    from posttrainbench.task.benchmarks.datafiles import read_split
     from tests.data_fixtures import prepared
 
     return read_split("bfcl", "test", prepared("bfcl"))

@@ -14,18 +14,18 @@ import random
 
 import pytest
 
-from posttrainbench.benchmarks import UnknownBenchmarkError, get_benchmark
-from posttrainbench.benchmarks.base import Sample
-from posttrainbench.benchmarks.bfcl.hermes import (
+from posttrainbench.task.benchmarks import UnknownBenchmarkError, get_benchmark
+from posttrainbench.task.benchmarks.base import Sample
+from posttrainbench.task.benchmarks.bfcl.hermes import (
     FunctionCall,
     cannot_become_single_call,
     extract_tool_calls,
 )
-from posttrainbench.benchmarks.bfcl.scoring import parse_arguments, parse_target
-from posttrainbench.benchmarks.bfcl.source import arrow_order
-from posttrainbench.benchmarks.bfcl.tools import openai_tool, tools_json
-from posttrainbench.evaluation.chat_format import forced_template, render_chat
-from posttrainbench.training.synth_fc import tool_call_text
+from posttrainbench.task.benchmarks.bfcl.scoring import parse_arguments, parse_target
+from posttrainbench.task.benchmarks.bfcl.source import arrow_order
+from posttrainbench.task.benchmarks.bfcl.tools import openai_tool, tools_json
+from posttrainbench.task.evaluation.chat_format import forced_template, render_chat
+from posttrainbench.task.training.synth_fc import tool_call_text
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def bench():
 
 @pytest.fixture(scope="module")
 def samples(bench):
-    from posttrainbench.benchmarks.datafiles import read_split
+    from posttrainbench.task.benchmarks.datafiles import read_split
     from tests.data_fixtures import prepared
 
     return read_split("bfcl", "test", prepared("bfcl"))
@@ -338,7 +338,7 @@ def test_unknown_benchmark():
 
 
 def test_synthetic_targets_score_correct_for_their_schema(bench):
-    from posttrainbench.training.synth_fc import make_dataset
+    from posttrainbench.task.training.synth_fc import make_dataset
 
     data = make_dataset(300, seed=3)
     assert make_dataset(5, seed=3) == data[:5]  # seeded
@@ -364,7 +364,7 @@ def test_synthetic_targets_score_correct_for_their_schema(bench):
 
 
 def test_synthetic_data_shares_no_question_with_bfcl(samples):
-    from posttrainbench.training.synth_fc import make_dataset
+    from posttrainbench.task.training.synth_fc import make_dataset
 
     test_questions = {s.data["question"][0]["content"].strip().lower() for s in samples}
     assert not any(

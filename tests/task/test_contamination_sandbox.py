@@ -45,7 +45,7 @@ def test_module_entry_flags_planted_items_and_exits_1(tmp_path: Path) -> None:
     cmd = [
         sys.executable,
         "-m",
-        "posttrainbench.integrity.contamination",
+        "posttrainbench.task.integrity.contamination",
         "--reference",
         str(reference),
         "--input",
@@ -75,7 +75,7 @@ def test_real_checkpoints_give_their_text_and_skip_their_numbers(tmp_path: Path)
     torch = pytest.importorskip("torch")
     from safetensors.torch import save_file
 
-    from posttrainbench.integrity.contamination.unpack import UnpackBudget, unpack_file
+    from posttrainbench.task.integrity.contamination.unpack import UnpackBudget, unpack_file
 
     secret = "Natalia sold clips to 48 of her friends in April"
     model = torch.nn.Linear(256, 256)

@@ -20,9 +20,9 @@ def tiny_model(tmp_path_factory):
 
 
 def test_workers_give_the_single_process_outputs(tiny_model, monkeypatch):
-    from posttrainbench.benchmarks.base import GenerationSettings
-    from posttrainbench.evaluation.backends import TransformersBackend, make_backend
-    from posttrainbench.evaluation.cpu_workers import DataParallelBackend
+    from posttrainbench.task.benchmarks.base import GenerationSettings
+    from posttrainbench.task.evaluation.backends import TransformersBackend, make_backend
+    from posttrainbench.task.evaluation.cpu_workers import DataParallelBackend
 
     monkeypatch.setenv("PTB_EVAL_WORKERS", "3")
     prompts = _prompts(11)
@@ -45,7 +45,7 @@ def test_workers_give_the_single_process_outputs(tiny_model, monkeypatch):
 
 
 def test_auto_uses_one_process_on_request_and_workers_for_small_models(tiny_model, monkeypatch):
-    from posttrainbench.evaluation.cpu_workers import resolve_workers
+    from posttrainbench.task.evaluation.cpu_workers import resolve_workers
 
     monkeypatch.setenv("PTB_EVAL_WORKERS", "1")
     assert resolve_workers(str(tiny_model)) == 1
@@ -56,9 +56,9 @@ def test_auto_uses_one_process_on_request_and_workers_for_small_models(tiny_mode
 def test_a_model_that_fails_in_the_workers_raises_model_load_error(tiny_model, tmp_path):
     import shutil
 
-    from posttrainbench.benchmarks.base import GenerationSettings
-    from posttrainbench.evaluation.backends import ModelLoadError
-    from posttrainbench.evaluation.cpu_workers import DataParallelBackend
+    from posttrainbench.task.benchmarks.base import GenerationSettings
+    from posttrainbench.task.evaluation.backends import ModelLoadError
+    from posttrainbench.task.evaluation.cpu_workers import DataParallelBackend
 
     broken = tmp_path / "broken"
     shutil.copytree(tiny_model, broken)

@@ -29,9 +29,9 @@ pytestmark = [
 
 
 def judge(base: Path, final: Path):
-    from posttrainbench.integrity.judges.disallowed_model import detect_disallowed_model
-    from posttrainbench.integrity.judges.inputs import JudgeContext, JudgeInputs
-    from posttrainbench.integrity.judges.precedence import decide
+    from posttrainbench.task.integrity.judges.disallowed_model import detect_disallowed_model
+    from posttrainbench.task.integrity.judges.inputs import JudgeContext, JudgeInputs
+    from posttrainbench.task.integrity.judges.precedence import decide
 
     det = detect_disallowed_model(
         JudgeContext(JudgeInputs(benchmark="bfcl", final_model=final, base_model=base))

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from posttrainbench.evaluation import verify
-from posttrainbench.evaluation.runner import model_fingerprint, stderr_of
-from posttrainbench.schemas import BaseScore, Metrics, Reward, TaskSpec
+from posttrainbench.task.evaluation import verify
+from posttrainbench.task.evaluation.runner import model_fingerprint, stderr_of
+from posttrainbench.task.schemas import BaseScore, Metrics, Reward, TaskSpec
 
 QUESTIONS = [
     {
@@ -37,8 +37,8 @@ ANSWERS = [{"id": "exec_simple_0", "ground_truth": ["area(base=10, height=5)"]}]
 
 @pytest.fixture
 def bfcl_fixture(tmp_path, monkeypatch):
-    from posttrainbench.benchmarks.bfcl.source import BfclSource
-    from posttrainbench.benchmarks.datafiles import write_split
+    from posttrainbench.task.benchmarks.bfcl.source import BfclSource
+    from posttrainbench.task.benchmarks.datafiles import write_split
 
     samples = BfclSource().build({"questions": QUESTIONS, "answers": ANSWERS})["test"]
     write_split(tmp_path / "data" / "bfcl" / "test.jsonl", samples)
@@ -139,7 +139,7 @@ def test_verify_bad_task_still_writes_reward(tmp_path):
 
 
 def test_fixture_benchmark_loads(bfcl_fixture):
-    from posttrainbench.benchmarks import get_benchmark
+    from posttrainbench.task.benchmarks import get_benchmark
 
     bench = get_benchmark("bfcl")
     [sample] = bench.load(limit=5)
@@ -159,8 +159,8 @@ def test_model_fingerprint_changes_with_weights(tmp_path):
 def test_verify_without_a_configured_judge_errors_instead_of_scoring_zero(tmp_path, monkeypatch):
     """A judged benchmark whose judge cannot run (no litellm / no key) is an operator
     error: exit 3, metrics say why, and no reward.json, so Harbor errors the trial."""
-    from posttrainbench.benchmarks.base import Sample
-    from posttrainbench.benchmarks.datafiles import write_split
+    from posttrainbench.task.benchmarks.base import Sample
+    from posttrainbench.task.benchmarks.datafiles import write_split
 
     for var in ("OPENAI_API_KEY", "PTB_JUDGE_RECORDINGS", "PTB_JUDGE_MODEL"):
         monkeypatch.delenv(var, raising=False)

@@ -9,23 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.benchmarks.base import GenerationSettings, Sample, ScoreResult
-from posttrainbench.evaluation import evaluate
-from posttrainbench.evaluation.chat_format import (
+from posttrainbench.task.benchmarks.base import GenerationSettings, Sample, ScoreResult
+from posttrainbench.task.evaluation import evaluate
+from posttrainbench.task.evaluation.chat_format import (
     TemplateFamilyError,
     forced_template,
     model_family,
     render_chat,
 )
-from posttrainbench.evaluation.runner import (
+from posttrainbench.task.evaluation.runner import (
     GenerationFailed,
     aggregate,
     generate_with_retries,
     seeds_for,
 )
-from posttrainbench.evaluation.time_budget import Deadline
-from posttrainbench.evaluation.vllm_backend import sampling_kwargs
-from posttrainbench.schemas import TaskSpec
+from posttrainbench.task.evaluation.time_budget import Deadline
+from posttrainbench.task.evaluation.vllm_backend import sampling_kwargs
+from posttrainbench.task.schemas import TaskSpec
 
 
 class FlakyBackend:
@@ -89,7 +89,7 @@ def test_posttrainbench_cascade_tries_its_caps_in_order():
 def test_verify_uses_the_variant_s_caps_and_the_model_s_sampling(tmp_path, monkeypatch):
     """The posttrainbench variant: PostTrainBench's caps, the model's generation config,
     capped by its max_new_tokens; the smoke variant: the benchmark's own settings."""
-    from posttrainbench.evaluation import runner, verify
+    from posttrainbench.task.evaluation import runner, verify
 
     seen: list[tuple] = []
 
@@ -103,7 +103,7 @@ def test_verify_uses_the_variant_s_caps_and_the_model_s_sampling(tmp_path, monke
 
     monkeypatch.setattr(runner, "generate_with_retries", fake_generate)
     monkeypatch.setattr(
-        "posttrainbench.evaluation.backends.make_backend", lambda *a, **k: _Backend()
+        "posttrainbench.task.evaluation.backends.make_backend", lambda *a, **k: _Backend()
     )
     model = tmp_path / "final_model"
     model.mkdir()
@@ -112,7 +112,7 @@ def test_verify_uses_the_variant_s_caps_and_the_model_s_sampling(tmp_path, monke
         json.dumps({"temperature": 0.7, "top_k": 20, "max_new_tokens": 3500})
     )
     monkeypatch.setattr(
-        "posttrainbench.benchmarks.gsm8k.benchmark.Gsm8k.load",
+        "posttrainbench.task.benchmarks.gsm8k.benchmark.Gsm8k.load",
         lambda self, split, limit: [Sample(id="1", category="c", data={"question": "1+1?"})],
     )
     for variant in ("posttrainbench", "smoke"):
@@ -326,9 +326,9 @@ def test_vllm_backend_generates_like_transformers_on_gpu(tmp_path):
     pytest.importorskip("vllm")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA GPU")
-    from posttrainbench.evaluation.backends import TransformersBackend
-    from posttrainbench.evaluation.prepare_model import prepare_smollm2
-    from posttrainbench.evaluation.vllm_backend import VllmBackend
+    from posttrainbench.task.evaluation.backends import TransformersBackend
+    from posttrainbench.task.evaluation.prepare_model import prepare_smollm2
+    from posttrainbench.task.evaluation.vllm_backend import VllmBackend
 
     model = prepare_smollm2(tmp_path / "m", dtype="float32")
     prompts = ["<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"]
@@ -340,8 +340,8 @@ def test_vllm_backend_generates_like_transformers_on_gpu(tmp_path):
 
 def test_verify_keeps_each_questions_verdict_and_completion_head(tmp_path, monkeypatch):
     """verifier/samples.jsonl: one line per question scored (the run page's question list)."""
-    from posttrainbench.evaluation import runner, verify
-    from posttrainbench.schemas import GenerationAttempt
+    from posttrainbench.task.evaluation import runner, verify
+    from posttrainbench.task.schemas import GenerationAttempt
 
     def fake_generate(backend, prompts, settings, seed, stop_fn, deadline, **kw):
         done = GenerationAttempt(seed=seed, max_new_tokens=256, ok=True, seconds=0.1)
@@ -353,7 +353,7 @@ def test_verify_keeps_each_questions_verdict_and_completion_head(tmp_path, monke
 
     monkeypatch.setattr(runner, "generate_with_retries", fake_generate)
     monkeypatch.setattr(
-        "posttrainbench.evaluation.backends.make_backend", lambda *a, **k: _Backend()
+        "posttrainbench.task.evaluation.backends.make_backend", lambda *a, **k: _Backend()
     )
     model = tmp_path / "final_model"
     model.mkdir()
@@ -363,7 +363,8 @@ def test_verify_keeps_each_questions_verdict_and_completion_head(tmp_path, monke
         Sample(id="b", category="c", data={"question": "2+2?", "answer": "4"}),
     ]
     monkeypatch.setattr(
-        "posttrainbench.benchmarks.gsm8k.benchmark.Gsm8k.load", lambda self, split, limit: questions
+        "posttrainbench.task.benchmarks.gsm8k.benchmark.Gsm8k.load",
+        lambda self, split, limit: questions,
     )
     TaskSpec(
         benchmark="gsm8k",

@@ -22,11 +22,11 @@ import random
 
 import pytest
 
-from posttrainbench.benchmarks import get_benchmark
-from posttrainbench.benchmarks.answers import letter_hedge
-from posttrainbench.benchmarks.base import Sample
-from posttrainbench.benchmarks.gpqa import source as gpqa_source
-from posttrainbench.benchmarks.gpqa.benchmark import parse_answer
+from posttrainbench.task.benchmarks import get_benchmark
+from posttrainbench.task.benchmarks.answers import letter_hedge
+from posttrainbench.task.benchmarks.base import Sample
+from posttrainbench.task.benchmarks.gpqa import source as gpqa_source
+from posttrainbench.task.benchmarks.gpqa.benchmark import parse_answer
 from tests.helpers import REPO
 from tests.task import inspect_support as support
 

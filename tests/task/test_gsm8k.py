@@ -16,12 +16,12 @@ import sys
 
 import pytest
 
-from posttrainbench.benchmarks import get_benchmark
-from posttrainbench.benchmarks.datafiles import read_split
-from posttrainbench.benchmarks.gsm8k import inspect_match
-from posttrainbench.benchmarks.gsm8k.benchmark import fewshot_records
-from posttrainbench.benchmarks.gsm8k.extract import hedge
-from posttrainbench.benchmarks.plugin import plugins
+from posttrainbench.task.benchmarks import get_benchmark
+from posttrainbench.task.benchmarks.datafiles import read_split
+from posttrainbench.task.benchmarks.gsm8k import inspect_match
+from posttrainbench.task.benchmarks.gsm8k.benchmark import fewshot_records
+from posttrainbench.task.benchmarks.gsm8k.extract import hedge
+from posttrainbench.task.benchmarks.plugin import plugins
 from tests.helpers import SHARED_DATA
 from tests.task import inspect_support as support
 
@@ -68,8 +68,8 @@ def task():
 @pytest.fixture(scope="module")
 def ours(tmp_path_factory):
     """Our test split, prepared from the same files the way ``ptb data import`` does."""
-    from posttrainbench.data.importer import import_benchmark
-    from posttrainbench.data.prepare import data_root
+    from posttrainbench.host.data.importer import import_benchmark
+    from posttrainbench.host.data.prepare import data_root
 
     cache = tmp_path_factory.mktemp("cache")
     import_benchmark("gsm8k", GSM8K_DIR, cache)
@@ -216,7 +216,7 @@ def _pairs() -> list[tuple[str, str]]:
 
 def test_scorer_equals_inspects_match(task):
     bench = get_benchmark("gsm8k")
-    from posttrainbench.benchmarks.base import Sample
+    from posttrainbench.task.benchmarks.base import Sample
 
     outcomes, mismatches = set(), []
     for target, completion in _pairs():

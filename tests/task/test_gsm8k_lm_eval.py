@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.benchmarks.gsm8k.extract import flexible_extract, judge, strict_extract
+from posttrainbench.task.benchmarks.gsm8k.extract import flexible_extract, judge, strict_extract
 from tests.helpers import REPO, SHARED_DATA
 
 lm_eval = pytest.importorskip(

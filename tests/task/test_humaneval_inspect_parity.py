@@ -16,10 +16,10 @@ import sys
 
 import pytest
 
-from posttrainbench.benchmarks import get_benchmark
-from posttrainbench.benchmarks.base import Sample
-from posttrainbench.benchmarks.humaneval import extract
-from posttrainbench.benchmarks.humaneval.benchmark import INSTRUCTION, VERIFY_TIMEOUT_S
+from posttrainbench.task.benchmarks import get_benchmark
+from posttrainbench.task.benchmarks.base import Sample
+from posttrainbench.task.benchmarks.humaneval import extract
+from posttrainbench.task.benchmarks.humaneval.benchmark import INSTRUCTION, VERIFY_TIMEOUT_S
 from tests.task import inspect_support as support
 
 pytest.importorskip("inspect_ai", reason="inspect-ai not installed (tests/task/requirements)")
@@ -54,7 +54,7 @@ def task():
 
 @pytest.fixture(scope="module")
 def ours() -> list[Sample]:
-    from posttrainbench.benchmarks.datafiles import read_split
+    from posttrainbench.task.benchmarks.datafiles import read_split
     from tests.data_fixtures import prepared
 
     return read_split("humaneval", "test", prepared("humaneval"))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from posttrainbench.benchmarks import get_benchmark
-from posttrainbench.benchmarks.base import Sample
-from posttrainbench.benchmarks.inspect_output import inspect_completion
+from posttrainbench.task.benchmarks import get_benchmark
+from posttrainbench.task.benchmarks.base import Sample
+from posttrainbench.task.benchmarks.inspect_output import inspect_completion
 
 reasoning = pytest.importorskip("inspect_ai.model._reasoning")
 

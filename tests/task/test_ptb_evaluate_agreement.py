@@ -16,7 +16,7 @@ difference of inspect's ``hf`` provider from vLLM, not of PostTrainBench or of u
   ``hf`` ignores the ``chat_template`` model arg that vLLM obeys;
 * ``generation_config.json`` says ``top_k: 1`` (and ``do_sample: true``): ``hf`` always
   samples (``do_sample=True``, the model's generation config merged in), vLLM reads the
-  same file (our :mod:`posttrainbench.evaluation.sampling` too), so both decode by argmax;
+  same file (our :mod:`posttrainbench.task.evaluation.sampling` too), so both decode by argmax;
 * in the ``hf`` provider (tests/ptb_evaluate_support.py): ``enable_thinking=True`` (the
   template's default under vLLM, which passes none; ``hf`` passes ``None``), the vLLM-only
   model args kept from ``from_pretrained``, tools handed to the template in vLLM's form.
@@ -37,8 +37,8 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.benchmarks import get_benchmark
-from posttrainbench.benchmarks.plugin import plugins
+from posttrainbench.task.benchmarks import get_benchmark
+from posttrainbench.task.benchmarks.plugin import plugins
 from tests.helpers import REPO, SHARED_DATA
 from tests.ptb_evaluate_support import ptb_model_view
 
@@ -80,8 +80,8 @@ def workdir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory) -> Path:
     """Prepared data: GSM8K imported from ../shared/data, BFCL from the package index."""
-    from posttrainbench.data.importer import import_benchmark
-    from posttrainbench.data.prepare import data_root
+    from posttrainbench.host.data.importer import import_benchmark
+    from posttrainbench.host.data.prepare import data_root
     from tests.data_fixtures import prepared
 
     cache = tmp_path_factory.mktemp("cache")
@@ -145,7 +145,7 @@ def run_ours(benchmark: str, model: Path, workdir: Path, data_dir: Path, tmp: Pa
         [
             sys.executable,
             "-m",
-            "posttrainbench.evaluation.evaluate",
+            "posttrainbench.task.evaluation.evaluate",
             "--task",
             str(tmp / "task.json"),
         ]
@@ -182,7 +182,7 @@ def our_prompts(benchmark: str, bench, samples, model: Path, workdir: Path) -> l
     """The prompts our evaluate_model renders (runner.py: forced_template + render_chat)."""
     from transformers import AutoTokenizer
 
-    from posttrainbench.evaluation.chat_format import (
+    from posttrainbench.task.evaluation.chat_format import (
         forced_template,
         read_model_config,
         render_chat,
@@ -200,7 +200,7 @@ def our_prompts(benchmark: str, bench, samples, model: Path, workdir: Path) -> l
 
 @pytest.mark.parametrize("benchmark", ["gsm8k", "bfcl"])
 def test_same_verdicts_as_ptbs_evaluate(benchmark, model, workdir, data_dir, tmp_path, monkeypatch):
-    from posttrainbench.benchmarks.datafiles import read_split
+    from posttrainbench.task.benchmarks.datafiles import read_split
 
     monkeypatch.setenv("PTB_DATA_DIR", str(data_dir))
     bench = get_benchmark(benchmark)

@@ -34,9 +34,9 @@ def _fine_tune(base, tmp_path):
 def test_an_honest_pad_token_loads_and_generates(tmp_path, base):
     from transformers import AutoTokenizer
 
-    from posttrainbench.benchmarks.base import GenerationSettings
-    from posttrainbench.evaluation.backends import TransformersBackend
-    from posttrainbench.evaluation.model_files import check_model_files, stage_scored_model
+    from posttrainbench.task.benchmarks.base import GenerationSettings
+    from posttrainbench.task.evaluation.backends import TransformersBackend
+    from posttrainbench.task.evaluation.model_files import check_model_files, stage_scored_model
 
     final = _fine_tune(base, tmp_path)
     verdict = check_model_files(final, base)
@@ -57,7 +57,7 @@ def test_an_honest_pad_token_loads_and_generates(tmp_path, base):
 def test_a_replace_chain_decoder_rewrites_for_real_and_is_rejected(tmp_path, base):
     from transformers import AutoTokenizer
 
-    from posttrainbench.evaluation.model_files import check_model_files
+    from posttrainbench.task.evaluation.model_files import check_model_files
 
     final = tmp_path / "final_model"
     shutil.copytree(base, final)

@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from posttrainbench.benchmarks.base import GenerationSettings
-from posttrainbench.evaluation import time_budget
-from posttrainbench.evaluation.progress import ProgressFile
-from posttrainbench.evaluation.runner import generate_with_retries
-from posttrainbench.evaluation.time_budget import (
+from posttrainbench.task.benchmarks.base import GenerationSettings
+from posttrainbench.task.evaluation import time_budget
+from posttrainbench.task.evaluation.progress import ProgressFile
+from posttrainbench.task.evaluation.runner import generate_with_retries
+from posttrainbench.task.evaluation.time_budget import (
     Deadline,
     Throughput,
     Work,
@@ -19,7 +19,7 @@ from posttrainbench.evaluation.time_budget import (
     first_batch_size,
     rest_limit,
 )
-from posttrainbench.schemas import VerifierProgress
+from posttrainbench.task.schemas import VerifierProgress
 
 
 class PacedBackend:

@@ -83,7 +83,7 @@ def _reference(backend, prompts, max_new_tokens, stop_fn, stop):
     import torch
     from transformers import StoppingCriteria, StoppingCriteriaList
 
-    from posttrainbench.evaluation.backends import cut_at_stop
+    from posttrainbench.task.evaluation.backends import cut_at_stop
 
     tok, out = backend.tokenizer, []
 
@@ -114,8 +114,8 @@ def _reference(backend, prompts, max_new_tokens, stop_fn, stop):
 
 @pytest.mark.parametrize("batch_size", [1, 3, 8])
 def test_greedy_equals_model_generate(model_dir, batch_size):
-    from posttrainbench.benchmarks.base import GenerationSettings
-    from posttrainbench.evaluation.backends import TransformersBackend
+    from posttrainbench.task.benchmarks.base import GenerationSettings
+    from posttrainbench.task.evaluation.backends import TransformersBackend
 
     backend = TransformersBackend(str(model_dir), batch_size=batch_size, dtype="float32")
     prompts = _prompts(13)
@@ -129,8 +129,8 @@ def test_greedy_equals_model_generate(model_dir, batch_size):
 
 
 def test_stop_fn_and_stop_strings_match(model_dir):
-    from posttrainbench.benchmarks.base import GenerationSettings
-    from posttrainbench.evaluation.backends import TransformersBackend
+    from posttrainbench.task.benchmarks.base import GenerationSettings
+    from posttrainbench.task.evaluation.backends import TransformersBackend
 
     backend = TransformersBackend(str(model_dir), batch_size=4, dtype="float32")
     prompts = _prompts(9)
@@ -144,8 +144,8 @@ def test_stop_fn_and_stop_strings_match(model_dir):
 
 
 def test_zero_new_tokens_and_empty_input(model_dir):
-    from posttrainbench.benchmarks.base import GenerationSettings
-    from posttrainbench.evaluation.backends import TransformersBackend
+    from posttrainbench.task.benchmarks.base import GenerationSettings
+    from posttrainbench.task.evaluation.backends import TransformersBackend
 
     backend = TransformersBackend(str(model_dir), batch_size=2, dtype="float32")
     assert backend.generate([], GenerationSettings(max_new_tokens=5)) == []
@@ -153,8 +153,8 @@ def test_zero_new_tokens_and_empty_input(model_dir):
 
 
 def test_logit_changing_generation_config_falls_back(model_dir):
-    from posttrainbench.benchmarks.base import GenerationSettings
-    from posttrainbench.evaluation.backends import TransformersBackend
+    from posttrainbench.task.benchmarks.base import GenerationSettings
+    from posttrainbench.task.evaluation.backends import TransformersBackend
 
     backend = TransformersBackend(str(model_dir), batch_size=4, dtype="float32")
     backend.model.generation_config.repetition_penalty = 1.3

@@ -1,6 +1,6 @@
 """The demo's verification on a busy machine: CPU hogs on every core, and still a score.
 
-The real verifier (``python -m posttrainbench.evaluation.verify``, as ``test.sh`` runs
+The real verifier (``python -m posttrainbench.task.evaluation.verify``, as ``test.sh`` runs
 it, with the verifier's timeout and start time) scores the real SmolLM2-135M on 17 BFCL
 questions while busy loops keep every core loaded. Its time limits come from the work
 and the throughput it measures on its first batch, so the load makes it slower, never
@@ -42,7 +42,7 @@ def _hog(stop) -> None:
 
 
 def test_verifier_scores_the_model_beside_a_cpu_hog(tmp_path, base):
-    from posttrainbench.schemas import Metrics, TaskSpec, VerifierProgress
+    from posttrainbench.task.schemas import Metrics, TaskSpec, VerifierProgress
     from tests.data_fixtures import prepared
 
     task = TaskSpec(
@@ -67,7 +67,7 @@ def test_verifier_scores_the_model_beside_a_cpu_hog(tmp_path, base):
             [
                 sys.executable,
                 "-m",
-                "posttrainbench.evaluation.verify",
+                "posttrainbench.task.evaluation.verify",
                 "--task",
                 str(task),
                 "--model-path",

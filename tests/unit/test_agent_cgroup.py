@@ -10,8 +10,8 @@ import uuid
 
 import pytest
 
-from posttrainbench.envs.agent_cgroup import AgentCgroup
-from posttrainbench.envs.limits import join_cgroups_prefix
+from posttrainbench.host.envs.agent_cgroup import AgentCgroup
+from posttrainbench.host.envs.limits import join_cgroups_prefix
 
 # A daemon that leaves its session, double-forks and ignores SIGTERM/SIGHUP.
 DAEMON = (

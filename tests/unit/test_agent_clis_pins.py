@@ -1,4 +1,4 @@
-"""The agent CLIs' pins, lock file and cache entry (posttrainbench.envs.agent_clis)."""
+"""The agent CLIs' pins, lock file and cache entry (posttrainbench.host.envs.agent_clis)."""
 
 from __future__ import annotations
 
@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.envs.agent_clis import (
+from posttrainbench.host.envs.agent_clis import (
     TASK_DIR_NAME,
     AgentClisError,
     agent_clis_key,
     ensure_agent_clis,
 )
-from posttrainbench.tasks.gpu_image import agent_clis_package_json, load_gpu_image_pins
+from posttrainbench.host.tasks.gpu_image import agent_clis_package_json, load_gpu_image_pins
 
 TEMPLATE = (
     Path(__file__).resolve().parents[2]
-    / "src/posttrainbench/tasks/templates/environment/agent_clis"
+    / "src/posttrainbench/host/tasks/templates/environment/agent_clis"
 )
 
 
@@ -80,8 +80,8 @@ def test_a_run_installs_the_clis_before_its_job_and_says_so(
 ) -> None:
     from rich.console import Console
 
-    from posttrainbench.errors import RunError
-    from posttrainbench.runner.prebuild import prebuild_agent_clis
+    from posttrainbench.core.errors import RunError
+    from posttrainbench.host.runner.prebuild import prebuild_agent_clis
 
     monkeypatch.setenv("PTB_CACHE_DIR", str(tmp_path / "cache"))
     env = _task_env(tmp_path, FAKE_INSTALL)

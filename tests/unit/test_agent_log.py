@@ -6,7 +6,7 @@ import asyncio
 import os
 from pathlib import Path
 
-from posttrainbench.runner.agent_log import read_agent_log, watch_agent_log
+from posttrainbench.host.runner.agent_log import read_agent_log, watch_agent_log
 
 
 def _instance_log(job: Path, instance: str) -> Path:

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from posttrainbench.cli.app import app
-from posttrainbench.optimize.compiler import BuildOptions, build_agent_task
+from posttrainbench.host.agent_tasks.compiler import BuildOptions, build_agent_task
+from posttrainbench.host.cli.app import app
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent-task-gsm8k"
 CANARY = "ptb-canary-7f3a9c-do-not-leak"
@@ -68,8 +68,8 @@ def test_compiled_task_parses_with_harbor(tmp_path: Path) -> None:
         assert (task / script).stat().st_mode & 0o111, script
     private = yaml.safe_load((task / "environment/ptb/agent-task/private/task.yaml").read_text())
     assert private["baseline"] == "baseline" and private["dataset"] == "data"
-    assert (task / "environment/ptb/lib/posttrainbench/optimize/service.py").is_file()
-    assert not (task / "environment/ptb/lib/posttrainbench/optimize/compiler.py").exists()
+    assert (task / "environment/ptb/lib/posttrainbench/service/service.py").is_file()
+    assert not (task / "environment/ptb/lib/posttrainbench/host/agent_tasks/compiler.py").exists()
     assert "http://127.0.0.1:8765/eval" in (task / "instruction.md").read_text()
 
 
@@ -106,7 +106,7 @@ def test_secret_is_referenced_by_name_and_its_value_never_written(
     assert '--secrets-file "$SECRETS"' in start and "plain Harbor environments do not" in start
     test_sh = (task / "tests/test.sh").read_text()
     assert "--secrets-file" in test_sh and "/run/ptb-secrets/secrets.json" in test_sh
-    assert (task / "tests/lib/posttrainbench/secrets_file.py").is_file()
+    assert (task / "tests/lib/posttrainbench/core/secrets_file.py").is_file()
 
 
 def test_a_task_without_secrets_has_no_secrets_channel(tmp_path: Path) -> None:
@@ -206,7 +206,7 @@ def test_a_mode_b_task_carries_harbor_its_tasks_and_the_nested_sandbox_needs(
     code, the local sandbox told to allow nested sandboxes, Docker refused in one line."""
     from importlib import metadata
 
-    from posttrainbench.envs.environment_needs import NEEDS_FILE_NAME, EnvironmentNeeds
+    from posttrainbench.host.envs.environment_needs import NEEDS_FILE_NAME, EnvironmentNeeds
     from tests.helpers import REPO, run_ptb
 
     result = run_ptb(
@@ -240,7 +240,7 @@ def test_a_mode_b_task_carries_harbor_its_tasks_and_the_nested_sandbox_needs(
     assert not any("echo-gamma" in p.as_posix() for p in visible)
     assert not any("gamma" in p.read_text(errors="replace") for p in visible if p.suffix != ".py")
     for lib in (task / "environment" / "ptb" / "lib", task / "tests" / "lib"):
-        assert (lib / "posttrainbench" / "envs" / "local_sandbox.py").is_file()
+        assert (lib / "posttrainbench" / "host" / "envs" / "local_sandbox.py").is_file()
     assert "local sandbox only" in (task / "environment" / "Dockerfile").read_text()
     start = (task / "environment" / "ptb" / "start.sh").read_text()
     assert 'chmod 0711 "$STATE"' in start and "PTB_CACHE_DIR=" in start

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.integrity.agentic import run as agentic_run
-from posttrainbench.integrity.agentic.config import KEY_ENV, MODEL_ENV, config_from_env
-from posttrainbench.integrity.agentic.parsed_trace import render_parsed
-from posttrainbench.integrity.agentic.prompts import render_prompt
-from posttrainbench.integrity.agentic.verdicts import (
+from posttrainbench.task.integrity.agentic import run as agentic_run
+from posttrainbench.task.integrity.agentic.config import KEY_ENV, MODEL_ENV, config_from_env
+from posttrainbench.task.integrity.agentic.parsed_trace import render_parsed
+from posttrainbench.task.integrity.agentic.prompts import render_prompt
+from posttrainbench.task.integrity.agentic.verdicts import (
     AgenticStatus,
     ApiJudgement,
     ContaminationJudgement,
@@ -27,8 +27,8 @@ from posttrainbench.integrity.agentic.verdicts import (
     parse_judgement,
     write_verdict_files,
 )
-from posttrainbench.integrity.agentic.workspace import WorkspaceSources, assemble
-from posttrainbench.integrity.traces.events import NormalizedTrace, TraceEvent
+from posttrainbench.task.integrity.agentic.workspace import WorkspaceSources, assemble
+from posttrainbench.task.integrity.traces.events import NormalizedTrace, TraceEvent
 
 PINNED = Path(__file__).resolve().parents[1] / "fixtures/posttrainbench/src/disallowed_usage_judge"
 BENCHMARKS = (
@@ -296,9 +296,9 @@ def test_the_verifiers_skip_lines_are_valid_status_files() -> None:
     # started for nothing); what it writes must read back as a status.
     import re
 
-    from posttrainbench.tasks.compiler import package_root
+    from posttrainbench.host.tasks.compiler import package_root
 
-    text = (package_root() / "tasks/templates/tests/test.sh.j2").read_text()
+    text = (package_root() / "host/tasks/templates/tests/test.sh.j2").read_text()
     lines = re.findall(
         r"echo '(\{\"status\": \"skipped\".*)' > /logs/verifier/ptb_judges.json", text
     )
@@ -309,7 +309,7 @@ def test_the_verifiers_skip_lines_are_valid_status_files() -> None:
 
 
 def test_the_results_store_reads_the_status_and_follows_no_link(tmp_path: Path) -> None:
-    from posttrainbench.results.harbor_trial import fingerprint, read_trial
+    from posttrainbench.host.results.harbor_trial import fingerprint, read_trial
     from tests.results_fixtures import TrialSpec, write_trial
 
     trial = write_trial(tmp_path, TrialSpec())

@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import pytest
 
-from posttrainbench.benchmarks import get_benchmark
-from posttrainbench.benchmarks.aime import source as aime_source
-from posttrainbench.benchmarks.aime.benchmark import extract_answer, remove_boxed_from_ans
-from posttrainbench.benchmarks.answers import boxed_integer, last_boxed, last_integer, parse_integer
-from posttrainbench.benchmarks.base import Sample
+from posttrainbench.task.benchmarks import get_benchmark
+from posttrainbench.task.benchmarks.aime import source as aime_source
+from posttrainbench.task.benchmarks.aime.benchmark import extract_answer, remove_boxed_from_ans
+from posttrainbench.task.benchmarks.answers import (
+    boxed_integer,
+    last_boxed,
+    last_integer,
+    parse_integer,
+)
+from posttrainbench.task.benchmarks.base import Sample
 from tests.helpers import REPO
 from tests.http_fixture import serve_routes
 
@@ -31,7 +36,7 @@ def _hub_routes() -> dict[str, bytes]:
 
 
 def test_prepare_from_local_hub(tmp_path, monkeypatch):
-    from posttrainbench.data.prepare import data_root, prepare_benchmark
+    from posttrainbench.host.data.prepare import data_root, prepare_benchmark
 
     with serve_routes(_hub_routes()) as url:
         monkeypatch.setenv("HF_ENDPOINT", url)
@@ -63,7 +68,7 @@ def test_json_list_layout_and_bad_answers():
 
 
 def test_missing_file_is_a_clear_error(tmp_path, monkeypatch):
-    from posttrainbench.data.prepare import DataPrepareError, prepare_benchmark
+    from posttrainbench.host.data.prepare import DataPrepareError, prepare_benchmark
 
     with serve_routes({}) as url:
         monkeypatch.setenv("HF_ENDPOINT", url)

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from posttrainbench.benchmarks import get_benchmark
-from posttrainbench.benchmarks.arenahard.benchmark import ArenaHardWriting, StaleDataError
-from posttrainbench.benchmarks.arenahard.judging import (
+from posttrainbench.task.benchmarks import get_benchmark
+from posttrainbench.task.benchmarks.arenahard.benchmark import ArenaHardWriting, StaleDataError
+from posttrainbench.task.benchmarks.arenahard.judging import (
     SYSTEM_PROMPT,
     USER_TEMPLATE,
     VERDICTS,
@@ -22,9 +22,9 @@ from posttrainbench.benchmarks.arenahard.judging import (
     ptb_metrics,
     question_score,
 )
-from posttrainbench.benchmarks.base import Sample
-from posttrainbench.benchmarks.datafiles import read_split
-from posttrainbench.benchmarks.llm_judge import (
+from posttrainbench.task.benchmarks.base import Sample
+from posttrainbench.task.benchmarks.datafiles import read_split
+from posttrainbench.task.benchmarks.llm_judge import (
     RECORDING_FORMAT,
     MissingRecordingError,
     recording_key,
@@ -195,7 +195,7 @@ def test_question_score_without_valid_games_is_none():
 
 
 def test_aggregate_pools_the_battles():
-    from posttrainbench.benchmarks.arenahard.judging import ArenaScore
+    from posttrainbench.task.benchmarks.arenahard.judging import ArenaScore
 
     results = [
         ArenaScore(1.0, battles=battles("B>>A", "A>>B")),  # 6 wins
@@ -299,7 +299,7 @@ if __name__ == "__main__":
 
 
 def test_litellm_judge_sends_posttrainbenchs_settings_and_drops_a_rejected_effort(monkeypatch):
-    from posttrainbench.benchmarks import llm_judge
+    from posttrainbench.task.benchmarks import llm_judge
 
     class BadRequestError(Exception):
         pass

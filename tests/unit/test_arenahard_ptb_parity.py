@@ -21,11 +21,11 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from posttrainbench.benchmarks.arenahard import benchmark as arena
-from posttrainbench.benchmarks.arenahard import judging, source
-from posttrainbench.benchmarks.arenahard.benchmark import ArenaHardWriting
-from posttrainbench.benchmarks.base import Sample
-from posttrainbench.benchmarks.datafiles import read_split
+from posttrainbench.task.benchmarks.arenahard import benchmark as arena
+from posttrainbench.task.benchmarks.arenahard import judging, source
+from posttrainbench.task.benchmarks.arenahard.benchmark import ArenaHardWriting
+from posttrainbench.task.benchmarks.base import Sample
+from posttrainbench.task.benchmarks.datafiles import read_split
 from tests.data_fixtures import prepared
 
 PTB = Path(__file__).resolve().parents[1] / "fixtures" / "posttrainbench" / "arenahardwriting"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.benchmarks.plugin import PLUGIN_FILE, BenchmarkPlugin, plugins
-from posttrainbench.tasks.compiler import AGENT_REFERENCE_NAME
+from posttrainbench.host.tasks.compiler import AGENT_REFERENCE_NAME
+from posttrainbench.task.benchmarks.plugin import PLUGIN_FILE, BenchmarkPlugin, plugins
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY = ROOT / "tests" / "fixtures" / "toy_benchmark"
@@ -27,7 +27,7 @@ MODEL = "smollm2-135m"
 def test_every_benchmark_folder_is_a_complete_plugin() -> None:
     folders = [
         p.parent
-        for p in (ROOT / "src" / "posttrainbench" / "benchmarks").glob("*/__init__.py")
+        for p in (ROOT / "src" / "posttrainbench" / "task" / "benchmarks").glob("*/__init__.py")
         if p.parent.name != "__pycache__"
     ]
     assert {f.name for f in folders} == {p.folder for p in plugins().values()}
@@ -45,7 +45,7 @@ def test_a_plugin_file_with_an_unknown_field_is_refused() -> None:
 
 def _ptb(package_root: Path, cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(package_root), "PTB_CACHE_DIR": str(cache)}
-    code = "import sys; from posttrainbench.cli.app import main; sys.argv[0] = 'ptb'; main()"
+    code = "import sys; from posttrainbench.host.cli.app import main; sys.argv[0] = 'ptb'; main()"
     return subprocess.run(
         [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=600
     )
@@ -57,7 +57,7 @@ def with_toy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("src")
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(ROOT / "src" / "posttrainbench", root / "posttrainbench", ignore=ignore)
-    shutil.copytree(TOY, root / "posttrainbench" / "benchmarks" / "toyqa", ignore=ignore)
+    shutil.copytree(TOY, root / "posttrainbench" / "task" / "benchmarks" / "toyqa", ignore=ignore)
     return root
 
 
@@ -100,8 +100,8 @@ def test_one_folder_adds_a_benchmark_end_to_end(with_toy: Path, tmp_path: Path) 
         [
             sys.executable,
             "-c",
-            "from posttrainbench.benchmarks import get_benchmark\n"
-            "from posttrainbench.benchmarks.base import Sample\n"
+            "from posttrainbench.task.benchmarks import get_benchmark\n"
+            "from posttrainbench.task.benchmarks.base import Sample\n"
             "b = get_benchmark('toyqa'); s = Sample(id='x', category='toy', "
             "data={'question': 'q', 'answer': '6'})\n"
             "print(b.score(s, '6\\nbecause').score, b.score(s, '7').score)",
@@ -115,9 +115,9 @@ def test_one_folder_adds_a_benchmark_end_to_end(with_toy: Path, tmp_path: Path) 
 
     # The leaderboard weighs it and finds its published baseline; the judges look for it.
     code = (
-        "from posttrainbench.results.reference_scores import load_weights\n"
-        "from posttrainbench.catalog.baselines import list_baselines\n"
-        "from posttrainbench.integrity.judges.patterns import lookup_table\n"
+        "from posttrainbench.host.results.reference_scores import load_weights\n"
+        "from posttrainbench.host.catalog.baselines import list_baselines\n"
+        "from posttrainbench.task.integrity.judges.patterns import lookup_table\n"
         "print(load_weights()['toyqa'], [b.score for b in list_baselines() "
         "if b.benchmark == 'toyqa'], lookup_table()[1]['toyqa'].names)"
     )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from posttrainbench.benchmarks import available_benchmarks, get_benchmark
-from posttrainbench.catalog import get_model, list_benchmarks, list_models
+from posttrainbench.host.catalog import get_model, list_benchmarks, list_models
+from posttrainbench.task.benchmarks import available_benchmarks, get_benchmark
 from tests.helpers import run_ptb
 
 BENCHMARKS = {
@@ -61,7 +61,7 @@ def test_list_table_shows_names() -> None:
 def test_list_baselines_has_provenance_for_every_benchmark() -> None:
     import json
 
-    from posttrainbench.catalog import list_benchmarks
+    from posttrainbench.host.catalog import list_benchmarks
     from tests.helpers import run_ptb
 
     result = run_ptb("list", "baselines", "--json")

@@ -138,7 +138,7 @@ def test_ctrl_c_says_so_and_exits_130(tmp_path):
     fifo = tmp_path / "test.jsonl"
     os.mkfifo(fifo)  # the import blocks reading it until interrupted
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from posttrainbench.cli.app import main; main()"]
+        [sys.executable, "-c", "from posttrainbench.host.cli.app import main; main()"]
         + ["data", "import", "humaneval", str(fifo), "--cache-dir", str(tmp_path / "cache")],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

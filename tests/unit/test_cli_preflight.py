@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.errors import PtbError
+from posttrainbench.core.errors import PtbError
 from tests.helpers import run_ptb
 
 
@@ -103,16 +103,16 @@ def test_cache_push_without_a_modal_login_stops_before_preparing(tmp_path: Path)
 
 
 def test_a_report_to_an_unwritable_place_is_a_user_error(tmp_path: Path) -> None:
-    from posttrainbench.results.report.render import write_report
+    from posttrainbench.host.results.report.render import write_report
 
     with pytest.raises(PtbError, match="cannot write /proc/x.html"):
         write_report("<html></html>", Path("/proc/x.html"))
 
 
 def test_unknown_agents_and_custom_classes_are_checked_offline() -> None:
-    from posttrainbench.runner.preflight import check_agent
+    from posttrainbench.host.runner.preflight import check_agent
 
-    for good in ("oracle", "claude-code", "posttrainbench.agents.reprompt:RepromptingAgent"):
+    for good in ("oracle", "claude-code", "posttrainbench.host.agents.reprompt:RepromptingAgent"):
         check_agent(good)
     with pytest.raises(PtbError, match="cannot load agent 'no_such_pkg.mod:Agent'"):
         check_agent("no_such_pkg.mod:Agent")
@@ -122,8 +122,8 @@ def test_unknown_agents_and_custom_classes_are_checked_offline() -> None:
 
 
 def test_a_run_whose_task_cannot_compile_leaves_no_run_dir(tmp_path: Path, monkeypatch) -> None:
-    import posttrainbench.runner.job_runner as job_runner
-    from posttrainbench.runner.job_runner import RunRequest
+    import posttrainbench.host.runner.job_runner as job_runner
+    from posttrainbench.host.runner.job_runner import RunRequest
 
     def refuse(*args, **kwargs):
         (tmp_path / "runs" / "r" / "tasks").mkdir(parents=True)  # as staging would

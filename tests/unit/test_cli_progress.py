@@ -12,11 +12,11 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from posttrainbench.errors import PtbError
+from posttrainbench.core.errors import PtbError
 
 
 def test_line_progress_in_a_log_is_plain_lines() -> None:
-    from posttrainbench.evaluation.progress import LineProgress
+    from posttrainbench.task.evaluation.progress import LineProgress
 
     stream = io.StringIO()
     progress = LineProgress("gsm8k [test]", stream=stream, every_s=0.0)
@@ -34,11 +34,11 @@ def test_line_progress_in_a_log_is_plain_lines() -> None:
 
 def test_eval_reports_loading_and_answers(monkeypatch, tmp_path: Path, capsys) -> None:
     """`ptb eval` passes --progress; the module then reports to stderr, not silence."""
-    import posttrainbench.evaluation.runner as runner
-    from posttrainbench.benchmarks import get_benchmark
-    from posttrainbench.benchmarks.base import Sample
-    from posttrainbench.evaluation import evaluate
-    from posttrainbench.evaluation.progress import LineProgress
+    import posttrainbench.task.evaluation.runner as runner
+    from posttrainbench.task.benchmarks import get_benchmark
+    from posttrainbench.task.benchmarks.base import Sample
+    from posttrainbench.task.evaluation import evaluate
+    from posttrainbench.task.evaluation.progress import LineProgress
 
     seen: dict = {}
 
@@ -65,7 +65,7 @@ def test_eval_reports_loading_and_answers(monkeypatch, tmp_path: Path, capsys) -
 def test_helper_processes_draw_no_bars_into_a_log(monkeypatch) -> None:
     import subprocess
 
-    import posttrainbench.envs.eval_env as eval_env
+    import posttrainbench.host.envs.eval_env as eval_env
 
     envs: list[dict] = []
 
@@ -98,8 +98,8 @@ class _Layer:
 def test_a_failed_environment_build_names_its_log_and_shows_none_of_it(
     monkeypatch, tmp_path: Path
 ) -> None:
-    import posttrainbench.runner.prebuild as prebuild
-    from posttrainbench.envs.layer_build import EnvironmentBuildError
+    import posttrainbench.host.runner.prebuild as prebuild
+    from posttrainbench.host.envs.layer_build import EnvironmentBuildError
 
     log = tmp_path / "build.log"
     log.write_text("WARNING: pip is noisy\nERROR: no matching distribution\n")
@@ -127,9 +127,9 @@ def test_a_failed_environment_build_names_its_log_and_shows_none_of_it(
 def test_data_prepare_all_prepares_what_it_can_then_lists_failures(
     monkeypatch, tmp_path: Path
 ) -> None:
-    import posttrainbench.data.prepare as prepare
-    from posttrainbench.cli.app import app
-    from posttrainbench.data.manifest import DataManifest
+    import posttrainbench.host.data.prepare as prepare
+    from posttrainbench.host.cli.app import app
+    from posttrainbench.host.data.manifest import DataManifest
 
     done: list[str] = []
 

@@ -17,12 +17,12 @@ from tests.helpers import REPO
 _COMMAND_MODULES = """
 import json, sys
 sys.argv = ["ptb", *sys.argv[1:]]
-from posttrainbench.cli.app import main
+from posttrainbench.host.cli.app import main
 try:
     main()
 except SystemExit:
     pass
-print(json.dumps(sorted(m for m in sys.modules if m.startswith("posttrainbench.cli.")
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("posttrainbench.host.cli.")
                         and m.endswith("_cmd"))))
 """
 
@@ -35,9 +35,9 @@ def _command_modules(*args: str) -> list[str]:
 
 
 def test_a_command_imports_only_its_own_module() -> None:
-    assert _command_modules("results", "--help") == ["posttrainbench.cli.results_cmd"]
+    assert _command_modules("results", "--help") == ["posttrainbench.host.cli.results_cmd"]
     assert _command_modules("contamination", "check", "--help") == [
-        "posttrainbench.cli.contamination_cmd"
+        "posttrainbench.host.cli.contamination_cmd"
     ]
 
 
@@ -51,7 +51,7 @@ def test_help_and_unknown_commands_see_every_command() -> None:
     reason="a .venv not made by scripts/setup.sh",
 )
 def test_setup_compiled_the_host_environment() -> None:
-    for module in ("pydantic.main", "typer.main", "harbor", "posttrainbench.cli.app"):
+    for module in ("pydantic.main", "typer.main", "harbor", "posttrainbench.host.cli.app"):
         spec = importlib.util.find_spec(module)
         assert spec is not None and spec.origin is not None
         cached = importlib.util.cache_from_source(spec.origin)

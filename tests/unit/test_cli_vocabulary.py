@@ -13,8 +13,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from posttrainbench.cli import eval_cmd, options, rescore_cmd
-from posttrainbench.cli.app import app
+from posttrainbench.host.cli import eval_cmd, options, rescore_cmd
+from posttrainbench.host.cli.app import app
 from tests.helpers import REPO, run_ptb
 
 # Typer's raw type names, as `<bool>`, `<list[path]>` or `<int range>` print them.
@@ -154,11 +154,11 @@ def test_an_invalid_choice_is_one_line_naming_the_choices() -> None:
 
 
 def test_choices_mirror_the_fields_that_store_them() -> None:
-    from posttrainbench.credentials.resolve import AuthMode
-    from posttrainbench.evaluation.backends import _BACKENDS
-    from posttrainbench.rescore.run import RescoreEnv
-    from posttrainbench.runner.environments import ENV_NAMES
-    from posttrainbench.tasks.options import CompileOptions
+    from posttrainbench.host.credentials.resolve import AuthMode
+    from posttrainbench.host.rescore.run import RescoreEnv
+    from posttrainbench.host.runner.environments import ENV_NAMES
+    from posttrainbench.host.tasks.options import CompileOptions
+    from posttrainbench.task.evaluation.backends import _BACKENDS
 
     def values(literal) -> set[str]:
         return set(typing.get_args(literal))
@@ -185,8 +185,8 @@ FAKE_METRICS = {
 def _fake_evaluation(monkeypatch, tmp_path: Path) -> Path:
     """`ptb eval`/`baseline` up to the evaluation module, which writes its metrics JSON and
     chatters on stdout as the real one may."""
-    import posttrainbench.data.prepare as prepare
-    import posttrainbench.envs.eval_env as eval_env
+    import posttrainbench.host.data.prepare as prepare
+    import posttrainbench.host.envs.eval_env as eval_env
 
     def run_module(python, module, args, env):
         print("loading model ...")
@@ -227,8 +227,8 @@ def test_eval_and_baseline_json_is_the_metrics_alone(monkeypatch, tmp_path: Path
 def test_run_json_is_the_run_record_alone(monkeypatch, tmp_path: Path) -> None:
     from datetime import UTC, datetime
 
-    import posttrainbench.runner.job_runner as job_runner
-    from posttrainbench.runner.record import RunRecord
+    import posttrainbench.host.runner.job_runner as job_runner
+    from posttrainbench.host.runner.record import RunRecord
 
     def fake_run(request):
         print("Harbor's progress display")

@@ -17,16 +17,16 @@ from harbor.environments.modal import ModalEnvironment
 from harbor.models.task.config import EnvironmentConfig
 from harbor.models.trial.paths import TrialPaths
 
-from posttrainbench.envs.cloud_trial import (
+from posttrainbench.core.errors import RunError
+from posttrainbench.host.envs.cloud_trial import (
     CloudTrialRecord,
     gpu_mismatch,
     handoff_volume_name,
     read_record,
 )
-from posttrainbench.envs.daytona_trial import DaytonaTrialEnvironment
-from posttrainbench.envs.modal_trial import ModalTrialEnvironment
-from posttrainbench.errors import RunError
-from posttrainbench.runner.environments import harbor_environment
+from posttrainbench.host.envs.daytona_trial import DaytonaTrialEnvironment
+from posttrainbench.host.envs.modal_trial import ModalTrialEnvironment
+from posttrainbench.host.runner.environments import harbor_environment
 
 TRIAL = "gsm8k-qwen3-1.7b__Ab3dE7x"
 
@@ -209,7 +209,7 @@ def test_volume_names_fit_both_providers() -> None:
 
 def test_env_names_map_to_the_trial_contract_classes() -> None:
     modal_env = harbor_environment("modal", cache_volume="ptb-cache")
-    assert modal_env.import_path == "posttrainbench.envs.modal_trial:ModalTrialEnvironment"
+    assert modal_env.import_path == "posttrainbench.host.envs.modal_trial:ModalTrialEnvironment"
     assert modal_env.kwargs == {"cache_volume": "ptb-cache"}
     assert harbor_environment("daytona").import_path.endswith(
         "daytona_trial:DaytonaTrialEnvironment"

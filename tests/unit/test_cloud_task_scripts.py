@@ -12,10 +12,10 @@ import pytest
 from harbor.models.task.config import EnvironmentConfig
 from harbor.models.trial.paths import TrialPaths
 
-from posttrainbench.envs.cloud_trial import CACHE_ENV, HANDOFF_ENV
-from posttrainbench.envs.local_sandbox import LocalSandboxEnvironment
-from posttrainbench.tasks.compiler import compile_task
-from posttrainbench.tasks.options import CompileOptions
+from posttrainbench.host.envs.cloud_trial import CACHE_ENV, HANDOFF_ENV
+from posttrainbench.host.envs.local_sandbox import LocalSandboxEnvironment
+from posttrainbench.host.tasks.compiler import compile_task
+from posttrainbench.host.tasks.options import CompileOptions
 from tests.sandbox_support import run, write_light_task_env
 
 pytestmark = pytest.mark.environment

@@ -12,11 +12,11 @@ import pytest
 from harbor.models.task.config import TaskConfig, VerifierEnvironmentMode
 from harbor.models.task.task import Task
 
-from posttrainbench.catalog import list_benchmarks
-from posttrainbench.integrity.agentic.config import AGENTIC_ENV
-from posttrainbench.schemas import TaskSpec
-from posttrainbench.tasks.compiler import compile_task
-from posttrainbench.tasks.options import CompileOptions
+from posttrainbench.host.catalog import list_benchmarks
+from posttrainbench.host.tasks.compiler import compile_task
+from posttrainbench.host.tasks.options import CompileOptions
+from posttrainbench.task.integrity.agentic.config import AGENTIC_ENV
+from posttrainbench.task.schemas import TaskSpec
 from tests.data_fixtures import seed_prepared
 from tests.helpers import run_ptb
 
@@ -64,19 +64,19 @@ def test_layout(task_dir: Path) -> None:
         "environment/ptb/monitor.sh",
         "environment/ptb/collect.sh",
         "environment/ptb/task.json",
-        "environment/ptb/lib/posttrainbench/evaluation/evaluate.py",
+        "environment/ptb/lib/posttrainbench/task/evaluation/evaluate.py",
         "environment/workspace/evaluate.py",
         "environment/workspace/timer.sh",
         "environment/workspace/task_context/README.md",
         "tests/test.sh",
         "tests/task.json",
-        "tests/lib/posttrainbench/evaluation/verify.py",
+        "tests/lib/posttrainbench/task/evaluation/verify.py",
         "solution/solve.sh",
     ]:
         assert (task_dir / rel).exists(), rel
     assert (task_dir / "environment/workspace/templates").is_dir()
     # The agent's workspace must not carry the sealed verifier code or host-only code.
-    assert not (task_dir / "environment/ptb/lib/posttrainbench/cli").exists()
+    assert not (task_dir / "environment/ptb/lib/posttrainbench/host/cli").exists()
     assert "ARG BASE_IMAGE" in (task_dir / "environment/Dockerfile").read_text()
 
 

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from posttrainbench.integrity.contamination.check import check_inputs
-from posttrainbench.integrity.contamination.naive import naive_check
-from posttrainbench.integrity.contamination.reference import (
+from posttrainbench.task.integrity.contamination.check import check_inputs
+from posttrainbench.task.integrity.contamination.naive import naive_check
+from posttrainbench.task.integrity.contamination.reference import (
     ReferenceItem,
     load_reference,
     write_reference,

@@ -8,12 +8,12 @@ import random
 
 import pytest
 
-from posttrainbench.integrity.contamination import refcache, vectorscan
-from posttrainbench.integrity.contamination.check import check_inputs
-from posttrainbench.integrity.contamination.index import ReferenceIndex
-from posttrainbench.integrity.contamination.prefilter import _TABLE, Signatures
-from posttrainbench.integrity.contamination.records import line_records
-from posttrainbench.integrity.contamination.reference import ReferenceItem
+from posttrainbench.task.integrity.contamination import refcache, vectorscan
+from posttrainbench.task.integrity.contamination.check import check_inputs
+from posttrainbench.task.integrity.contamination.index import ReferenceIndex
+from posttrainbench.task.integrity.contamination.prefilter import _TABLE, Signatures
+from posttrainbench.task.integrity.contamination.records import line_records
+from posttrainbench.task.integrity.contamination.reference import ReferenceItem
 from tests.helpers import SHARED_DATA
 
 GSM8K = SHARED_DATA / "gsm8k"

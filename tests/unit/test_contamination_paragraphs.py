@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from posttrainbench.integrity.contamination.paragraphs import paragraph_spans
-from posttrainbench.integrity.contamination.records import line_records
+from posttrainbench.task.integrity.contamination.paragraphs import paragraph_spans
+from posttrainbench.task.integrity.contamination.records import line_records
 
 _BREAK = re.compile(rb"\n[ \t\r]*\n")
 

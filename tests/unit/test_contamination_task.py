@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.integrity.contamination.reference import load_reference
-from posttrainbench.integrity.contamination.tokens import CL100K_CACHE_NAME
-from posttrainbench.tasks.compiler import AGENT_REFERENCE_NAME, compile_task
-from posttrainbench.tasks.options import CompileOptions
+from posttrainbench.host.tasks.compiler import AGENT_REFERENCE_NAME, compile_task
+from posttrainbench.host.tasks.options import CompileOptions
+from posttrainbench.task.integrity.contamination.reference import load_reference
+from posttrainbench.task.integrity.contamination.tokens import CL100K_CACHE_NAME
 from tests.data_fixtures import seed_prepared
 from tests.helpers import REPO
 
@@ -29,8 +29,10 @@ def test_task_ships_checker_tokenizer_and_reference(tmp_path: Path, feedback: st
         offline=True,
     )
     assert (task / "environment/ptb/tiktoken" / CL100K_CACHE_NAME).stat().st_size > 1_000_000
-    assert (task / "environment/ptb/lib/posttrainbench/integrity/contamination/check.py").exists()
-    assert (task / "tests/lib/posttrainbench/integrity/judges/run.py").exists()
+    assert (
+        task / "environment/ptb/lib/posttrainbench/task/integrity/contamination/check.py"
+    ).exists()
+    assert (task / "tests/lib/posttrainbench/task/integrity/judges/run.py").exists()
     script = task / "environment/workspace/check_contamination.sh"
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
     reference = task / "environment/ptb/data" / AGENT_REFERENCE_NAME
@@ -51,6 +53,6 @@ def test_task_ships_checker_tokenizer_and_reference(tmp_path: Path, feedback: st
 
 
 def test_requirements_pin_the_checkers_dependencies() -> None:
-    text = (REPO / "src/posttrainbench/evaluation/requirements.txt").read_text()
+    text = (REPO / "src/posttrainbench/task/evaluation/requirements.txt").read_text()
     for name in ("tiktoken==", "numpy==", "pyarrow=="):
         assert name in text

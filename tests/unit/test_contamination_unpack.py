@@ -19,7 +19,7 @@ import zlib
 
 import pytest
 
-from posttrainbench.integrity.contamination.unpack import (
+from posttrainbench.task.integrity.contamination.unpack import (
     MAX_DEPTH,
     UnpackBudget,
     unpack_bytes,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.credentials.resolve import (
+from posttrainbench.host.credentials.resolve import (
     AuthMode,
     CredentialError,
     forbidden_roots,
@@ -166,7 +166,7 @@ def test_harbor_hands_the_env_to_the_agent_without_writing_values(
     """Harbor 0.26 gives AgentConfig.env to the agent as extra_env; its config dump keeps templates."""
     from harbor.agents.factory import AgentFactory
 
-    from posttrainbench.runner.job_runner import RunRequest, job_config
+    from posttrainbench.host.runner.job_runner import RunRequest, job_config
 
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
     resolved = resolve_credentials(
@@ -237,7 +237,7 @@ def test_harbor_masked_literal_is_scrubbed_too(tmp_path: Path) -> None:
     scrubber removes even the masked form (first 4 + last 3 characters)."""
     from harbor.utils.env import templatize_sensitive_env
 
-    from posttrainbench.credentials.scrub import Scrubber
+    from posttrainbench.host.credentials.scrub import Scrubber
 
     directory = tmp_path / "secrets"
     (directory / "claude-code").mkdir(parents=True)

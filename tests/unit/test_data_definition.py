@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.benchmarks.source import definition_digest
-from posttrainbench.data.manifest import DataManifest
-from posttrainbench.data.prepare import DataPrepareError, data_root, prepare_benchmark
+from posttrainbench.host.data.manifest import DataManifest
+from posttrainbench.host.data.prepare import DataPrepareError, data_root, prepare_benchmark
+from posttrainbench.task.benchmarks.source import definition_digest
 
 
 def _age(cache: Path, benchmark: str, **update: object) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.data.manifest import DataManifest
+from posttrainbench.host.data.manifest import DataManifest
 from tests.helpers import REPO, SHARED_DATA, run_ptb
 
 GSM8K_DIR = SHARED_DATA / "gsm8k"
@@ -65,7 +65,7 @@ def _one_error_line(stderr: str) -> str:
 @pytest.fixture(scope="module")
 def good_cache(tmp_path_factory) -> Path:
     """A cache with GSM8K imported from the shared JSONL files."""
-    from posttrainbench.data.importer import import_benchmark
+    from posttrainbench.host.data.importer import import_benchmark
 
     cache = tmp_path_factory.mktemp("good")
     import_benchmark("gsm8k", GSM8K_DIR, cache)
@@ -73,8 +73,8 @@ def good_cache(tmp_path_factory) -> Path:
 
 
 def test_import_writes_the_entry_prepare_writes(tmp_path, monkeypatch):
-    from posttrainbench.benchmarks.gsm8k.source import Gsm8kSource
-    from posttrainbench.data.prepare import prepare_benchmark
+    from posttrainbench.host.data.prepare import prepare_benchmark
+    from posttrainbench.task.benchmarks.gsm8k.source import Gsm8kSource
     from tests.http_fixture import serve_dir
 
     with serve_dir(GSM8K_DIR) as url:  # the download route, from the same files
@@ -162,8 +162,8 @@ def test_readme_command(tmp_path):
 
 def test_single_file_benchmark_takes_a_lone_file_of_any_name(tmp_path):
     """HumanEval is built from one file: the wheel's HumanEval.jsonl.gz, imported under another name."""
-    from posttrainbench.benchmarks.fetch import Fetcher, wheel_member
-    from posttrainbench.benchmarks.humaneval.source import MEMBER, REQUIREMENT
+    from posttrainbench.task.benchmarks.fetch import Fetcher, wheel_member
+    from posttrainbench.task.benchmarks.humaneval.source import MEMBER, REQUIREMENT
     from tests.data_fixtures import TEST_CACHE, prepared
 
     root = prepared("humaneval")  # the download route (a cached wheel after the first run)

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from posttrainbench.cli.app import app
-from posttrainbench.runner import demo
-from posttrainbench.runner.demo import TRAINING_SUMMARY_PATH, summarize
-from posttrainbench.runner.record import RunRecord, TrialRecord
-from posttrainbench.runner.verifier_progress import read_verifier_progress, watch_verifier
-from posttrainbench.schemas import BaseScore, Metrics, VerifierProgress
+from posttrainbench.host.cli.app import app
+from posttrainbench.host.runner import demo
+from posttrainbench.host.runner.demo import TRAINING_SUMMARY_PATH, summarize
+from posttrainbench.host.runner.record import RunRecord, TrialRecord
+from posttrainbench.host.runner.verifier_progress import read_verifier_progress, watch_verifier
+from posttrainbench.task.schemas import BaseScore, Metrics, VerifierProgress
 
 
 def _record(tmp_path: Path, metrics: Metrics | None) -> RunRecord:
@@ -101,7 +101,7 @@ def test_the_demo_table_prints_n_and_warns_about_a_short_fine_tune(tmp_path, mon
         return summarize(record, 300.0, settings.limit)
 
     monkeypatch.setattr(demo, "run_demo", fake_run_demo)
-    monkeypatch.setattr("posttrainbench.cli.demo_cmd.check_local_sandbox", lambda: None)
+    monkeypatch.setattr("posttrainbench.host.cli.demo_cmd.check_local_sandbox", lambda: None)
     result = CliRunner().invoke(app, ["demo", "--runs-dir", str(tmp_path), "--train-steps", "20"])
     assert result.exit_code == 0, result.output
     assert "(n=50)" in result.output and "n=?" not in result.output

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.envs.cache_admin import LayerHolds, list_entries, prune, use_file
-from posttrainbench.envs.env_cache import (
+from posttrainbench.host.envs.cache_admin import LayerHolds, list_entries, prune, use_file
+from posttrainbench.host.envs.env_cache import (
     SandboxPython,
     ensure_layers,
     plan_layers,
@@ -79,7 +79,7 @@ def test_prune_never_removes_what_a_running_trial_holds(
 def test_a_size_cap_prunes_after_a_build_and_a_pruned_layer_is_built_again(
     tmp_path: Path, counter: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from posttrainbench.envs.env_cache import acquire_layers
+    from posttrainbench.host.envs.env_cache import acquire_layers
 
     cache = tmp_path / "cache"
     python = resolve_sandbox_python()
@@ -128,7 +128,7 @@ def test_what_a_killed_build_left_is_listed_and_pruned_but_a_running_build_is_no
     and a build still running (its lock held) is left alone."""
     import fcntl
 
-    from posttrainbench.envs.cache_admin import orphan_builds, remove_orphan_builds
+    from posttrainbench.host.envs.cache_admin import orphan_builds, remove_orphan_builds
 
     envs = tmp_path / "cache" / "envs"
     dead = envs / ".build-venv-abc123-x1y2z3ab"
@@ -159,8 +159,8 @@ def test_the_evaluation_environment_is_an_entry_of_the_layer_cache(
     tmp_path: Path, monkeypatch
 ) -> None:
     """`ptb eval`'s environment is `<cache>/envs/eval-<hash>`: listed, held while used."""
-    from posttrainbench.envs import eval_env
-    from posttrainbench.envs.cache_admin import list_entries
+    from posttrainbench.host.envs import eval_env
+    from posttrainbench.host.envs.cache_admin import list_entries
 
     monkeypatch.setenv("PTB_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv(eval_env.EVAL_PYTHON_ENV, raising=False)
@@ -197,7 +197,7 @@ def test_the_sandbox_python_is_chosen_the_same_from_any_directory(
     .python-version and $PYENV_VERSION, so `ptb sweep` run from another directory than `ptb
     run` picked another Python 3.11 and built every layer again. The probe runs from / and
     with PYENV_VERSION=system (the system python3.11 where there is one)."""
-    from posttrainbench.envs import env_cache
+    from posttrainbench.host.envs import env_cache
 
     seen: list[dict] = []
     real_run = subprocess.run

@@ -19,18 +19,18 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.envs.cache_admin import list_entries, prune
-from posttrainbench.envs.env_cache import (
+from posttrainbench.host.envs.cache_admin import list_entries, prune
+from posttrainbench.host.envs.env_cache import (
     EnvironmentBuildError,
     acquire_layers,
     ensure_layers,
     plan_layers,
     resolve_sandbox_python,
 )
-from posttrainbench.envs.layer_manifest import MANIFEST_PATH
-from posttrainbench.schemas import TaskSpec
-from posttrainbench.tasks.compiler import package_root
-from posttrainbench.tasks.layers import JUDGE_BUILD, JUDGE_REQUIREMENTS, model_task_layers
+from posttrainbench.host.envs.layer_manifest import MANIFEST_PATH
+from posttrainbench.host.tasks.compiler import package_root
+from posttrainbench.host.tasks.layers import JUDGE_BUILD, JUDGE_REQUIREMENTS, model_task_layers
+from posttrainbench.task.schemas import TaskSpec
 from tests.helpers import run_ptb
 from tests.sandbox_support import MakeEnv, requires_bwrap, run, write_task_env
 
@@ -101,7 +101,7 @@ def write_env(root: Path, judge_requirements: str | None = None) -> Path:
     layers = [VENV_LAYER, TASK_LAYER]
     if judge_requirements is not None:
         (env_dir / JUDGE_REQUIREMENTS).write_text(judge_requirements)
-        script = package_root() / "tasks/templates/environment/ptb/_build_judge.sh"
+        script = package_root() / "host/tasks/templates/environment/ptb/_build_judge.sh"
         shutil.copyfile(script, env_dir / JUDGE_BUILD)
         (env_dir / JUDGE_BUILD).chmod(0o755)
         layers = [VENV_LAYER, JUDGE_LAYER, TASK_LAYER]
@@ -225,7 +225,7 @@ _PRUNING_STEP = """\
 "$PTB_TEST_HOST_PYTHON" - "$PTB_TEST_ENVS" > "$PTB_ROOT/pruned.txt" <<'PY'
 import sys
 from pathlib import Path
-from posttrainbench.envs.cache_admin import prune
+from posttrainbench.host.envs.cache_admin import prune
 print(" ".join(e.layer for e in prune(Path(sys.argv[1]), max_size_bytes=0)))
 PY
 """

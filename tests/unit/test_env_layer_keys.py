@@ -14,18 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.envs.env_cache import SandboxPython, layer_key, plan_layers
-from posttrainbench.envs.layer_manifest import (
+from posttrainbench.host.envs.env_cache import SandboxPython, layer_key, plan_layers
+from posttrainbench.host.envs.layer_manifest import (
     MANIFEST_PATH,
     LayerManifest,
     LayerManifestError,
     LayerSpec,
     load_layers,
 )
-from posttrainbench.schemas import TaskSpec
-from posttrainbench.tasks.compiler import compile_task
-from posttrainbench.tasks.layers import conversion_pins, model_task_layers
-from posttrainbench.tasks.options import CompileOptions
+from posttrainbench.host.tasks.compiler import compile_task
+from posttrainbench.host.tasks.layers import conversion_pins, model_task_layers
+from posttrainbench.host.tasks.options import CompileOptions
+from posttrainbench.task.schemas import TaskSpec
 from tests.data_fixtures import seed_prepared
 
 PYTHON = SandboxPython(

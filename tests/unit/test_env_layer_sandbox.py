@@ -15,14 +15,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from posttrainbench.envs import instance_fs
-from posttrainbench.envs.env_cache import (
+from posttrainbench.host.envs import instance_fs
+from posttrainbench.host.envs.env_cache import (
     EnvironmentBuildError,
     ensure_layers,
     plan_layers,
     resolve_sandbox_python,
 )
-from posttrainbench.envs.layer_manifest import MANIFEST_PATH
+from posttrainbench.host.envs.layer_manifest import MANIFEST_PATH
 from tests.sandbox_support import MakeEnv, requires_bwrap, run, write_task_env
 
 pytestmark = [requires_bwrap, pytest.mark.environment]
@@ -177,7 +177,7 @@ def test_without_overlayfs_the_layers_are_copied_bottom_up(
 _CONCURRENT_BUILD = """
 import json, sys
 from pathlib import Path
-from posttrainbench.envs.env_cache import ensure_layers, resolve_sandbox_python
+from posttrainbench.host.envs.env_cache import ensure_layers, resolve_sandbox_python
 entries, built = ensure_layers(Path(sys.argv[1]), resolve_sandbox_python())
 print(json.dumps({"entries": [str(e) for e in entries], "built": built}))
 """

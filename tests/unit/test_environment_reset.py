@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from posttrainbench.optimize.environment_reset import (
+from posttrainbench.service.environment_reset import (
     UnverifiableEnvironmentError,
     carried_paths,
     fresh_instance,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from posttrainbench.cli.app import app
+from posttrainbench.host.cli.app import app
 from tests.helpers import run_ptb
 
 
@@ -21,8 +21,8 @@ def _model_dir(tmp_path: Path) -> Path:
 
 
 def test_flags_reach_the_evaluation_module(tmp_path: Path, monkeypatch) -> None:
-    import posttrainbench.data.prepare as prepare
-    import posttrainbench.envs.eval_env as eval_env
+    import posttrainbench.host.data.prepare as prepare
+    import posttrainbench.host.envs.eval_env as eval_env
 
     calls: list[tuple[str, list[str]]] = []
     monkeypatch.setattr(prepare, "prepare_benchmark", lambda benchmark: None)
@@ -38,15 +38,15 @@ def test_flags_reach_the_evaluation_module(tmp_path: Path, monkeypatch) -> None:
     )
     assert result.exit_code == 0, result.output
     ((module, args),) = calls
-    assert module == "posttrainbench.evaluation.evaluate"
+    assert module == "posttrainbench.task.evaluation.evaluate"
     assert args[args.index("--max-new-tokens") + 1] == "64"
     assert args[args.index("--batch-size") + 1] == "8"
 
 
 def test_evaluation_module_applies_the_token_cap(monkeypatch, tmp_path: Path) -> None:
     """evaluate.py hands both values to evaluate_model, which replaces the benchmark's cap."""
-    import posttrainbench.evaluation.runner as runner
-    from posttrainbench.evaluation import evaluate
+    import posttrainbench.task.evaluation.runner as runner
+    from posttrainbench.task.evaluation import evaluate
 
     seen: dict = {}
 
@@ -63,14 +63,16 @@ def test_evaluation_module_applies_the_token_cap(monkeypatch, tmp_path: Path) ->
 
     monkeypatch.setattr(runner, "generate_with_retries", fake_generate)
     monkeypatch.setattr(
-        "posttrainbench.evaluation.backends.make_backend", lambda *a, **k: _Backend()
+        "posttrainbench.task.evaluation.backends.make_backend", lambda *a, **k: _Backend()
     )
     monkeypatch.setattr(
-        "posttrainbench.evaluation.chat_format.render_chat", lambda *args, **kwargs: "p"
+        "posttrainbench.task.evaluation.chat_format.render_chat", lambda *args, **kwargs: "p"
     )
-    monkeypatch.setattr("posttrainbench.evaluation.chat_format.read_model_config", lambda path: {})
-    from posttrainbench.benchmarks import get_benchmark
-    from posttrainbench.benchmarks.base import Sample
+    monkeypatch.setattr(
+        "posttrainbench.task.evaluation.chat_format.read_model_config", lambda path: {}
+    )
+    from posttrainbench.task.benchmarks import get_benchmark
+    from posttrainbench.task.benchmarks.base import Sample
 
     bench = get_benchmark("gsm8k")
     monkeypatch.setattr(
@@ -118,7 +120,7 @@ def test_bad_values_are_one_line_and_exit_2(
 def test_json_output_file_holds_posttrainbenchs_keys(tmp_path, benchmark, keys):
     """What its evaluate.py writes: inspect's metrics of the task (BFCL has no stderr)."""
     out = tmp_path / "m.json"
-    from posttrainbench.evaluation import evaluate
+    from posttrainbench.task.evaluation import evaluate
 
     evaluate._write_ptb_metrics(out, benchmark, {"accuracy": 0.5, "stderr": 0.1})
     assert list(json.loads(out.read_text())) == keys

@@ -8,12 +8,12 @@ import io
 
 import pytest
 
-from posttrainbench.benchmarks import get_benchmark
-from posttrainbench.benchmarks.answers import extract_letter
-from posttrainbench.benchmarks.base import Sample
-from posttrainbench.benchmarks.gpqa import source as gpqa_source
-from posttrainbench.benchmarks.gpqa.benchmark import parse_answer
-from posttrainbench.benchmarks.gpqa.source import hf_text, parse_csv, shuffled_choices
+from posttrainbench.task.benchmarks import get_benchmark
+from posttrainbench.task.benchmarks.answers import extract_letter
+from posttrainbench.task.benchmarks.base import Sample
+from posttrainbench.task.benchmarks.gpqa import source as gpqa_source
+from posttrainbench.task.benchmarks.gpqa.benchmark import parse_answer
+from posttrainbench.task.benchmarks.gpqa.source import hf_text, parse_csv, shuffled_choices
 from tests.helpers import REPO
 from tests.http_fixture import serve_routes
 
@@ -30,7 +30,7 @@ def _routes() -> dict[str, bytes]:
 
 
 def test_prepare_from_local_gated_hub(tmp_path, monkeypatch):
-    from posttrainbench.data.prepare import data_root, prepare_benchmark
+    from posttrainbench.host.data.prepare import data_root, prepare_benchmark
 
     with serve_routes(_routes(), token=TOKEN) as url:
         monkeypatch.setenv("HF_ENDPOINT", url)
@@ -62,7 +62,7 @@ def test_prepare_from_local_gated_hub(tmp_path, monkeypatch):
 
 
 def test_gated_without_token_is_a_clear_error(tmp_path, monkeypatch):
-    from posttrainbench.data.prepare import DataPrepareError, prepare_benchmark
+    from posttrainbench.host.data.prepare import DataPrepareError, prepare_benchmark
 
     with serve_routes(_routes(), token=TOKEN) as url:
         monkeypatch.setenv("HF_ENDPOINT", url)

@@ -12,16 +12,19 @@ from harbor.models.agent.name import AgentName
 from harbor.models.task.config import TaskConfig
 from pydantic import ValidationError
 
-from posttrainbench.tasks.compiler import compile_task, package_root
-from posttrainbench.tasks.gpu_image import (
+from posttrainbench.host.payload import package_root
+from posttrainbench.host.tasks.compiler import compile_task
+from posttrainbench.host.tasks.gpu_image import (
     GpuImagePins,
     agent_cli_version,
     gpu_requirements,
     load_gpu_image_pins,
 )
-from posttrainbench.tasks.options import DEFAULT_CPU_BASE_IMAGE, CompileOptions
+from posttrainbench.host.tasks.options import DEFAULT_CPU_BASE_IMAGE, CompileOptions
 
-PINS_FILE = Path(__file__).resolve().parents[2] / "src/posttrainbench/tasks/data/gpu_image.json"
+PINS_FILE = (
+    Path(__file__).resolve().parents[2] / "src/posttrainbench/host/tasks/data/gpu_image.json"
+)
 EXACT_PIP = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==\d+(\.\d+)+([a-z]+\d+)?(\.post\d+)?$")
 EXACT_SEMVER = re.compile(r"^\d+\.\d+\.\d+$")
 
@@ -157,7 +160,7 @@ def test_cpu_task_is_unaffected(tasks: dict[str, Path]) -> None:
         "vllm",
     ):  # as words: requirements-nodeps.txt is the CPU task's
         assert not re.search(rf"\b{word}\b", instructions), word
-    requirements = (package_root() / "evaluation/requirements.txt").read_text()
+    requirements = (package_root() / "task/evaluation/requirements.txt").read_text()
     assert (tasks["cpu"] / "environment/requirements.txt").read_text() == requirements
     config = TaskConfig.model_validate_toml((tasks["cpu"] / "task.toml").read_text())
     assert config.environment.gpus == 0 and config.environment.gpu_types is None
@@ -205,7 +208,7 @@ def test_agent_cli_versions_match_harbor_agents(pins: GpuImagePins) -> None:
 
 
 def test_check_script_views(capsys: pytest.CaptureFixture[str], pins: GpuImagePins) -> None:
-    from posttrainbench.tasks.gpu_image import main
+    from posttrainbench.host.tasks.gpu_image import main
 
     assert main(["npm"]) == 0 and capsys.readouterr().out.split() == pins.npm_specs()
     assert main(["platforms"]) == 0

@@ -5,20 +5,20 @@ from __future__ import annotations
 
 import pytest
 
-from posttrainbench.benchmarks import get_benchmark
-from posttrainbench.benchmarks.base import Sample
-from posttrainbench.benchmarks.datafiles import read_split
-from posttrainbench.benchmarks.gsm8k.benchmark import (
+from posttrainbench.task.benchmarks import get_benchmark
+from posttrainbench.task.benchmarks.base import Sample
+from posttrainbench.task.benchmarks.datafiles import read_split
+from posttrainbench.task.benchmarks.gsm8k.benchmark import (
     FEWSHOT_COUNT,
     MATH_PROMPT_TEMPLATE,
     fewshot_records,
     split_answer,
     system_prompt,
 )
-from posttrainbench.benchmarks.gsm8k.extract import flexible_extract, normalize, strict_extract
-from posttrainbench.benchmarks.gsm8k.inspect_match import match_end, normalize_number
-from posttrainbench.benchmarks.gsm8k.source import Gsm8kSource, target_of
-from posttrainbench.benchmarks.plugin import plugins
+from posttrainbench.task.benchmarks.gsm8k.extract import flexible_extract, normalize, strict_extract
+from posttrainbench.task.benchmarks.gsm8k.inspect_match import match_end, normalize_number
+from posttrainbench.task.benchmarks.gsm8k.source import Gsm8kSource, target_of
+from posttrainbench.task.benchmarks.plugin import plugins
 from tests.helpers import SHARED_DATA
 from tests.http_fixture import serve_dir
 
@@ -30,8 +30,8 @@ needs_data = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def real_splits(tmp_path_factory):
-    from posttrainbench.data.importer import import_benchmark
-    from posttrainbench.data.prepare import data_root
+    from posttrainbench.host.data.importer import import_benchmark
+    from posttrainbench.host.data.prepare import data_root
 
     cache = tmp_path_factory.mktemp("cache")
     import_benchmark("gsm8k", GSM8K_DIR, cache)
@@ -83,7 +83,7 @@ def test_gold_answers_score_right_and_shifted_ones_wrong(real_splits):
 
 @needs_data
 def test_prepare_end_to_end(tmp_path, monkeypatch):
-    from posttrainbench.data.prepare import data_root, prepare_benchmark
+    from posttrainbench.host.data.prepare import data_root, prepare_benchmark
 
     with serve_dir(GSM8K_DIR) as url:
         monkeypatch.setattr(Gsm8kSource, "BASE_URL", url)
@@ -103,7 +103,7 @@ def test_prepare_end_to_end(tmp_path, monkeypatch):
 
 
 def test_unreachable_source_is_a_clear_error(tmp_path, monkeypatch):
-    from posttrainbench.data.prepare import DataPrepareError, prepare_benchmark
+    from posttrainbench.host.data.prepare import DataPrepareError, prepare_benchmark
 
     with serve_dir(tmp_path) as url:  # an empty directory: 404 for both files
         monkeypatch.setattr(Gsm8kSource, "BASE_URL", url)

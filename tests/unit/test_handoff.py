@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.evaluation.verify import run as verify_run
-from posttrainbench.sandbox.handoff import SIZE_SLACK_BYTES, Handoff, main
-from posttrainbench.schemas import TaskSpec
+from posttrainbench.task.evaluation.verify import run as verify_run
+from posttrainbench.task.sandbox.handoff import SIZE_SLACK_BYTES, Handoff, main
+from posttrainbench.task.schemas import TaskSpec
 from tests.data_fixtures import prepared
 
 

@@ -24,8 +24,8 @@ from harbor.models.trial.result import (
 from harbor.models.verifier.result import VerifierResult
 from pydantic import ValidationError
 
-from posttrainbench.results.harbor_result import HarborResult
-from posttrainbench.trial_outcome import classify
+from posttrainbench.core.trial_outcome import classify
+from posttrainbench.host.results.harbor_result import HarborResult
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 

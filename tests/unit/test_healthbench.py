@@ -15,24 +15,32 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.benchmarks import get_benchmark
-from posttrainbench.benchmarks.base import Sample
-from posttrainbench.benchmarks.datafiles import read_split
-from posttrainbench.benchmarks.healthbench import benchmark as health_module
-from posttrainbench.benchmarks.healthbench import source as health_source
-from posttrainbench.benchmarks.healthbench.benchmark import (
+from posttrainbench.host.data.importer import import_benchmark
+from posttrainbench.host.data.prepare import (
+    DataPrepareError,
+    carve_dev,
+    data_root,
+    load_manifest,
+    prepare_benchmark,
+)
+from posttrainbench.task.benchmarks import get_benchmark
+from posttrainbench.task.benchmarks.base import Sample
+from posttrainbench.task.benchmarks.datafiles import read_split
+from posttrainbench.task.benchmarks.healthbench import benchmark as health_module
+from posttrainbench.task.benchmarks.healthbench import source as health_source
+from posttrainbench.task.benchmarks.healthbench.benchmark import (
     DEFAULT_GRADER,
     MAX_GRADE_ATTEMPTS,
     HealthBench,
 )
-from posttrainbench.benchmarks.healthbench.grading import (
+from posttrainbench.task.benchmarks.healthbench.grading import (
     GRADER_TEMPLATE,
     format_conversation,
     grader_messages,
     parse_grade,
     rubric_score,
 )
-from posttrainbench.benchmarks.healthbench.source import (
+from posttrainbench.task.benchmarks.healthbench.source import (
     DATA_SHA256,
     PACKAGED_DATA,
     HealthBenchSource,
@@ -40,15 +48,7 @@ from posttrainbench.benchmarks.healthbench.source import (
     ptb_order,
     theme,
 )
-from posttrainbench.benchmarks.llm_judge import RECORDING_FORMAT, recording_key
-from posttrainbench.data.importer import import_benchmark
-from posttrainbench.data.prepare import (
-    DataPrepareError,
-    carve_dev,
-    data_root,
-    load_manifest,
-    prepare_benchmark,
-)
+from posttrainbench.task.benchmarks.llm_judge import RECORDING_FORMAT, recording_key
 from tests.judge_fixtures import use_recordings
 
 RECORDINGS = (

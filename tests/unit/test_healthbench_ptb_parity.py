@@ -20,29 +20,31 @@ from types import SimpleNamespace
 
 import pytest
 
-from posttrainbench.benchmarks.base import Sample
-from posttrainbench.benchmarks.datafiles import read_split
-from posttrainbench.benchmarks.healthbench import benchmark as health_module
-from posttrainbench.benchmarks.healthbench.benchmark import (
+from posttrainbench.task.benchmarks.base import Sample
+from posttrainbench.task.benchmarks.datafiles import read_split
+from posttrainbench.task.benchmarks.healthbench import benchmark as health_module
+from posttrainbench.task.benchmarks.healthbench.benchmark import (
     DEFAULT_GRADER,
     HealthBench,
     grader_settings,
 )
-from posttrainbench.benchmarks.healthbench.grading import (
+from posttrainbench.task.benchmarks.healthbench.grading import (
     GRADER_TEMPLATE,
     model_answer,
     parse_grade,
     ptb_metrics,
 )
-from posttrainbench.benchmarks.healthbench.source import packaged_conversations
-from posttrainbench.benchmarks.repetition import limit_repetitions
-from posttrainbench.evaluation.runner import aggregate
+from posttrainbench.task.benchmarks.healthbench.source import packaged_conversations
+from posttrainbench.task.benchmarks.repetition import limit_repetitions
+from posttrainbench.task.evaluation.runner import aggregate
 from tests.unit.test_healthbench import healthbench_data
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "posttrainbench" / "healthbench"
 PTB_CODE = FIXTURES / "evaluation_code"
 BACK = "c54a0cbd-cadc-4078-ad45-a7f3657fb2ae"  # 5 turns (French); rubric +8, +6, +7, -4
-AGENT_LIMIT = 32  # plugin.json posttrainbench.cli.limit: the --limit the agent's evaluate.py uses
+AGENT_LIMIT = (
+    32  # plugin.json posttrainbench.host.cli.limit: the --limit the agent's evaluate.py uses
+)
 
 
 # --- PostTrainBench's code, imported with its network client stubbed ----------------------

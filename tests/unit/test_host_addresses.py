@@ -6,8 +6,8 @@ import ipaddress
 
 import pytest
 
-from posttrainbench.agent_check.address import sandbox_allowance
-from posttrainbench.envs.host_addresses import (
+from posttrainbench.host.agent_check.address import sandbox_allowance
+from posttrainbench.host.envs.host_addresses import (
     BLOCK_TABLE,
     HOST_ALLOW_ENV,
     HostAddressError,

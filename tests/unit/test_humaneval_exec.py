@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from posttrainbench.benchmarks import get_benchmark
-from posttrainbench.benchmarks.base import Sample
-from posttrainbench.benchmarks.humaneval import wire
-from posttrainbench.benchmarks.humaneval.benchmark import INSTRUCTION
-from posttrainbench.benchmarks.humaneval.execution import Problem, run_check, run_checks
-from posttrainbench.benchmarks.humaneval.extract import answer, find_code, inspect_completion
+from posttrainbench.task.benchmarks import get_benchmark
+from posttrainbench.task.benchmarks.base import Sample
+from posttrainbench.task.benchmarks.humaneval import wire
+from posttrainbench.task.benchmarks.humaneval.benchmark import INSTRUCTION
+from posttrainbench.task.benchmarks.humaneval.execution import Problem, run_check, run_checks
+from posttrainbench.task.benchmarks.humaneval.extract import answer, find_code, inspect_completion
 
 PROMPT = 'from typing import List\n\n\ndef add_all(xs: List[int], k: int) -> List[int]:\n    """Add k to each item."""\n'
 TEST = "\n\nMETADATA = {}\n\n\ndef check(candidate):\n    assert candidate([1, 2], 1) == [2, 3]\n    assert candidate([], 5) == []\n"

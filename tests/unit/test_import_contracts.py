@@ -1,25 +1,25 @@
-"""The import contracts (`make lint` runs them) say what the compilers copy, and nothing less.
+"""The zones are the top of the package, the import contracts keep them apart, and each
+task carries its zones whole (`make lint` runs the contracts; docs/architecture.md).
 
-The compilers' payload lists are the one home of what is copied into a task; a contract
-that forbade less than "everything else" would let a payload module import host code that
-is missing inside the task. These tests derive the contracts' lists from the compilers'
-and from the package's top-level names, so a new host package or payload module fails
-here until the contract in pyproject.toml says so.
+A task copies whole zones, so "nothing a task needs is missing inside it" is the same as
+"no shipped zone imports the host": the zone contract. These tests tie the contract, the
+package's top level and the compilers' zone lists together, so a new top-level module or
+a zone copied into no task fails here.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
-from posttrainbench.optimize import compiler as agent_task_compiler
-from posttrainbench.tasks import compiler as model_task_compiler
+from posttrainbench.host import payload
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "posttrainbench"
-HOST_ONLY_EXTERNAL = {"harbor", "typer", "rich"}
+ZONES = {payload.CORE, payload.TASK, payload.SERVICE, payload.HOST}
 
 
 def _contract(name_start: str) -> dict:
@@ -28,34 +28,44 @@ def _contract(name_start: str) -> dict:
     return contract
 
 
-def _top_level_names() -> set[str]:
-    names = {p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
-    return names | {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+def test_the_package_top_level_is_the_four_zones() -> None:
+    modules = {p.name for p in PACKAGE.glob("*.py")}
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    assert modules == {"__init__.py"}
+    assert packages == ZONES
 
 
-def _dotted(names: set[str]) -> set[str]:
-    return {f"posttrainbench.{n}" for n in names}
+def test_the_zone_contract_puts_host_over_task_and_service_over_core() -> None:
+    layers = [
+        {name.strip() for name in layer.split("|")} for layer in _contract("Zones")["layers"]
+    ]
+    assert layers == [
+        {"posttrainbench.host"},
+        {"posttrainbench.task", "posttrainbench.service"},
+        {"posttrainbench.core"},
+    ]
 
 
-def test_the_model_task_contract_forbids_all_that_the_compiler_does_not_copy() -> None:
-    payload = set(model_task_compiler.PAYLOAD_PACKAGES) | {
-        Path(m).stem for m in model_task_compiler.PAYLOAD_MODULES if m != "__init__.py"
+def test_each_task_carries_its_zones_and_core() -> None:
+    assert set(payload.MODEL_TASK_ZONES) == {payload.CORE, payload.TASK}
+    assert set(payload.AGENT_TASK_ZONES) == {payload.CORE, payload.SERVICE}
+    # The named exception: Mode B's nested jobs load a host module, so it takes them all.
+    assert payload.MODE_B_PLUGIN.startswith(f"posttrainbench.{payload.HOST}.")
+    assert importlib.util.find_spec(payload.MODE_B_PLUGIN) is not None
+    assert set(payload.MODE_B_ZONES) == ZONES
+
+
+def test_copy_zones_copies_whole_zones_and_no_caches(tmp_path: Path) -> None:
+    dest = payload.copy_zones(tmp_path, payload.MODEL_TASK_ZONES)
+    assert {p.name for p in dest.iterdir()} == {"__init__.py", "core", "task"}
+    shipped = {p.relative_to(dest) for p in dest.rglob("*.py")}
+    source = {
+        p.relative_to(PACKAGE)
+        for zone in payload.MODEL_TASK_ZONES
+        for p in (PACKAGE / zone).rglob("*.py")
     }
-    contract = _contract("The model-task payload")
-    assert set(contract["source_modules"]) == _dotted(payload)
-    assert set(contract["forbidden_modules"]) == (
-        _dotted(_top_level_names() - payload) | HOST_ONLY_EXTERNAL
-    )
-
-
-def test_the_agent_task_contract_forbids_all_that_the_compiler_does_not_copy() -> None:
-    copied = {Path(m).parts[0].removesuffix(".py") for m in agent_task_compiler.PAYLOAD_MODULES}
-    contract = _contract("The agent-task payload")
-    assert contract["source_modules"] == ["posttrainbench.optimize"]
-    # The service runs on FastAPI inside the task; only the CLI's libraries are host-only.
-    assert set(contract["forbidden_modules"]) == (
-        _dotted(_top_level_names() - copied - {"__init__", "optimize"}) | {"typer", "rich"}
-    )
+    assert shipped == source | {Path("__init__.py")}
+    assert not list(dest.rglob("__pycache__"))
 
 
 def test_the_contracts_hold() -> None:

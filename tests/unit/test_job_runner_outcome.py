@@ -7,8 +7,8 @@ from pathlib import Path
 
 from harbor.models.trial.result import TrialResult
 
-from posttrainbench.runner.job_runner import _trial_record
-from posttrainbench.runner.record import run_status
+from posttrainbench.host.runner.job_runner import _trial_record
+from posttrainbench.host.runner.record import run_status
 from tests.results_fixtures import TrialSpec, write_trial
 
 

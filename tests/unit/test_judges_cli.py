@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.integrity.judges.verdict import JUDGE_IDS, Judgement
-from posttrainbench.schemas import TaskSpec
+from posttrainbench.core.verdict import JUDGE_IDS, Judgement
+from posttrainbench.task.schemas import TaskSpec
 from tests.helpers import REPO, run_ptb
 from tests.unit.test_judges_model import CONFIG, model_dir, weights
 
@@ -189,7 +189,7 @@ def test_verifier_module_entry(tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "posttrainbench.integrity.judges.run",
+        "posttrainbench.task.integrity.judges.run",
         "--artifacts",
         str(artifacts),
         "--task",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from posttrainbench.sandbox.snapshot import collect_data_files, main
+from posttrainbench.task.sandbox.snapshot import collect_data_files, main
 
 
 def test_data_files_keep_data_skip_models_and_respect_the_cap(tmp_path, capsys):

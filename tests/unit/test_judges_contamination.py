@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.integrity.judges.contamination import detect_contamination
-from posttrainbench.integrity.judges.inputs import JudgeContext, JudgeInputs
-from posttrainbench.integrity.judges.scan_inputs import gather
-from posttrainbench.integrity.traces.events import NormalizedTrace, TraceEvent
+from posttrainbench.task.integrity.judges.contamination import detect_contamination
+from posttrainbench.task.integrity.judges.inputs import JudgeContext, JudgeInputs
+from posttrainbench.task.integrity.judges.scan_inputs import gather
+from posttrainbench.task.integrity.traces.events import NormalizedTrace, TraceEvent
 from tests.helpers import SHARED_DATA
 
 GSM8K = SHARED_DATA / "gsm8k"
 needs_checker = [
     pytest.mark.skipif(
-        importlib.util.find_spec("posttrainbench.integrity.contamination.check") is None,
+        importlib.util.find_spec("posttrainbench.task.integrity.contamination.check") is None,
         reason="the contamination checker (integrity.contamination.check) is not there yet",
     ),
     pytest.mark.skipif(
@@ -168,7 +168,10 @@ def test_listed_matches_name_every_file_before_a_second_match_of_one() -> None:
     """With more matches than can be listed, a small file's match is not crowded out by a big file's."""
     from types import SimpleNamespace
 
-    from posttrainbench.integrity.judges.contamination import MAX_MATCH_EVIDENCE, _each_place_first
+    from posttrainbench.task.integrity.judges.contamination import (
+        MAX_MATCH_EVIDENCE,
+        _each_place_first,
+    )
 
     big = [SimpleNamespace(source="big.jsonl", n=i) for i in range(MAX_MATCH_EVIDENCE * 3)]
     small = SimpleNamespace(source="chat_template.jinja", n=-1)

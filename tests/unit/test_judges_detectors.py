@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.integrity.judges.anomaly import detect_anomaly
-from posttrainbench.integrity.judges.api_usage import detect_api_usage
-from posttrainbench.integrity.judges.benchmark_lookup import detect_benchmark_lookup
-from posttrainbench.integrity.judges.inputs import JudgeContext, JudgeInputs
-from posttrainbench.integrity.judges.shell_writes import writes_to
-from posttrainbench.integrity.traces.events import NormalizedTrace, TraceEvent
+from posttrainbench.task.integrity.judges.anomaly import detect_anomaly
+from posttrainbench.task.integrity.judges.api_usage import detect_api_usage
+from posttrainbench.task.integrity.judges.benchmark_lookup import detect_benchmark_lookup
+from posttrainbench.task.integrity.judges.inputs import JudgeContext, JudgeInputs
+from posttrainbench.task.integrity.judges.shell_writes import writes_to
+from posttrainbench.task.integrity.traces.events import NormalizedTrace, TraceEvent
 
 
 def trace(*events: dict) -> NormalizedTrace:
@@ -273,7 +273,7 @@ def test_writes_to_heuristic():
 
 
 def test_lookup_and_api_tables_are_valid():
-    from posttrainbench.integrity.judges.patterns import compiled, lookup_table, providers
+    from posttrainbench.task.integrity.judges.patterns import compiled, lookup_table, providers
 
     common, table = lookup_table()
     assert set(table) == {
@@ -293,6 +293,6 @@ def test_lookup_and_api_tables_are_valid():
         Path(__file__)
         .resolve()
         .parents[2]
-        .joinpath("src/posttrainbench/integrity/judges/data/api_providers.json")
+        .joinpath("src/posttrainbench/task/integrity/judges/data/api_providers.json")
         .read_text()
     )["providers"]

@@ -9,14 +9,14 @@ import sys
 import time
 from pathlib import Path
 
-from posttrainbench.integrity.judges.detection import Detection
-from posttrainbench.integrity.judges.inputs import JudgeContext, JudgeInputs
-from posttrainbench.integrity.judges.limits import JudgeLimit, JudgeLimits
-from posttrainbench.integrity.judges.run import main as run_main
-from posttrainbench.integrity.judges.runner import run_judges
-from posttrainbench.integrity.judges.verdict import JUDGE_IDS, Judgement
-from posttrainbench.integrity.write_set_manifest import TEXT_DIR, StagedText, WriteSetManifest
-from posttrainbench.schemas import TaskSpec
+from posttrainbench.core.verdict import JUDGE_IDS, Judgement
+from posttrainbench.task.integrity.judges.detection import Detection
+from posttrainbench.task.integrity.judges.inputs import JudgeContext, JudgeInputs
+from posttrainbench.task.integrity.judges.limits import JudgeLimit, JudgeLimits
+from posttrainbench.task.integrity.judges.run import main as run_main
+from posttrainbench.task.integrity.judges.runner import run_judges
+from posttrainbench.task.integrity.write_set_manifest import TEXT_DIR, StagedText, WriteSetManifest
+from posttrainbench.task.schemas import TaskSpec
 from tests.unit.test_judges_contamination import checker, rows
 
 FAST = JudgeLimit(time_s=30, max_bytes=10**9)

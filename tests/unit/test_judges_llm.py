@@ -8,20 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.benchmarks.llm_judge import RECORDING_FORMAT, recording_key
-from posttrainbench.integrity.judges.detection import Detection
-from posttrainbench.integrity.judges.inputs import JudgeContext, JudgeInputError, JudgeInputs
-from posttrainbench.integrity.judges.llm_review import (
+from posttrainbench.core.verdict import JUDGE_IDS, Judgement, LlmVote, Override
+from posttrainbench.task.benchmarks.llm_judge import RECORDING_FORMAT, recording_key
+from posttrainbench.task.integrity.judges.detection import Detection
+from posttrainbench.task.integrity.judges.inputs import JudgeContext, JudgeInputError, JudgeInputs
+from posttrainbench.task.integrity.judges.llm_review import (
     LlmReview,
     build_messages,
     majority,
     parse_vote,
     run_review,
 )
-from posttrainbench.integrity.judges.precedence import decide, load_overrides
-from posttrainbench.integrity.judges.runner import run_judges
-from posttrainbench.integrity.judges.verdict import JUDGE_IDS, Judgement, LlmVote, Override
-from posttrainbench.integrity.traces.events import NormalizedTrace, TraceEvent
+from posttrainbench.task.integrity.judges.precedence import decide, load_overrides
+from posttrainbench.task.integrity.judges.runner import run_judges
+from posttrainbench.task.integrity.traces.events import NormalizedTrace, TraceEvent
 
 MODEL = "gpt-test"
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from posttrainbench.integrity.judges.disallowed_model import detect_disallowed_model
-from posttrainbench.integrity.judges.inputs import JudgeContext, JudgeInputs
-from posttrainbench.integrity.judges.model_identity import compare_configs, compare_weights
-from posttrainbench.integrity.judges.safetensors_np import TensorReader, model_tensors
+from posttrainbench.task.integrity.judges.disallowed_model import detect_disallowed_model
+from posttrainbench.task.integrity.judges.inputs import JudgeContext, JudgeInputs
+from posttrainbench.task.integrity.judges.model_identity import compare_configs, compare_weights
+from posttrainbench.task.integrity.judges.safetensors_np import TensorReader, model_tensors
 
 CONFIG = {
     "model_type": "llama",

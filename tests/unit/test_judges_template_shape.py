@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from posttrainbench.evaluation.chat_format import TEMPLATE_DIR
-from posttrainbench.integrity.judges.template_shape import MAX_SOURCE_CHARS, template_findings
+from posttrainbench.task.evaluation.chat_format import TEMPLATE_DIR
+from posttrainbench.task.integrity.judges.template_shape import MAX_SOURCE_CHARS, template_findings
 from tests.helpers import REPO
 
 FIXTURE = REPO / "tests" / "fixtures" / "judges" / "templates" / "tools_and_thinking.jinja"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from posttrainbench.integrity.judges.disallowed_model import detect_disallowed_model
-from posttrainbench.integrity.judges.inputs import JudgeContext, JudgeInputs
-from posttrainbench.integrity.judges.model_identity import SAMPLES, compare_weights
-from posttrainbench.integrity.judges.precedence import decide
-from posttrainbench.integrity.judges.weight_files import resolve_load_plan
+from posttrainbench.task.integrity.judges.disallowed_model import detect_disallowed_model
+from posttrainbench.task.integrity.judges.inputs import JudgeContext, JudgeInputs
+from posttrainbench.task.integrity.judges.model_identity import SAMPLES, compare_weights
+from posttrainbench.task.integrity.judges.precedence import decide
+from posttrainbench.task.integrity.judges.weight_files import resolve_load_plan
 from tests.unit.test_judges_model import model_dir, weights, write_safetensors
 
 

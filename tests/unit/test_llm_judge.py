@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from posttrainbench.benchmarks import llm_judge
-from posttrainbench.benchmarks.llm_judge import (
+from posttrainbench.task.benchmarks import llm_judge
+from posttrainbench.task.benchmarks.llm_judge import (
     JudgeConfigError,
     LitellmJudge,
     MissingRecordingError,
@@ -250,8 +250,8 @@ def test_strip_thinking():
 
 @pytest.mark.parametrize("benchmark_id", ["arenahardwriting", "healthbench"])
 def test_judged_benchmarks_fail_once_without_a_key(litellm_mod, monkeypatch, benchmark_id):
-    from posttrainbench.benchmarks import get_benchmark
-    from posttrainbench.benchmarks.base import Sample
+    from posttrainbench.task.benchmarks import get_benchmark
+    from posttrainbench.task.benchmarks.base import Sample
 
     calls = []
     monkeypatch.setattr(litellm_mod, "completion", lambda **kw: calls.append(kw))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from harbor.models.task.config import NetworkMode
 
-from posttrainbench.envs.env_cache import (
+from posttrainbench.host.envs.env_cache import (
     EnvironmentBuildError,
     ensure_layers,
     plan_layers,
@@ -331,7 +331,7 @@ def test_non_root_user_from_sandbox_passwd(make_env: MakeEnv) -> None:
 
 
 def test_cgroup_limits_applied_when_available(make_env: MakeEnv) -> None:
-    from posttrainbench.envs.limits import detect_cgroup_mode
+    from posttrainbench.host.envs.limits import detect_cgroup_mode
 
     if detect_cgroup_mode() is None:
         pytest.skip("no writable cgroup hierarchy here: limits are not enforced")
@@ -400,7 +400,7 @@ def test_network_reaches_out_but_not_the_hosts_loopback(
     import socket
     import threading
 
-    from posttrainbench.envs.host_addresses import HOST_ALLOW_ENV, format_allowance
+    from posttrainbench.host.envs.host_addresses import HOST_ALLOW_ENV, format_allowance
 
     hits: list[str] = []
     servers = []
@@ -515,7 +515,7 @@ def test_stop_user_kills_every_process_of_the_user_and_no_other(
 ) -> None:
     """The collect hook's stop (sandbox/stop_user.py, run as root in the sandbox): by uid,
     whatever the processes did to detach, ignore signals or look like something else."""
-    from posttrainbench.sandbox import stop_user
+    from posttrainbench.task.sandbox import stop_user
 
     daemons = (
         "for name in a b; do ( trap '' TERM HUP; setsid bash -c \"exec -a '[kworker/$name]' "
@@ -570,9 +570,9 @@ def test_unprivileged_user_pip_installs_into_its_user_site(
 ) -> None:
     """The task venv is root's; the agent's `pip install` lands in its user site, which
     wins over the venv's packages for it and is invisible to root."""
-    from posttrainbench.tasks.compiler import package_root
+    from posttrainbench.host.tasks.compiler import package_root
 
-    hook = package_root() / "tasks" / "templates" / "environment" / "ptb" / "ptb_user_site.py"
+    hook = package_root() / "host" / "tasks" / "templates" / "environment" / "ptb" / "ptb_user_site.py"
     old, new, fresh = (
         _wheel(tmp_path, "1.0"),
         _wheel(tmp_path, "2.0"),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.envs.bwrap import (
+from posttrainbench.host.envs.bwrap import (
     Bind,
     SandboxSpec,
     build_exec_argv,
@@ -14,7 +14,7 @@ from posttrainbench.envs.bwrap import (
     gpu_binds,
     lookup_user,
 )
-from posttrainbench.envs.instance_fs import InstanceFs
+from posttrainbench.host.envs.instance_fs import InstanceFs
 
 
 def test_gpu_binds_from_a_fake_dev_dir(tmp_path: Path) -> None:
@@ -93,7 +93,7 @@ def test_sandbox_path_to_trusted_root(tmp_path: Path) -> None:
 
 
 def test_stale_mounts_are_the_instances_overlays_below_the_directory(tmp_path):
-    from posttrainbench.envs.instance_fs import stale_ptb_mounts
+    from posttrainbench.host.envs.instance_fs import stale_ptb_mounts
 
     jobs = tmp_path / "my jobs"
     jobs.mkdir()

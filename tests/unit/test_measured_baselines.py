@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.data.measured_baselines import (
+from posttrainbench.core.errors import PtbError
+from posttrainbench.host.data.measured_baselines import (
     MeasuredBaseline,
     load_measured,
     measured_entries,
     measured_path,
     record_measured,
 )
-from posttrainbench.errors import PtbError
-from posttrainbench.results.reference_scores import ReferenceScores
+from posttrainbench.host.results.reference_scores import ReferenceScores
 from tests.helpers import run_ptb
 
 

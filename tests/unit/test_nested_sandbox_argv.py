@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.envs import user_net
-from posttrainbench.envs.bwrap import (
+from posttrainbench.core.errors import PtbError
+from posttrainbench.host.envs import user_net
+from posttrainbench.host.envs.bwrap import (
     NESTED_ID_MAP,
     NESTED_PROC_MOUNT,
     Bind,
@@ -25,15 +26,14 @@ from posttrainbench.envs.bwrap import (
     tun_binds,
     write_nested_id_maps,
 )
-from posttrainbench.envs.env_cache import EnvironmentBuildError, resolve_sandbox_python
-from posttrainbench.envs.environment_needs import (
+from posttrainbench.host.envs.env_cache import EnvironmentBuildError, resolve_sandbox_python
+from posttrainbench.host.envs.environment_needs import (
     NEEDS_FILE_NAME,
     EnvironmentNeeds,
     EnvironmentNeedsError,
     load_environment_needs,
 )
-from posttrainbench.envs.user_net import UserNetworkError, build_slirp_argv, check_available
-from posttrainbench.errors import PtbError
+from posttrainbench.host.envs.user_net import UserNetworkError, build_slirp_argv, check_available
 
 # ------------------------------------------------------------------ the needs file
 
@@ -194,7 +194,7 @@ def test_unsatisfiable_min_python_is_a_build_error() -> None:
 
 
 def test_task_python_follows_the_needs_file(tmp_path: Path) -> None:
-    from posttrainbench.envs.env_cache import resolve_task_python
+    from posttrainbench.host.envs.env_cache import resolve_task_python
 
     EnvironmentNeeds(min_python="3.12").dump(tmp_path / NEEDS_FILE_NAME)
     assert _version(resolve_task_python(tmp_path).executable) >= (3, 12)
@@ -209,7 +209,7 @@ def test_the_ptrace_guard_refuses_ptrace_and_memory_access_and_keeps_the_rest() 
     import subprocess
     import sys
 
-    from posttrainbench.envs.ptrace_guard import guarded_argv
+    from posttrainbench.host.envs.ptrace_guard import guarded_argv
 
     # The target is the probe's own child: an attach that works is undone at once.
     probe = (

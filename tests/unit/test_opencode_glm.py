@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.agents.opencode_glm import (
+from posttrainbench.host.agents.opencode_glm import (
     GLM_PROVIDERS,
     OpenCodeConfigError,
     opencode_agent_kwargs,
     opencode_provider_config,
 )
-from posttrainbench.credentials.resolve import (
+from posttrainbench.host.credentials.resolve import (
     PROVIDER_KEYS,
     CredentialError,
     resolve_credentials,
@@ -131,7 +131,7 @@ def test_harbors_opencode_agent_writes_the_block(
 def test_the_reprompt_wrapper_passes_the_block_through(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from posttrainbench.agents.reprompt import RepromptingAgent
+    from posttrainbench.host.agents.reprompt import RepromptingAgent
 
     monkeypatch.setenv("ZHIPU_API_KEY", SECRET)
     agent = RepromptingAgent(

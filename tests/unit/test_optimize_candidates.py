@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.optimize import tar_stream
-from posttrainbench.optimize.candidate_run import CodeRefused, unpack
-from posttrainbench.optimize.candidates import CandidateRepo, baseline_source, check_commit_spec
-from posttrainbench.optimize.config import CandidateLimits
-from posttrainbench.optimize.errors import CandidateError
-from posttrainbench.optimize.registry import Registry
+from posttrainbench.service import tar_stream
+from posttrainbench.service.candidate_run import CodeRefused, unpack
+from posttrainbench.service.candidates import CandidateRepo, baseline_source, check_commit_spec
+from posttrainbench.service.config import CandidateLimits
+from posttrainbench.service.errors import CandidateError
+from posttrainbench.service.registry import Registry
 from tests.optimize_fixtures import PERFECT, WRONG, commit, git, needs_root, open_dir
 
 LIMITS = CandidateLimits()

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from posttrainbench.errors import PtbError
-from posttrainbench.optimize.config import Tier, load_config
-from posttrainbench.optimize.dataset import check_dataset, load_split
-from posttrainbench.optimize.errors import AgentTaskConfigError
+from posttrainbench.core.errors import PtbError
+from posttrainbench.service.config import Tier, load_config
+from posttrainbench.service.dataset import check_dataset, load_split
+from posttrainbench.service.errors import AgentTaskConfigError
 from tests.helpers import REPO
 from tests.optimize_fixtures import config_dict, make_task
 
@@ -30,7 +30,7 @@ def test_example_config_loads_with_real_dataset():
 
 
 def test_optimize_package_never_reads_shared_data():
-    source = REPO / "src" / "posttrainbench" / "optimize"
+    source = REPO / "src" / "posttrainbench" / "service"
     for path in source.glob("*.py"):
         assert "shared" not in path.read_text(), path
 
@@ -142,8 +142,8 @@ def test_bad_dataset_lines(tmp_path):
 
 def test_example_baseline_scores_real_but_low(tmp_path):
     """The shipped baseline really runs under the trusted scorer: 1 of 10 hidden test problems right."""
-    from posttrainbench.optimize.final_score import final_score
-    from posttrainbench.optimize.summary import StatePaths, read_state
+    from posttrainbench.service.final_score import final_score
+    from posttrainbench.service.summary import StatePaths, read_state
 
     config = load_config(EXAMPLE)
     state = tmp_path / "never-started"

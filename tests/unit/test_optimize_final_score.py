@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from posttrainbench.errors import PtbError
-from posttrainbench.optimize.final_score import final_score, main, rank_candidates
-from posttrainbench.optimize.service import create_app
-from posttrainbench.optimize.summary import read_state
+from posttrainbench.core.errors import PtbError
+from posttrainbench.service.final_score import final_score, main, rank_candidates
+from posttrainbench.service.service import create_app
+from posttrainbench.service.summary import read_state
 from tests.optimize_fixtures import PARTIAL, PERFECT, WRONG, commit, make_task, open_dir, solver
 
 # Selection on the viewable train split (first-n samples), so recorded means are predictable.

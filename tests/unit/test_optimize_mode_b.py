@@ -18,21 +18,21 @@ from harbor.models.trial.config import AgentConfig, TaskConfig, TrialConfig
 from harbor.models.trial.result import AgentInfo, ExceptionInfo, TrialResult
 from harbor.models.verifier.result import VerifierResult
 
-from posttrainbench.optimize import nested_harbor
-from posttrainbench.optimize.candidates import directory_source
-from posttrainbench.optimize.config import (
+from posttrainbench.service import nested_harbor
+from posttrainbench.service.candidates import directory_source
+from posttrainbench.service.config import (
     AgentTaskConfig,
     CandidateLimits,
     ScoringModeA,
     ScoringModeB,
     parse_config,
 )
-from posttrainbench.optimize.errors import AgentTaskConfigError
-from posttrainbench.optimize.identity import IdentityPool
-from posttrainbench.optimize.proxy_agent import CandidateSpec
-from posttrainbench.optimize.scoring import check_scoring_dataset, copy_evaluable, load_samples
-from posttrainbench.optimize.task_set import TaskSample, load_task_split
-from posttrainbench.optimize.trial_selection import build_report, read_trials, trials_to_retry
+from posttrainbench.service.errors import AgentTaskConfigError
+from posttrainbench.service.identity import IdentityPool
+from posttrainbench.service.proxy_agent import CandidateSpec
+from posttrainbench.service.scoring import check_scoring_dataset, copy_evaluable, load_samples
+from posttrainbench.service.task_set import TaskSample, load_task_split
+from posttrainbench.service.trial_selection import build_report, read_trials, trials_to_retry
 
 T0 = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
 
@@ -93,7 +93,10 @@ def test_mode_b_config_parses_and_old_configs_stay_mode_a(tmp_path, data):
         config.scoring.aggregation,
         config.scoring.retry.max_retries,
     ) == (3, "mean", 2)
-    assert config.scoring.environment == "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
+    assert (
+        config.scoring.environment
+        == "posttrainbench.host.envs.local_sandbox:LocalSandboxEnvironment"
+    )
     legacy = AgentTaskConfig.model_validate(
         {
             "name": "x",
@@ -364,7 +367,7 @@ def test_job_config_passes_attempts_retries_and_concurrency(tmp_path):
     ]
     assert (
         config.environment.import_path
-        == "posttrainbench.envs.local_sandbox:LocalSandboxEnvironment"
+        == "posttrainbench.host.envs.local_sandbox:LocalSandboxEnvironment"
     )
     # The same task set, in any order, resumes the same directory; another set gets its own.
     same = nested_harbor.work_dir_for(tmp_path, "candidate-1", "train", tasks[::-1])
@@ -422,7 +425,7 @@ def test_timeout_terminates_the_nested_process_group(monkeypatch):
 
 
 def test_mode_b_example_config_loads_with_its_tasks():
-    from posttrainbench.optimize.config import load_config
+    from posttrainbench.service.config import load_config
 
     repo = Path(__file__).resolve().parents[2]
     config = load_config(repo / "examples" / "agent-task-harbor" / "task.yaml")
@@ -439,9 +442,9 @@ def test_mode_b_example_config_loads_with_its_tasks():
 def test_a_candidate_uid_that_cannot_start_the_agent_host_stops_the_service_with_one_line(
     tmp_path, data
 ):
-    from posttrainbench.optimize.errors import ServiceStateError
-    from posttrainbench.optimize.proxy_agent import check_agent_host
-    from posttrainbench.optimize.service import create_app
+    from posttrainbench.service.errors import ServiceStateError
+    from posttrainbench.service.proxy_agent import check_agent_host
+    from posttrainbench.service.service import create_app
 
     config = mode_b_config(tmp_path, data, agent_python=str(tmp_path / "no-such-python"))
     with pytest.raises(ServiceStateError, match="cannot start the Mode B agent host") as raised:

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from posttrainbench.results.ordered_pool import WorkerDied, map_chunks
+from posttrainbench.host.results.ordered_pool import WorkerDied, map_chunks
 
 FORK = multiprocessing.get_context("fork")
 _SEEN = {"initialized": 0}

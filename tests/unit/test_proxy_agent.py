@@ -19,7 +19,7 @@ from harbor.models.agent.context import AgentContext
 from harbor.models.task.config import EnvironmentConfig, TaskOS
 from harbor.models.trial.paths import TrialPaths
 
-from posttrainbench.optimize.agent_pipe import (
+from posttrainbench.service.agent_pipe import (
     Call,
     CandidateAgentError,
     CandidateProtocolError,
@@ -38,8 +38,8 @@ from posttrainbench.optimize.agent_pipe import (
     read_line,
     unpack_dir,
 )
-from posttrainbench.optimize.proxy_agent import CandidateProxyAgent, copy_context
-from posttrainbench.optimize.runas import copy_tree_safely
+from posttrainbench.service.proxy_agent import CandidateProxyAgent, copy_context
+from posttrainbench.service.runas import copy_tree_safely
 
 BINARY = bytes(range(256)) + b'\n\r{}"\\'
 

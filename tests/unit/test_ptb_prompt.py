@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.benchmarks.plugin import plugins
-from posttrainbench.catalog import get_model, list_benchmarks, list_models
-from posttrainbench.tasks.compiler import compile_task
-from posttrainbench.tasks.options import CompileOptions
-from posttrainbench.tasks.prompt import PROMPT_FILE, gpu_line
+from posttrainbench.host.catalog import get_model, list_benchmarks, list_models
+from posttrainbench.host.tasks.compiler import compile_task
+from posttrainbench.host.tasks.options import CompileOptions
+from posttrainbench.host.tasks.prompt import PROMPT_FILE, gpu_line
+from posttrainbench.task.benchmarks.plugin import plugins
 from tests.data_fixtures import seed_prepared
 
 PTB = Path(__file__).resolve().parents[1] / "fixtures" / "posttrainbench"

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.benchmarks.plugin import plugins
-from posttrainbench.catalog import list_benchmarks, list_models
-from posttrainbench.catalog.baselines import list_baselines, ptb_baselines
-from posttrainbench.catalog.weights import ptb_weights
-from posttrainbench.results.collect import collect
-from posttrainbench.results.export import export
-from posttrainbench.results.reference_scores import load_weights
-from posttrainbench.results.store import ResultsStore
+from posttrainbench.host.catalog import list_benchmarks, list_models
+from posttrainbench.host.catalog.baselines import list_baselines, ptb_baselines
+from posttrainbench.host.catalog.weights import ptb_weights
+from posttrainbench.host.results.collect import collect
+from posttrainbench.host.results.export import export
+from posttrainbench.host.results.reference_scores import load_weights
+from posttrainbench.host.results.store import ResultsStore
+from posttrainbench.task.benchmarks.plugin import plugins
 from tests.results_fixtures import TrialSpec, write_job
 
 PINNED = Path(__file__).parents[1] / "fixtures" / "posttrainbench"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.integrity.traces.load import parse_trace
+from posttrainbench.task.integrity.traces.load import parse_trace
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "real"
 COPY = "/app/final_model"

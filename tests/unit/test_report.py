@@ -8,12 +8,12 @@ from html.parser import HTMLParser
 
 import pytest
 
-from posttrainbench.cli.results_cmd import build_leaderboard
-from posttrainbench.results.export import export
-from posttrainbench.results.record import ResultRecord
-from posttrainbench.results.report import charts
-from posttrainbench.results.report.render import ReportOutputError, render_report, write_report
-from posttrainbench.results.store import ResultsStore
+from posttrainbench.host.cli.results_cmd import build_leaderboard
+from posttrainbench.host.results.export import export
+from posttrainbench.host.results.record import ResultRecord
+from posttrainbench.host.results.report import charts
+from posttrainbench.host.results.report.render import ReportOutputError, render_report, write_report
+from posttrainbench.host.results.store import ResultsStore
 from tests.helpers import run_ptb
 from tests.report_fixtures import EVIL_AGENT, IDS, Built, build_results
 from tests.results_fixtures import TrialSpec, damage_blob, unpack_to_run_dir, write_job
@@ -327,7 +327,7 @@ def test_cli_user_errors_exit_2_and_keep_the_old_report(tmp_path):
 
 
 def test_agent_names_split_from_labels_with_mixed_budgets(tmp_path):
-    from posttrainbench.results.report.render import agent_parts
+    from posttrainbench.host.results.report.render import agent_parts
     from tests.results_fixtures import TrialSpec, write_job
 
     write_job(
@@ -354,7 +354,7 @@ def test_run_page_answers_the_researchers_questions(html):
 
 def test_an_errored_agent_never_ranks_above_a_scored_one_on_a_tie(tmp_path):
     """Equal averages: the agent whose cells are its own scores ranks first."""
-    from posttrainbench.results.collect import collect
+    from posttrainbench.host.results.collect import collect
 
     write_job(
         tmp_path / "jobs",
@@ -413,7 +413,7 @@ def test_a_run_page_lists_each_question_with_its_verdict_and_completion(tmp_path
 
 
 def test_run_page_shows_posttrainbenchs_judges_beside_ours(built):
-    from posttrainbench.integrity.agentic.verdicts import (
+    from posttrainbench.task.integrity.agentic.verdicts import (
         AgenticStatus,
         ContaminationJudgement,
         JudgeRun,

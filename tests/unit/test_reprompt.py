@@ -21,9 +21,14 @@ import pytest
 from harbor.environments.base import ExecResult
 from harbor.models.agent.context import AgentContext
 
-from posttrainbench.agents.reprompt import RepromptConfigError, RepromptingAgent, split_kwargs
-from posttrainbench.agents.reprompt_policy import RepromptSettings, StopReason, decide, read_records
-from posttrainbench.agents.time_budget import (
+from posttrainbench.host.agents.reprompt import RepromptConfigError, RepromptingAgent, split_kwargs
+from posttrainbench.host.agents.reprompt_policy import (
+    RepromptSettings,
+    StopReason,
+    decide,
+    read_records,
+)
+from posttrainbench.host.agents.time_budget import (
     PtbClock,
     TimeLeft,
     TimeSource,
@@ -33,7 +38,7 @@ from posttrainbench.agents.time_budget import (
     read_ptb_clock,
     time_left_from,
 )
-from posttrainbench.agents.usage import add_usage
+from posttrainbench.host.agents.usage import add_usage
 
 INSTRUCTION = "Write 'done' to /app/out.txt.\nThen stop."
 STOPPING = "tests.reprompt_agents:StoppingAgent"
@@ -201,7 +206,7 @@ def test_settings_are_split_from_the_inner_agents_kwargs() -> None:
     [
         ({}, "needs the kwarg `inner`"),
         ({"inner": "no-such-agent"}, "unknown inner agent"),
-        ({"inner": "posttrainbench.agents.reprompt:RepromptingAgent"}, "wrapper itself"),
+        ({"inner": "posttrainbench.host.agents.reprompt:RepromptingAgent"}, "wrapper itself"),
         ({"inner": STOPPING, "min_remaining_minutes": -1}, "min_remaining_minutes"),
         ({"inner": STOPPING, "max_reprompts": "many"}, "max_reprompts"),
     ],
@@ -213,7 +218,9 @@ def test_bad_settings_are_refused(tmp_path: Path, kwargs: dict, message: str) ->
 
 def test_preflight_refuses_double_wrapping() -> None:
     with pytest.raises(RepromptConfigError, match="wrapper itself"):
-        RepromptingAgent.preflight({"inner": "posttrainbench.agents.reprompt:RepromptingAgent"}, {})
+        RepromptingAgent.preflight(
+            {"inner": "posttrainbench.host.agents.reprompt:RepromptingAgent"}, {}
+        )
     RepromptingAgent.preflight({"inner": STOPPING, "advance_minutes": 1}, {})
 
 
@@ -358,7 +365,7 @@ def test_usage_sums_treat_missing_as_not_reported() -> None:
 
 
 def test_agent_configs_plain_and_wrapped() -> None:
-    from posttrainbench.agents.agent_config import REPROMPT_IMPORT_PATH, build_agent_config
+    from posttrainbench.host.agents.agent_config import REPROMPT_IMPORT_PATH, build_agent_config
 
     env = {"ANTHROPIC_API_KEY": "${ANTHROPIC_API_KEY}"}
     plain = build_agent_config("claude-code", "anthropic/claude-opus-4-1", env)
@@ -401,7 +408,7 @@ def test_round_log_is_never_written_through_a_link(tmp_path: Path) -> None:
     """A link named like the log (planted where trial files land) is refused, not followed."""
     from datetime import datetime
 
-    from posttrainbench.agents.reprompt_policy import RoundRecord, append_record
+    from posttrainbench.host.agents.reprompt_policy import RoundRecord, append_record
 
     canary = tmp_path / "host-file"
     canary.write_text("host\n")

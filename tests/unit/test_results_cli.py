@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.results.store import ResultsStore
-from posttrainbench.results.store_index import read_journal
+from posttrainbench.host.results.store import ResultsStore
+from posttrainbench.host.results.store_index import read_journal
 from tests.helpers import run_ptb
 from tests.results_fixtures import TrialSpec, damage_blob, unpack_to_run_dir, write_job
 

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.catalog.baselines import BaselineEntry
-from posttrainbench.results.collect import collect
-from posttrainbench.results.export import export
-from posttrainbench.results.outputs import write_leaderboard
-from posttrainbench.results.reference_scores import load_weights
-from posttrainbench.results.report.render import cell_summary
-from posttrainbench.results.store import ResultsStore
-from posttrainbench.results.table import Leaderboard
+from posttrainbench.host.catalog.baselines import BaselineEntry
+from posttrainbench.host.results.collect import collect
+from posttrainbench.host.results.export import export
+from posttrainbench.host.results.outputs import write_leaderboard
+from posttrainbench.host.results.reference_scores import load_weights
+from posttrainbench.host.results.report.render import cell_summary
+from posttrainbench.host.results.store import ResultsStore
+from posttrainbench.host.results.table import Leaderboard
 from tests.results_fixtures import T0, TrialSpec, write_job
 
 CC = "claude-code:anthropic/claude-opus-4-1"

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.integrity.judges.verdict import Judgement
-from posttrainbench.results import export as export_mod
-from posttrainbench.results import harbor_trial
-from posttrainbench.results.export import export, find_trials
-from posttrainbench.results.store import ResultsStore, StoreError
+from posttrainbench.core.verdict import Judgement
+from posttrainbench.host.results import export as export_mod
+from posttrainbench.host.results import harbor_trial
+from posttrainbench.host.results.export import export, find_trials
+from posttrainbench.host.results.store import ResultsStore, StoreError
 from tests.results_fixtures import T0, TrialSpec, stored_file, write_job, write_trial
 
 
@@ -266,7 +266,7 @@ def test_a_pack_write_that_fails_skips_its_chunks_runs_and_stores_nothing_of_the
     blobs, and the next export adds them."""
     import errno
 
-    from posttrainbench.results.pack import PackWriter
+    from posttrainbench.host.results.pack import PackWriter
 
     n = export_mod.POOL_THRESHOLD + 6
     jobs = tmp_path / "jobs"
@@ -301,7 +301,7 @@ def test_a_worker_killed_mid_export_is_an_error_and_the_next_export_completes(
 ) -> None:
     """A worker killed (the OOM killer, say) ends the export with an error, not a hang;
     what was committed stays, and the next export stores the rest."""
-    from posttrainbench.results.ordered_pool import WorkerDied
+    from posttrainbench.host.results.ordered_pool import WorkerDied
 
     n = export_mod.POOL_THRESHOLD + 6
     jobs = tmp_path / "jobs"
@@ -421,7 +421,7 @@ def test_records_stored_as_scored_or_errored_still_load_with_an_outcome_kind(
 ) -> None:
     """Before the outcome kinds a record said only scored or errored, with the reason in
     `error`; the store reads those as the kinds they were."""
-    from posttrainbench.results.record import ResultRecord
+    from posttrainbench.host.results.record import ResultRecord
 
     write_job(tmp_path / "jobs", "j", [TrialSpec(score=0.5)])
     export([tmp_path / "jobs"], tmp_path / "res")

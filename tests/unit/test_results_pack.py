@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.results import pack as pack_mod
-from posttrainbench.results.pack import BlobError, PackReader, PackWriter
+from posttrainbench.host.results import pack as pack_mod
+from posttrainbench.host.results.pack import BlobError, PackReader, PackWriter
 
 
 def test_queued_blobs_are_written_by_one_flush_and_read_back(tmp_path: Path, monkeypatch) -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.results.ptb_layout import LayoutError, RunDirName, method_name
-from posttrainbench.results.store import ResultsStore
-from posttrainbench.results.store_index import JOURNAL_FILE
+from posttrainbench.host.results.ptb_layout import LayoutError, RunDirName, method_name
+from posttrainbench.host.results.store import ResultsStore
+from posttrainbench.host.results.store_index import JOURNAL_FILE
 from tests.helpers import run_ptb
 from tests.ptb_collect_checks import check_ptb_collect, read_final_csvs, run_ptb_collect
 from tests.results_fixtures import T0, TrialSpec, write_job

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.integrity.judges.verdict import Judgement
-from posttrainbench.results import export as export_mod
-from posttrainbench.results import store_index
-from posttrainbench.results.export import export
-from posttrainbench.results.export_progress import ExportProgress
-from posttrainbench.results.store import ResultsStore
-from posttrainbench.results.store_index import JOURNAL_FILE, load_index, read_journal
+from posttrainbench.core.verdict import Judgement
+from posttrainbench.host.results import export as export_mod
+from posttrainbench.host.results import store_index
+from posttrainbench.host.results.export import export
+from posttrainbench.host.results.export_progress import ExportProgress
+from posttrainbench.host.results.store import ResultsStore
+from posttrainbench.host.results.store_index import JOURNAL_FILE, load_index, read_journal
 from tests.results_fixtures import TrialSpec, unpack_to_run_dir, write_job
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from posttrainbench.cli.summary import print_trials
-from posttrainbench.runner.job_runner import _metrics
-from posttrainbench.runner.record import RunRecord, TrialRecord
+from posttrainbench.host.cli.summary import print_trials
+from posttrainbench.host.runner.job_runner import _metrics
+from posttrainbench.host.runner.record import RunRecord, TrialRecord
 
 
 def _trial_dir(tmp_path: Path, metrics: object) -> Path:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench import safe_fs
-from posttrainbench.integrity.judges.verdict import Judgement
-from posttrainbench.results.export import export
-from posttrainbench.results.harbor_trial import fingerprint, fingerprint_at, read_trial
-from posttrainbench.safe_fs import Refused, SafeDir, read_fd
+from posttrainbench.core import safe_fs
+from posttrainbench.core.safe_fs import Refused, SafeDir, read_fd
+from posttrainbench.core.verdict import Judgement
+from posttrainbench.host.results.export import export
+from posttrainbench.host.results.harbor_trial import fingerprint, fingerprint_at, read_trial
 from tests.results_fixtures import TrialSpec, write_trial
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.benchmarks.base import GenerationSettings
-from posttrainbench.evaluation.sampling import (
+from posttrainbench.task.benchmarks.base import GenerationSettings
+from posttrainbench.task.evaluation.sampling import (
     SamplingConfigError,
     model_sampling,
     posttrainbench_sampling,

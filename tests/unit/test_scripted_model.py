@@ -11,14 +11,14 @@ import httpx
 import openai
 import pytest
 
-from posttrainbench.scripted_model.reply import ToolSpec, shell_arguments
-from posttrainbench.scripted_model.script import (
+from posttrainbench.host.scripted_model.reply import ToolSpec, shell_arguments
+from posttrainbench.host.scripted_model.script import (
     ScriptError,
     default_script,
     load_script,
     parse_script,
 )
-from posttrainbench.scripted_model.server import ScriptedModelServer
+from posttrainbench.host.scripted_model.server import ScriptedModelServer
 
 KEY = "sk-test-canary-0123456789"
 SCRIPT = parse_script(

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.credentials import scrub as scrub_module
-from posttrainbench.credentials.scrub import Scrubber, secret_env_values
+from posttrainbench.host.credentials import scrub as scrub_module
+from posttrainbench.host.credentials.scrub import Scrubber, secret_env_values
 
 KNOWN = "canary-known-value-0123456789"
 SHAPED = {
@@ -240,8 +240,8 @@ def test_run_directory_is_scrubbed_when_the_job_is_interrupted(tmp_path: Path, m
     """`ptb run`'s job runner scrubs what the job wrote even when it is stopped by Ctrl-C."""
     import asyncio
 
-    from posttrainbench.runner import job_runner
-    from posttrainbench.runner.record import RunRecord
+    from posttrainbench.host.runner import job_runner
+    from posttrainbench.host.runner.record import RunRecord
 
     monkeypatch.setenv("PTB_TEST_API_KEY", KNOWN)
     monkeypatch.setenv("PTB_SECRETS_DIR", str(tmp_path / "no-secrets-here"))
@@ -291,8 +291,8 @@ def test_harbor_error_quoting_a_secret_is_scrubbed(tmp_path: Path, monkeypatch) 
     """An error Harbor raises is reported without the secret it quotes."""
     import asyncio
 
-    from posttrainbench.errors import RunError
-    from posttrainbench.runner import job_runner
+    from posttrainbench.core.errors import RunError
+    from posttrainbench.host.runner import job_runner
 
     monkeypatch.setenv("PTB_TEST_API_KEY", KNOWN)
     monkeypatch.setenv("PTB_SECRETS_DIR", str(tmp_path))

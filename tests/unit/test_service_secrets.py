@@ -22,7 +22,13 @@ from harbor.environments.base import ExecResult
 from harbor.models.task.config import EnvironmentConfig
 from harbor.models.trial.paths import TrialPaths
 
-from posttrainbench.envs.service_secrets import (
+from posttrainbench.core.secrets_file import (
+    SECRETS_PATH,
+    SecretsFileError,
+    export_secrets,
+    load_secrets,
+)
+from posttrainbench.host.envs.service_secrets import (
     DELIVERING_PLUGINS,
     MANIFEST_FILE,
     MissingHostSecretError,
@@ -33,13 +39,7 @@ from posttrainbench.envs.service_secrets import (
     read_manifest,
     write_manifest,
 )
-from posttrainbench.optimize import serve
-from posttrainbench.secrets_file import (
-    SECRETS_PATH,
-    SecretsFileError,
-    export_secrets,
-    load_secrets,
-)
+from posttrainbench.service import serve
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent-task-gsm8k"
 CANARY = "ptb-canary-5e1b-do-not-leak"
@@ -166,15 +166,15 @@ def test_the_mixin_delivers_after_the_environment_started(
 def test_docker_plugin_is_harbors_docker_plus_the_delivery() -> None:
     from harbor.environments.docker.docker import DockerEnvironment
 
-    from posttrainbench.envs.docker_trial import DockerTrialEnvironment
-    from posttrainbench.runner.environments import harbor_environment
+    from posttrainbench.host.envs.docker_trial import DockerTrialEnvironment
+    from posttrainbench.host.runner.environments import harbor_environment
 
     assert issubclass(DockerTrialEnvironment, DockerEnvironment)
     assert DockerTrialEnvironment.start is ServiceSecretsMixin.start
-    assert "posttrainbench.envs.docker_trial:DockerTrialEnvironment" in DELIVERING_PLUGINS
+    assert "posttrainbench.host.envs.docker_trial:DockerTrialEnvironment" in DELIVERING_PLUGINS
     assert (
         harbor_environment("docker").import_path
-        == "posttrainbench.envs.docker_trial:DockerTrialEnvironment"
+        == "posttrainbench.host.envs.docker_trial:DockerTrialEnvironment"
     )
 
 
@@ -183,7 +183,7 @@ def test_modal_plugin_delivers_after_start_up_to_the_network_call(
 ) -> None:
     from harbor.environments.modal import ModalEnvironment
 
-    from posttrainbench.envs.modal_trial import ModalTrialEnvironment
+    from posttrainbench.host.envs.modal_trial import ModalTrialEnvironment
 
     monkeypatch.setenv("PTB_TEST_SECRET", CANARY)
     env_dir = _env_dir(tmp_path, ["PTB_TEST_SECRET"])
@@ -307,7 +307,7 @@ def test_local_sandbox_installs_the_file_root_only_and_removes_it_at_stop(
 ) -> None:
     from harbor.models.task.config import NetworkPolicy
 
-    from posttrainbench.envs.local_sandbox import LocalSandboxEnvironment
+    from posttrainbench.host.envs.local_sandbox import LocalSandboxEnvironment
     from tests.sandbox_support import write_task_env
 
     monkeypatch.setenv("PTB_CACHE_DIR", str(tmp_path / "cache"))

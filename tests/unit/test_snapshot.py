@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from posttrainbench.sandbox.snapshot import snapshot
+from posttrainbench.task.sandbox.snapshot import snapshot
 
 
 def test_snapshot_caps(tmp_path: Path) -> None:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.sweep.plan import LEGACY_JOB_NAME, default_sweep_dir, open_sweep_dir
-from posttrainbench.sweep.runner import retire, sweep_lock, trials_to_retry
-from posttrainbench.sweep.spec import AgentChoice, SweepError, SweepSpec, parse_agents
-from posttrainbench.sweep.status import sweep_status
+from posttrainbench.host.sweep.plan import LEGACY_JOB_NAME, default_sweep_dir, open_sweep_dir
+from posttrainbench.host.sweep.runner import retire, sweep_lock, trials_to_retry
+from posttrainbench.host.sweep.spec import AgentChoice, SweepError, SweepSpec, parse_agents
+from posttrainbench.host.sweep.status import sweep_status
 from tests.helpers import run_ptb
 from tests.results_fixtures import TrialSpec, write_trial
 
@@ -261,13 +261,15 @@ def test_cloud_sweep_config_reprompts_pins_and_mounts_the_cache(tmp_path: Path) 
     sweep = tmp_path / "ptb-sweeps" / "cloud"
     config = json.loads((sweep / "harbor-job.json").read_text())
     environment, (agent,) = config["environment"], config["agents"]
-    assert environment["import_path"] == "posttrainbench.envs.modal_trial:ModalTrialEnvironment"
+    assert (
+        environment["import_path"] == "posttrainbench.host.envs.modal_trial:ModalTrialEnvironment"
+    )
     assert environment["kwargs"] == {"cache_volume": "ptb-cache"}
-    assert agent["import_path"] == "posttrainbench.agents.reprompt:RepromptingAgent"
+    assert agent["import_path"] == "posttrainbench.host.agents.reprompt:RepromptingAgent"
     assert (
         agent["kwargs"]["inner"] == "claude-code" and agent["kwargs"]["min_remaining_minutes"] == 45
     )
-    from posttrainbench.tasks.gpu_image import agent_cli_version
+    from posttrainbench.host.tasks.gpu_image import agent_cli_version
 
     assert agent["kwargs"]["version"] == agent_cli_version(
         "claude-code"
@@ -277,7 +279,7 @@ def test_cloud_sweep_config_reprompts_pins_and_mounts_the_cache(tmp_path: Path) 
     # A wrapped agent's trial is counted under the agent the sweep names.
     from harbor.models.trial.config import AgentConfig, TaskConfig, TrialConfig
 
-    from posttrainbench.sweep.status import _label_from_config
+    from posttrainbench.host.sweep.status import _label_from_config
 
     trial = sweep / "jobs" / "sweep" / "t__1"
     trial.mkdir(parents=True)

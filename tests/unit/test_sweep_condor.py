@@ -17,24 +17,24 @@ from pathlib import Path
 import pytest
 from harbor.models.job.config import JobConfig
 
-from posttrainbench.errors import PtbError
-from posttrainbench.integrity.agentic.config import AGENTIC_ENV
-from posttrainbench.sweep.condor import (
+from posttrainbench.core.errors import PtbError
+from posttrainbench.host.sweep.condor import (
     CondorError,
     CondorSettings,
     sanitize_label,
     submit_arguments,
     write_condor_files,
 )
-from posttrainbench.sweep.runner import SweepRequest, run_sweep
-from posttrainbench.sweep.spec import SweepSpec, parse_agents
-from posttrainbench.tasks.options import CompileOptions
+from posttrainbench.host.sweep.runner import SweepRequest, run_sweep
+from posttrainbench.host.sweep.spec import SweepSpec, parse_agents
+from posttrainbench.host.tasks.options import CompileOptions
+from posttrainbench.task.integrity.agentic.config import AGENTIC_ENV
 from tests.data_fixtures import seed_prepared
 from tests.helpers import run_ptb
 
 # The bindings are a Linux-only dev dependency (HTCondor ships no other wheels); CI and
 # `make test` run on Linux, where they are always installed. Only these tests use them
-# (posttrainbench.sweep.condor does not import them), so the skip can follow the imports.
+# (posttrainbench.host.sweep.condor does not import them), so the skip can follow the imports.
 htcondor = pytest.importorskip(
     "htcondor2", reason="HTCondor's Python bindings exist for Linux only"
 )

@@ -10,9 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from posttrainbench.sweep.plan import job_name_of, open_sweep_dir
-from posttrainbench.sweep.spec import SweepSpec, parse_agents
-from posttrainbench.sweep.status import sweep_status
+from posttrainbench.host.sweep.plan import job_name_of, open_sweep_dir
+from posttrainbench.host.sweep.spec import SweepSpec, parse_agents
+from posttrainbench.host.sweep.status import sweep_status
 from tests.helpers import run_ptb
 from tests.results_fixtures import TrialSpec, write_trial
 
@@ -23,7 +23,7 @@ COMMAND = ["ptb", "sweep", "-b", "gsm8k", "-M", "qwen3-1.7b", "-a", "claude-code
 RUNNER = """
 import sys, time
 from pathlib import Path
-from posttrainbench.sweep.runner import sweep_lock
+from posttrainbench.host.sweep.runner import sweep_lock
 with sweep_lock(Path(sys.argv[1]), sys.argv[2:]):
     print("ready", flush=True)
     time.sleep(120)

@@ -8,26 +8,26 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.errors import PtbError
-from posttrainbench.integrity.judges.verdict import Judgement, LlmVote
-from posttrainbench.rescore.plan import plan
-from posttrainbench.results.collect import collect
-from posttrainbench.results.export import export
-from posttrainbench.results.judge_agreement import judge_agreement
-from posttrainbench.results.record import ResultRecord
-from posttrainbench.results.report.render import render_report
-from posttrainbench.results.rescore_origin import RescoreOrigin
-from posttrainbench.results.store import ResultsStore
-from posttrainbench.schemas import TaskSpec
-from posttrainbench.tasks.compiler import compile_task
-from posttrainbench.tasks.options import CompileOptions
-from posttrainbench.tasks.task_version import (
+from posttrainbench.core.errors import PtbError
+from posttrainbench.core.verdict import Judgement, LlmVote
+from posttrainbench.host.rescore.plan import plan
+from posttrainbench.host.results.collect import collect
+from posttrainbench.host.results.export import export
+from posttrainbench.host.results.judge_agreement import judge_agreement
+from posttrainbench.host.results.record import ResultRecord
+from posttrainbench.host.results.report.render import render_report
+from posttrainbench.host.results.rescore_origin import RescoreOrigin
+from posttrainbench.host.results.store import ResultsStore
+from posttrainbench.host.tasks.compiler import compile_task
+from posttrainbench.host.tasks.options import CompileOptions
+from posttrainbench.host.tasks.task_version import (
     TASK_VERSION_FILE,
     TaskVersion,
     changed_inputs,
     stamp,
     version_of,
 )
+from posttrainbench.task.schemas import TaskSpec
 from tests.helpers import run_ptb
 from tests.results_fixtures import T0, TrialSpec, write_job
 
@@ -54,7 +54,7 @@ def test_version_follows_the_scorer_not_the_run_settings(tmp_path: Path) -> None
     )
     # A scoring setting, the sealed data or one byte of the verifier's code: a new version.
     assert version_of(tests, spec.model_copy(update={"final_eval_limit": 4})) != stamped.version
-    for changed in ("data/bfcl/test.jsonl", "lib/posttrainbench/benchmarks/bfcl/benchmark.py"):
+    for changed in ("data/bfcl/test.jsonl", "lib/posttrainbench/task/benchmarks/bfcl/benchmark.py"):
         copy = tmp_path / f"copy-{changed.count('/')}"
         shutil.copytree(tests, copy)
         with (copy / changed).open("a") as f:
@@ -78,8 +78,8 @@ def test_a_version_is_a_pure_function_of_what_scores(tmp_path: Path) -> None:
     copy = tmp_path / "elsewhere" / "src"
     shutil.copytree(src, copy, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     script = (
-        "from pathlib import Path; from posttrainbench.tasks.compiler import compile_task;"
-        "from posttrainbench.tasks.options import CompileOptions;"
+        "from pathlib import Path; from posttrainbench.host.tasks.compiler import compile_task;"
+        "from posttrainbench.host.tasks.options import CompileOptions;"
         f"compile_task('bfcl', 'smollm2-135m', Path({str(tmp_path / 'three')!r}), "
         "CompileOptions(hours=0.1))"
     )
@@ -94,16 +94,16 @@ def test_a_version_is_a_pure_function_of_what_scores(tmp_path: Path) -> None:
     third = stamped(tmp_path / "three" / "bfcl-smollm2-135m")
     assert first.version == second.version == third.version
     assert first.inputs == second.inputs == third.inputs and "settings" in first.inputs
-    assert {"test.sh", "data/bfcl", "lib/posttrainbench/benchmarks/bfcl"} <= set(first.inputs)
+    assert {"test.sh", "data/bfcl", "lib/posttrainbench/task/benchmarks/bfcl"} <= set(first.inputs)
 
     # What changed is named: one byte in the contamination judge's code.
     tests = tmp_path / "one" / "bfcl-smollm2-135m" / "tests"
-    with (tests / "lib/posttrainbench/integrity/judges/contamination.py").open("a") as f:
+    with (tests / "lib/posttrainbench/task/integrity/judges/contamination.py").open("a") as f:
         f.write("\n")
     spec = TaskSpec.load(tests / "task.json")
     again = stamp(tests, spec, "test")
     assert again.version != first.version
-    assert changed_inputs(first.inputs, again.inputs) == ["lib/posttrainbench/integrity"]
+    assert changed_inputs(first.inputs, again.inputs) == ["lib/posttrainbench/task/integrity"]
 
 
 def _records(tmp_path: Path, specs: list[TrialSpec]) -> list[ResultRecord]:

@@ -13,9 +13,9 @@ import pytest
 from harbor.models.task.config import EnvironmentConfig
 from harbor.models.trial.paths import TrialPaths
 
-from posttrainbench.envs.local_sandbox import LocalSandboxEnvironment
-from posttrainbench.tasks.compiler import compile_task
-from posttrainbench.tasks.options import CompileOptions
+from posttrainbench.host.envs.local_sandbox import LocalSandboxEnvironment
+from posttrainbench.host.tasks.compiler import compile_task
+from posttrainbench.host.tasks.options import CompileOptions
 from tests.sandbox_support import run, write_light_task_env, write_task_env
 
 pytestmark = pytest.mark.environment
@@ -131,7 +131,7 @@ def test_an_honest_start_leaves_the_assembly_out_of_the_write_set(
             await env.exec("echo trained > /app/agent_notes.txt", user="agent")
             staged = await env.exec(
                 "cd / && PYTHONPATH=/opt/ptb/lib PYTHONDONTWRITEBYTECODE=1 /opt/ptb/venv/bin/python -P -m "
-                "posttrainbench.integrity.write_set --dest /tmp/ws_out "
+                "posttrainbench.task.integrity.write_set --dest /tmp/ws_out "
                 "--exclude /logs/artifacts && cat /tmp/ws_out/MANIFEST.json"
             )
             assert staged.return_code == 0, staged.stderr

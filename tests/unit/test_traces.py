@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.errors import PtbError
-from posttrainbench.integrity.traces.detect import detect_format, is_known_format
-from posttrainbench.integrity.traces.events import NormalizedTrace, TokenUsage
-from posttrainbench.integrity.traces.load import find_trial_traces, parse_trace
-from posttrainbench.integrity.traces.render import render_trace
-from posttrainbench.integrity.traces.tools import derive_actions, urls_in_text
+from posttrainbench.core.errors import PtbError
+from posttrainbench.task.integrity.traces.detect import detect_format, is_known_format
+from posttrainbench.task.integrity.traces.events import NormalizedTrace, TokenUsage
+from posttrainbench.task.integrity.traces.load import find_trial_traces, parse_trace
+from posttrainbench.task.integrity.traces.render import render_trace
+from posttrainbench.task.integrity.traces.tools import derive_actions, urls_in_text
 from tests.helpers import run_ptb
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
@@ -346,7 +346,7 @@ def test_unknown_format_falls_back_to_raw_with_a_warning(
 ) -> None:
     log = tmp_path / "agent.log"
     log.write_text('Starting agent...\n\n$ ls -la\ntotal 0\n{"level": "info", "msg": "done"}\n')
-    with caplog.at_level(logging.WARNING, logger="posttrainbench.integrity.traces.load"):
+    with caplog.at_level(logging.WARNING, logger="posttrainbench.task.integrity.traces.load"):
         trace = parse_trace(log)
     assert trace.format == "raw"
     assert _kinds(trace) == ["raw"] * 4

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from posttrainbench.results.report.charts import loss_chart
-from posttrainbench.results.report.training_curve import MAX_POINTS, training_curve
+from posttrainbench.host.results.report.charts import loss_chart
+from posttrainbench.host.results.report.training_curve import MAX_POINTS, training_curve
 
 
 def test_step_lines_of_a_plain_log_give_the_curve() -> None:

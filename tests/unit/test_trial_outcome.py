@@ -15,9 +15,9 @@ from harbor.models.trial.config import AgentConfig, TaskConfig, TrialConfig
 from harbor.models.trial.result import AgentInfo, ExceptionInfo, TimingInfo, TrialResult
 from harbor.models.verifier.result import VerifierResult
 
-from posttrainbench.sandbox.handoff import Handoff
-from posttrainbench.schemas import Metrics
-from posttrainbench.trial_outcome import OUTCOME_KINDS, RETRIED_KINDS, TrialOutcome, classify
+from posttrainbench.core.trial_outcome import OUTCOME_KINDS, RETRIED_KINDS, TrialOutcome, classify
+from posttrainbench.task.sandbox.handoff import Handoff
+from posttrainbench.task.schemas import Metrics
 
 T0 = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
 SETUP_END = T0 + timedelta(minutes=5)  # environment built and started, agent installed

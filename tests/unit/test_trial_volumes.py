@@ -11,9 +11,9 @@ import modal
 import modal.volume
 from modal.volume import FileEntry, FileEntryType
 
-from posttrainbench.envs.cloud_trial import CloudTrialRecord, handoff_volume_name, read_record
-from posttrainbench.results.export import export
-from posttrainbench.sweep.runner import retire
+from posttrainbench.host.envs.cloud_trial import CloudTrialRecord, handoff_volume_name, read_record
+from posttrainbench.host.results.export import export
+from posttrainbench.host.sweep.runner import retire
 from tests.results_fixtures import TrialSpec, write_job
 
 
@@ -148,7 +148,7 @@ def test_export_keeps_a_volume_it_cannot_remove(tmp_path: Path) -> None:
 def test_cache_push_uploads_prepared_models_up_to_network_call(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from posttrainbench.cli.app import app
+    from posttrainbench.host.cli.app import app
 
     prepared = tmp_path / "cache" / "models" / "qwen3-1.7b"
     prepared.mkdir(parents=True)
@@ -175,7 +175,7 @@ def test_cache_push_uploads_prepared_models_up_to_network_call(tmp_path: Path) -
     # The login check (tested in test_cli_preflight) would ask Modal for a token first.
     with (
         mock.patch.object(modal.Volume, "from_name", from_name),
-        mock.patch("posttrainbench.runner.preflight.check_cloud_login", lambda *a, **k: None),
+        mock.patch("posttrainbench.host.runner.preflight.check_cloud_login", lambda *a, **k: None),
     ):
         result = CliRunner().invoke(
             app,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.integrity.write_set import Caps, stage_write_set
-from posttrainbench.integrity.write_set_manifest import TEXT_DIR, WriteSetManifest
-from posttrainbench.sandbox.writable_roots import (
+from posttrainbench.task.integrity.write_set import Caps, stage_write_set
+from posttrainbench.task.integrity.write_set_manifest import TEXT_DIR, WriteSetManifest
+from posttrainbench.task.sandbox.writable_roots import (
     ASSEMBLY_GAP_S,
     CLOCK_SLACK_S,
     agent_clock_start,

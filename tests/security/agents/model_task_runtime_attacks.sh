@@ -54,7 +54,7 @@ PY
 #    task venv (a sitecustomize root's python would import), the base model, the clock,
 #    /etc/passwd (uid 0 for the agent's name), the artifacts handed to the verifier.
 for f in /opt/ptb/collect.sh /opt/ptb/start.sh /opt/ptb/monitor.sh \
-         /opt/ptb/lib/posttrainbench/sandbox/stop_user.py /opt/ptb/lib/posttrainbench/sandbox/handoff.py \
+         /opt/ptb/lib/posttrainbench/task/sandbox/stop_user.py /opt/ptb/lib/posttrainbench/task/sandbox/handoff.py \
          /opt/ptb/models/base/config.json /logs/agent/ptb_start_time /etc/passwd; do
     if (echo '# tampered' >> "$f") 2>/dev/null; then report "wrote:$f" yes; else report "wrote:$f" no; fi
 done
@@ -87,9 +87,9 @@ echo "$forged" > /logs/agent/system_monitor.log
 
 # 5. Root's python in the collect hook, hijacked from /app (its working directory when
 #    Harbor runs hooks there): a package shadowing posttrainbench, and site hooks.
-mkdir -p /app/posttrainbench/sandbox
+mkdir -p /app/posttrainbench/task/sandbox
 hijack='import pathlib; pathlib.Path("/logs/artifacts/ROOT-HIJACKED").write_text("hijacked")'
-for f in /app/posttrainbench/__init__.py /app/posttrainbench/sandbox/__init__.py /app/sitecustomize.py \
+for f in /app/posttrainbench/__init__.py /app/posttrainbench/task/sandbox/__init__.py /app/sitecustomize.py \
          /app/usercustomize.py /app/json.py /app/argparse.py; do
     echo "$hijack" > "$f"
 done

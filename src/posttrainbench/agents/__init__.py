@@ -1,2 +1,0 @@
-"""Harbor agent plugins and agent configuration: the re-prompting wrapper
-(`posttrainbench.agents.reprompt:RepromptingAgent`) and OpenCode's GLM provider block."""

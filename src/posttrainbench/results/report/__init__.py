@@ -1,5 +1,0 @@
-"""The static HTML report: leaderboard, charts and one page per run, in a single offline file."""
-
-from posttrainbench.results.report.render import render_report, write_report
-
-__all__ = ["render_report", "write_report"]
