@@ -1,6 +1,6 @@
 """PostTrainBench's agentic judges end to end, offline, in ONE real trial (to keep the
 tier's time down): Codex does the demo task against the scripted model; in the verifier,
-after our judges, the scripted judges (scripted_model/scripts/ptb_judges.yaml) run as
+after our judges, the scripted judges (host/scripted_model/scripts/ptb_judges.yaml) run as
 the real pinned CLIs in their sandbox: Codex's contamination vote and OpenCode's read
 the trace and run PostTrainBench's contamination tool and write clean verdicts, and the
 Codex API judge writes invalid JSON, which must leave it undecided."""

@@ -1,4 +1,4 @@
-"""The sandbox of PostTrainBench's agentic judges (integrity/agentic/sandbox.py): a judge
+"""The sandbox of PostTrainBench's agentic judges (task/integrity/agentic/sandbox.py): a judge
 CLI reads a prompt-injected trace, so it must see its workspace and nothing else of the
 verifier, reach its model's endpoint and nothing else, and whatever it writes, a verdict
 that is not exactly PostTrainBench's fields leaves it undecided, never clean.

@@ -1,6 +1,6 @@
 """A dev-mode agent never gets the sealed test set through the package it is given.
 
-HealthBench's test set ships inside the package (`benchmarks/healthbench/data/`, the
+HealthBench's test set ships inside the package (`task/benchmarks/healthbench/data/`, the
 file its source prepares from). The task's payload (`/opt/ptb/lib` in the agent's
 environment) is a copy of the package's in-sandbox code: were a benchmark's `data/`
 copied with it, an agent in `--feedback dev` (or `none`) could read every scored

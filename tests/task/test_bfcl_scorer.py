@@ -334,7 +334,7 @@ def test_unknown_benchmark():
         get_benchmark("nope")
 
 
-# ---------- synthetic training data (training/synth_fc.py) ----------
+# ---------- synthetic training data (task/training/synth_fc.py) ----------
 
 
 def test_synthetic_targets_score_correct_for_their_schema(bench):

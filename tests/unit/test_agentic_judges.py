@@ -1,4 +1,4 @@
-"""PostTrainBench's agentic judges (integrity/agentic): prompts rendered as its
+"""PostTrainBench's agentic judges (task/integrity/agentic): prompts rendered as its
 get_judge_prompt.py does, the workspace as its run_judge.sh builds it, judgement.json
 read strictly, and its aggregate_judgement.py's aggregation (pinned copies of its files
 in tests/fixtures/posttrainbench/src/disallowed_usage_judge/)."""

@@ -207,7 +207,7 @@ def test_llm_judged_benchmark_gets_judge_requirements_and_env(tmp_path: Path) ->
         task / "environment/requirements.txt"
     ).read_text()
     assert not list((plain / "environment/ptb").glob("*judge*"))
-    # Only PostTrainBench's agentic judges' settings (integrity/agentic, off while empty).
+    # Only PostTrainBench's agentic judges' settings (task/integrity/agentic, off while empty).
     assert set(
         TaskConfig.model_validate_toml((plain / "task.toml").read_text()).verifier.env
     ) == set(AGENTIC_ENV)

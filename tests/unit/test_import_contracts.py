@@ -36,9 +36,7 @@ def test_the_package_top_level_is_the_four_zones() -> None:
 
 
 def test_the_zone_contract_puts_host_over_task_and_service_over_core() -> None:
-    layers = [
-        {name.strip() for name in layer.split("|")} for layer in _contract("Zones")["layers"]
-    ]
+    layers = [{name.strip() for name in layer.split("|")} for layer in _contract("Zones")["layers"]]
     assert layers == [
         {"posttrainbench.host"},
         {"posttrainbench.task", "posttrainbench.service"},

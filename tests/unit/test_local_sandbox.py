@@ -513,7 +513,7 @@ def test_cancelled_agent_command_takes_all_it_started_with_it(make_env: MakeEnv)
 def test_stop_user_kills_every_process_of_the_user_and_no_other(
     make_env: MakeEnv, tmp_path: Path
 ) -> None:
-    """The collect hook's stop (sandbox/stop_user.py, run as root in the sandbox): by uid,
+    """The collect hook's stop (task/sandbox/stop_user.py, run as root in the sandbox): by uid,
     whatever the processes did to detach, ignore signals or look like something else."""
     from posttrainbench.task.sandbox import stop_user
 
@@ -572,7 +572,9 @@ def test_unprivileged_user_pip_installs_into_its_user_site(
     wins over the venv's packages for it and is invisible to root."""
     from posttrainbench.host.tasks.compiler import package_root
 
-    hook = package_root() / "host" / "tasks" / "templates" / "environment" / "ptb" / "ptb_user_site.py"
+    hook = (
+        package_root() / "host" / "tasks" / "templates" / "environment" / "ptb" / "ptb_user_site.py"
+    )
     old, new, fresh = (
         _wheel(tmp_path, "1.0"),
         _wheel(tmp_path, "2.0"),

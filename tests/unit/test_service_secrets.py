@@ -1,6 +1,6 @@
 """Declared secrets reach only the root side of an agent task's environment.
 
-Host side (``envs.service_secrets``): the manifest, the values taken from the host, the
+Host side (``host.envs.service_secrets``): the manifest, the values taken from the host, the
 root-only upload (a fake environment records every call), the plugins' wiring (Modal,
 Docker, the real local sandbox). Inside the task (``secrets_file``, ``serve``):
 loading the file, refusing a missing secret, exporting into the trusted process only.

@@ -1,4 +1,4 @@
-"""Staging the agent's whole write set (integrity/write_set.py) on real files, mounts and clocks."""
+"""Staging the agent's whole write set (task/integrity/write_set.py) on real files, mounts and clocks."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """How much of each kind a copy of a trial's agent-written files may hold.
 
-One home for the caps: the results export (`results.run_files`) and the cloud volume reader
-(`envs.cloud_volumes`) both copy under them.
+One home for the caps: the results export (`host.results.run_files`) and the cloud volume reader
+(`host.envs.cloud_volumes`) both copy under them.
 """
 
 from __future__ import annotations

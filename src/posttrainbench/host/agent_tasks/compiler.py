@@ -37,7 +37,7 @@ in a task built without a network (``candidate_network``).
 Secrets are written by NAME only, into ``environment/ptb-secrets.json``; never into
 task.toml's ``[environment.env]``/``[verifier.env]``, which Harbor gives to every command,
 the agent's too. PostTrainBench's environment plugins take the values from the host
-when the trial starts and install them root-only (see ``envs.service_secrets``); the
+when the trial starts and install them root-only (see ``host.envs.service_secrets``); the
 service and the final scoring load them from there. Every declared secret must be set on
 the host: the build checks this first, before anything slow or anything written.
 """

@@ -1,4 +1,4 @@
-"""The Jinja environment over `agents/templates/` (prompts, sandbox probes, config blocks)."""
+"""The Jinja environment over `host/agents/templates/` (prompts, sandbox probes, config blocks)."""
 
 from __future__ import annotations
 

@@ -148,7 +148,7 @@ def list_baselines() -> tuple[BaselineEntry, ...]:
             if (entry.benchmark, entry.model, entry.kind) in known:
                 raise ValueError(
                     f"benchmark plugin {benchmark_id!r} repeats the {entry.kind} baseline of "
-                    f"model {entry.model!r} that catalog/data/baselines.json holds"
+                    f"model {entry.model!r} that host/catalog/data/baselines.json holds"
                 )
             entries.append(entry)
     return tuple(entries)

@@ -2,7 +2,7 @@
 
 ``data/weights.json`` holds PostTrainBench's factors with their provenance; they weigh
 its seven benchmarks (and sum to 1, so the weighted average is PostTrainBench's single
-metric, see ``results.collect``). A benchmark plugin's ``weight`` counts only for a
+metric, see ``host.results.collect``). A benchmark plugin's ``weight`` counts only for a
 benchmark the factors do not weigh (one added with a new plugin).
 """
 

@@ -19,7 +19,7 @@ from posttrainbench.task.schemas import VerifierProgress
 
 PHASE_LABELS = {"final_model": "verifier: post-trained model", "base_model": "verifier: base model"}
 PRINT_EVERY_S = 10.0
-# What the reference fine-tune prints (training/sft_bfcl.py): "step 10 loss 0.1871 151s".
+# What the reference fine-tune prints (task/training/sft_bfcl.py): "step 10 loss 0.1871 151s".
 TRAINING_LINE = re.compile(r"^step \d+ loss [\d.]+ \d+s$")
 
 

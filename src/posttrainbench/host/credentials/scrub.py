@@ -250,7 +250,7 @@ class Scrubber:
         """Scrub one file in place, atomically; None when it was skipped as binary.
 
         The directory is the caller's to name; the file itself is opened without following
-        a link, and `safe_fs.Refused` is raised for a link, a special, hard-linked or sparse file.
+        a link, and `core.safe_fs.Refused` is raised for a link, a special, hard-linked or sparse file.
         """
         with SafeDir.open(path.parent) as parent:
             return self._scrub_at(parent, path.name)
@@ -302,7 +302,7 @@ class Scrubber:
 
         Links, special and hard-linked files are skipped and listed in `refused`, as are a
         directory swapped for a link while the scrub ran and directories nested deeper than
-        `safe_fs.MAX_DEPTH`. A file that cannot be read or replaced is left as it was and
+        `core.safe_fs.MAX_DEPTH`. A file that cannot be read or replaced is left as it was and
         listed in `failures`; anything else (Ctrl-C) stops the walk with every file whole.
         """
         report = ScrubReport()

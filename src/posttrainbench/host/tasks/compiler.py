@@ -76,7 +76,7 @@ JUDGE_ENV = ("PTB_JUDGE_MODEL", *PROVIDER_ENV)
 # It runs in the verifier of tasks that install litellm (the LLM-judged benchmarks);
 # for the others, `ptb judge TRIAL_DIR` runs it on the host after the trial.
 INTEGRITY_ENV = ("PTB_INTEGRITY_JUDGE_MODEL", "PTB_INTEGRITY_LLM_VOTES", *PROVIDER_ENV)
-# PostTrainBench's agentic judges (integrity/agentic, opt-in through their model and key):
+# PostTrainBench's agentic judges (task/integrity/agentic, opt-in through their model and key):
 # every model task's verifier can run them, so every task passes these on (empty: skipped).
 AGENTIC_JUDGE_ENV = AGENTIC_ENV
 SNAPSHOT_MAX_FILE_BYTES = 512 * 1024

@@ -1,4 +1,4 @@
-"""The pinned software of GPU task images, read from ``tasks/data/gpu_image.json``.
+"""The pinned software of GPU task images, read from ``host/tasks/data/gpu_image.json``.
 
 One data file holds every version a GPU task's Dockerfile installs: the CUDA base image,
 the Python it ships, the pip packages (torch, vLLM, transformers, kernels, training

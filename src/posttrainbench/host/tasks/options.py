@@ -11,7 +11,7 @@ from posttrainbench.task.schemas import EvalVariant
 
 # Default Docker base image of tasks without a GPU: the offline CPU image that
 # scripts/docker/build_base_image.sh builds. GPU tasks default to the pinned CUDA image
-# of tasks/data/gpu_image.json (posttrainbench.host.tasks.gpu_image).
+# of host/tasks/data/gpu_image.json (posttrainbench.host.tasks.gpu_image).
 DEFAULT_CPU_BASE_IMAGE = "posttrainbench/cpu-base:bookworm"
 # PostTrainBench's hardware: one H100 per task.
 DEFAULT_GPU_TYPE = "H100"

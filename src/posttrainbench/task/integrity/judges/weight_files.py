@@ -2,7 +2,7 @@
 
 The disallowed-model check must fingerprint exactly the tensors the verifier scores, so
 it resolves the files the way ``transformers.AutoModelForCausalLM.from_pretrained``
-does for a local directory (the pinned version, see evaluation/requirements.txt):
+does for a local directory (the pinned version, see task/evaluation/requirements.txt):
 
 1. ``config.json``'s ``transformers_weights`` names the file (a ``.safetensors`` or
    ``.safetensors.index.json`` inside the directory), if set;
