@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.core.safe_fs import CopyBudget, Refused, SafeDir, write_read
+from posttrainbench.core.nofollow import Refused
+from posttrainbench.core.safe_fs import CopyBudget, SafeDir, write_read
 from posttrainbench.host.results import export as export_module
 from posttrainbench.host.results.export import export
 from posttrainbench.host.results.store import ResultsStore

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.core import safe_fs
-from posttrainbench.core.safe_fs import CopyBudget, Refused, SafeDir
+from posttrainbench.core import nofollow
+from posttrainbench.core.nofollow import Refused
+from posttrainbench.core.safe_fs import CopyBudget, SafeDir
 from posttrainbench.host.cli.judge_cmd import _trial_inputs
 from posttrainbench.host.results.export import export
 from posttrainbench.host.results.store import ResultsStore
@@ -159,7 +160,7 @@ def test_judge_inputs_and_traces_take_nothing_of_the_host(tmp_path: Path) -> Non
 
 def _swap_after_check(monkeypatch, swap) -> None:
     """Make the agent win the race: *swap* runs right after the lstat check of a file passes."""
-    original = safe_fs.check_file
+    original = nofollow.check_file
     done = {"swapped": False}
 
     def check_then_swap(st, shown, hard_links_ok):
@@ -168,7 +169,7 @@ def _swap_after_check(monkeypatch, swap) -> None:
             done["swapped"] = True
             swap()
 
-    monkeypatch.setattr(safe_fs, "check_file", check_then_swap)
+    monkeypatch.setattr(nofollow, "check_file", check_then_swap)
 
 
 @pytest.mark.timeout(20)

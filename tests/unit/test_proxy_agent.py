@@ -19,6 +19,7 @@ from harbor.models.agent.context import AgentContext
 from harbor.models.task.config import EnvironmentConfig, TaskOS
 from harbor.models.trial.paths import TrialPaths
 
+from posttrainbench.core.safe_fs import CopyBudget, DirSink, SafeDir
 from posttrainbench.service.agent_pipe import (
     Call,
     CandidateAgentError,
@@ -39,7 +40,6 @@ from posttrainbench.service.agent_pipe import (
     unpack_dir,
 )
 from posttrainbench.service.proxy_agent import CandidateProxyAgent, copy_context
-from posttrainbench.service.runas import copy_tree_safely
 
 BINARY = bytes(range(256)) + b'\n\r{}"\\'
 
@@ -213,25 +213,37 @@ def test_unpack_refuses_links_and_escapes(tmp_path, member):
 def test_log_copy_never_follows_links_or_overwrites(tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("service secret")
-    src, dest = tmp_path / "src", tmp_path / "dest"
+    session, dest = tmp_path / "session", tmp_path / "dest"
+    src = session / "logs"
     (src / "d").mkdir(parents=True)
     (src / "d" / "trace.json").write_text("{}")
     (src / "steal").symlink_to(secret)  # a link in the candidate's dir is not copied
     (src / "pwn").mkdir()
     (src / "pwn" / "x").write_text("into a planted link?")
-    (src / "zz.log").write_text("y" * 100)  # sorted last: the budget cuts it
+    (src / "zz.log").write_text("y" * 100)  # over what the budget has left: not copied
     (src / "keep.txt").write_text("candidate")
+    (session / "host.log").write_text("host")
     dest.mkdir()
     (dest / "pwn").symlink_to(
         tmp_path / "outside"
     )  # planted on the trial side, e.g. through a mount
     (tmp_path / "outside").mkdir()
     (dest / "keep.txt").write_text("harbor's")
-    left = copy_tree_safely(src, dest, budget=50)
+    budget = CopyBudget(max_bytes=50, max_files=100)
+    with SafeDir.open(session) as root, DirSink(dest) as sink:
+        root.copy_entries("logs", sink, budget)
+        root.copy_entries("", sink, budget, renamed={"host.log": "candidate-host.log"})
     assert (dest / "d" / "trace.json").read_text() == "{}"
     assert not (dest / "steal").exists() and list((tmp_path / "outside").iterdir()) == []
     assert (dest / "keep.txt").read_text() == "harbor's"
-    assert len((dest / "zz.log").read_text()) == 48 and left == 0
+    assert not (dest / "zz.log").exists()
+    assert (dest / "candidate-host.log").read_text() == "host"
+    assert {line.split(":")[0] for line in budget.refused} == {
+        "logs/keep.txt",
+        "logs/pwn",
+        "logs/steal",
+        "logs/zz.log",
+    }
 
 
 # -- a real agent host against a fake environment ------------------------------------------

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from posttrainbench.core import safe_fs
-from posttrainbench.core.safe_fs import Refused, SafeDir, read_fd
+from posttrainbench.core.nofollow import Refused, read_fd
+from posttrainbench.core.safe_fs import SafeDir
 from posttrainbench.core.verdict import Judgement
 from posttrainbench.host.results.export import export
 from posttrainbench.host.results.harbor_trial import fingerprint, fingerprint_at, read_trial

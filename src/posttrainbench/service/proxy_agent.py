@@ -34,6 +34,8 @@ from harbor.models.agent.context import AgentContext
 from harbor.models.trial.result import AgentInfo
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from posttrainbench.core.nofollow import open_for_writing
+from posttrainbench.core.safe_fs import CopyBudget, DirSink, SafeDir
 from posttrainbench.service import environment_reset, environment_sweep
 from posttrainbench.service.agent_pipe import (
     MAX_LINE,
@@ -64,9 +66,10 @@ from posttrainbench.service.agent_pipe import (
 from posttrainbench.service.config import CandidateLimits, ScoringModeB
 from posttrainbench.service.errors import ServiceStateError
 from posttrainbench.service.identity import Identity, IdentityPool, current_identity, reap
-from posttrainbench.service.runas import allowlisted_env, confined_argv, copy_tree_safely
+from posttrainbench.service.runas import allowlisted_env, confined_argv
 
 MAX_LOGS_BYTES = 64 * 1024 * 1024  # candidate logs copied back into the trial, in total
+MAX_LOG_FILES = 10_000
 MAX_IN_FLIGHT = 32  # environment calls the candidate may have running at once
 STOP_GRACE_S = 5.0
 HOST_CHECK_TIMEOUT_S = 120.0  # importing Harbor is slow on a loaded machine
@@ -330,9 +333,7 @@ class HostSession:
             },
         )
         ours, theirs = socket.socketpair()
-        log_fd = os.open(
-            session_dir / "host.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600
-        )
+        log_fd = open_for_writing(session_dir / "host.log", 0o600, append=False)
         try:
             argv = confined_argv(
                 identity,
@@ -480,8 +481,11 @@ class HostSession:
     def copy_logs_to(self, dest: Path) -> None:
         """Copy the host's private logs (and its output, as ``candidate-host.log``) into *dest*."""
         dest.mkdir(parents=True, exist_ok=True)
-        left = copy_tree_safely(self.logs_dir, dest, MAX_LOGS_BYTES)
-        copy_tree_safely(self.session_dir, dest, left, only={"host.log": "candidate-host.log"})
+        budget = CopyBudget(max_bytes=MAX_LOGS_BYTES, max_files=MAX_LOG_FILES)
+        # The session dir is root's (0711): the candidate owns only what is below it.
+        with SafeDir.open(self.session_dir) as session, DirSink(dest) as sink:
+            session.copy_entries("logs", sink, budget)
+            session.copy_entries("", sink, budget, renamed={"host.log": "candidate-host.log"})
 
 
 def copy_context(data: dict[str, Any], context: AgentContext | None) -> None:

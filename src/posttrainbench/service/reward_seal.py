@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from posttrainbench.core.atomic_write import write_text_atomic
+from posttrainbench.core.nofollow import open_regular
 from posttrainbench.core.verdict import Evidence, Judgement
 
 REWARD = "reward.json"
@@ -62,7 +63,10 @@ def problem(out_dir: Path, seal: Seal) -> str | None:
         return f"reward.json is owned by uid {info.st_uid}, not root"
     if stat.S_IMODE(info.st_mode) & (stat.S_IWGRP | stat.S_IWOTH):
         return "reward.json is writable by others"
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        fd, _ = open_regular(path)
+    except OSError:  # swapped since the lstat
+        return "reward.json is not a regular file"
     with os.fdopen(fd, "rb") as handle:
         if hashlib.sha256(handle.read()).hexdigest() != seal.sha256:
             return "reward.json changed after final scoring wrote it"

@@ -5,8 +5,8 @@ A root service runs every candidate as a fresh uid (``identity``) through the la
 (``confine``), with an allow-listed environment, so secrets and the admin token never
 reach it. Its run directory is made by root for that run only: root owns the directory
 itself (0711), the run's uid owns ``code/``, ``home/`` and ``tmp/`` inside, and root
-never enters them while anything of that uid runs. Files come back with
-:func:`copy_tree_safely`, which never follows a link the candidate planted.
+never enters them while anything of that uid runs. Files come back through
+``posttrainbench.core.safe_fs``, which never follows a link the candidate planted.
 """
 
 from __future__ import annotations
@@ -166,96 +166,3 @@ def allowlisted_env(
 def candidate_env(scoring: ScoringModeA, run: RunDir) -> dict[str, str]:
     """The Mode A candidate's whole environment: an allow-list, never the service's own variables."""
     return allowlisted_env(scoring.path, run.home, scoring.pass_env, {"TMPDIR": str(run.tmp)})
-
-
-def copy_tree_safely(src: Path, dest: Path, budget: int, only: dict[str, str] | None = None) -> int:
-    """Copy regular files and dirs from the candidate-owned *src* into *dest*; return the budget left.
-
-    Every step goes through directory fds with ``O_NOFOLLOW`` and new files are created with
-    ``O_EXCL``, so a link planted on either side (the candidate's dir, or the trial's agent
-    dir that the environment may mount) is never followed and nothing is overwritten.
-    *only* maps the top-level names to copy to their new names.
-    """
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
-    try:
-        src_fd = os.open(src, flags)
-    except OSError:
-        return budget
-    try:
-        dest_fd = os.open(dest, flags)
-    except OSError:
-        os.close(src_fd)
-        return budget
-    try:
-        return _copy_level(src_fd, dest_fd, budget, only, depth=0)
-    finally:
-        os.close(src_fd)
-        os.close(dest_fd)
-
-
-def _copy_level(
-    src_fd: int, dest_fd: int, budget: int, only: dict[str, str] | None, depth: int
-) -> int:
-    for name in sorted(os.listdir(src_fd)):
-        target = name if only is None else only.get(name)
-        if target is None or budget <= 0:
-            continue
-        try:
-            st = os.stat(name, dir_fd=src_fd, follow_symlinks=False)
-        except OSError:
-            continue
-        if stat.S_ISDIR(st.st_mode) and depth < 32:
-            try:
-                os.mkdir(target, 0o755, dir_fd=dest_fd)
-            except FileExistsError:
-                pass
-            except OSError:
-                continue
-            try:
-                sub_src = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=src_fd)
-            except OSError:
-                continue
-            try:
-                sub_dest = os.open(
-                    target, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dest_fd
-                )
-            except OSError:
-                os.close(sub_src)
-                continue
-            try:
-                budget = _copy_level(sub_src, sub_dest, budget, None, depth + 1)
-            finally:
-                os.close(sub_src)
-                os.close(sub_dest)
-        elif stat.S_ISREG(st.st_mode):
-            budget -= _copy_file(src_fd, name, dest_fd, target, budget)
-    return budget
-
-
-def _copy_file(src_fd: int, name: str, dest_fd: int, target: str, limit: int) -> int:
-    try:
-        fd_in = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=src_fd)
-    except OSError:
-        return 0
-    try:
-        if not stat.S_ISREG(os.fstat(fd_in).st_mode):  # swapped for a fifo or device since the stat
-            return 0
-        try:
-            fd_out = os.open(
-                target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dest_fd
-            )
-        except OSError:
-            return 0
-        copied = 0
-        try:
-            while copied < limit:
-                chunk = os.read(fd_in, min(1 << 20, limit - copied))
-                if not chunk:
-                    break
-                os.write(fd_out, chunk)
-                copied += len(chunk)
-        finally:
-            os.close(fd_out)
-        return copied
-    finally:
-        os.close(fd_in)

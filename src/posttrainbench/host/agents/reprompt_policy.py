@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from posttrainbench.core.nofollow import open_for_writing
 from posttrainbench.host.agents.time_budget import TimeLeft, TimeSource
 
 DEFAULT_MIN_REMAINING_MINUTES = 30.0
@@ -111,8 +112,7 @@ def append_record(path: Path, record: RoundRecord) -> None:
     never written through.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    fd = os.open(path, flags, 0o644)
+    fd = open_for_writing(path, 0o644, append=True)
     with os.fdopen(fd, "a", encoding="utf-8") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(f"{path} is not a regular file; not appending to it")

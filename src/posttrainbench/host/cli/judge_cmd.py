@@ -70,7 +70,8 @@ def _trial_inputs(trial_dir: Path) -> tuple[dict[str, Path | None], list[str]]:
     The agent wrote them: one that is a link (or a FIFO, or a file where a directory
     belongs) is refused, never followed to whatever host directory it names.
     """
-    from posttrainbench.core.safe_fs import SafeDir, kind_of
+    from posttrainbench.core.nofollow import kind_of
+    from posttrainbench.core.safe_fs import SafeDir
     from posttrainbench.task.integrity.traces.trial_files import artifacts_subdir
 
     found: dict[str, Path | None] = {}

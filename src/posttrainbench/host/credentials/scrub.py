@@ -31,7 +31,8 @@ from typing import BinaryIO
 
 from pydantic import BaseModel, Field
 
-from posttrainbench.core.safe_fs import MAX_DEPTH, MAX_REFUSALS_KEPT, Refused, SafeDir, replace_at
+from posttrainbench.core.nofollow import Refused, replace_at
+from posttrainbench.core.safe_fs import MAX_DEPTH, MAX_REFUSALS_KEPT, SafeDir
 from posttrainbench.host.credentials.patterns import (
     KEY_PATTERNS,
     MAX_PATTERN_BYTES,
@@ -250,7 +251,7 @@ class Scrubber:
         """Scrub one file in place, atomically; None when it was skipped as binary.
 
         The directory is the caller's to name; the file itself is opened without following
-        a link, and `core.safe_fs.Refused` is raised for a link, a special, hard-linked or sparse file.
+        a link, and `core.nofollow.Refused` is raised for a link, a special, hard-linked or sparse file.
         """
         with SafeDir.open(path.parent) as parent:
             return self._scrub_at(parent, path.name)

@@ -12,7 +12,8 @@ import shutil
 from pathlib import Path
 from typing import BinaryIO
 
-from posttrainbench.core.safe_fs import NEW_FILE_FLAGS, CopyBudget, Refused, split_relative
+from posttrainbench.core.nofollow import NEW_FILE_FLAGS, Refused, split_relative
+from posttrainbench.core.safe_fs import CopyBudget
 from posttrainbench.host.copy_caps import CopyCaps
 from posttrainbench.host.envs.cloud_trial import CloudTrialRecord
 

@@ -27,14 +27,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from posttrainbench.core.safe_fs import (
-    DIR_FLAGS,
-    NEW_FILE_FLAGS,
-    CopyBudget,
-    Refused,
-    SafeDir,
-    split_relative,
-)
+from posttrainbench.core.nofollow import DIR_FLAGS, NEW_FILE_FLAGS, Refused, split_relative
+from posttrainbench.core.safe_fs import CopyBudget, SafeDir
 
 _RETRIES = 5
 # What one download may bring to the host. /logs/artifacts carries final_model, which

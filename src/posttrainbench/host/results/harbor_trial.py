@@ -23,7 +23,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from posttrainbench.core.safe_fs import FileRead, Refused, SafeDir, kind_of
+from posttrainbench.core.nofollow import Refused, kind_of
+from posttrainbench.core.safe_fs import FileRead, SafeDir
 from posttrainbench.core.trial_outcome import TrialOutcome, classify
 from posttrainbench.core.verdict import JUDGE_IDS, VERDICT_IDS, Judgement
 from posttrainbench.host.results.harbor_result import HarborResult

@@ -28,7 +28,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field, ValidationError
 
 from posttrainbench.core.errors import PtbError
-from posttrainbench.core.safe_fs import CopyBudget, Refused, SafeDir
+from posttrainbench.core.nofollow import Refused
+from posttrainbench.core.safe_fs import CopyBudget, SafeDir
 from posttrainbench.core.verdict import Judgement
 from posttrainbench.host.catalog import list_benchmarks
 from posttrainbench.host.copy_caps import CopyCaps

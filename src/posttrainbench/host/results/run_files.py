@@ -15,15 +15,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from posttrainbench.core.safe_fs import (
-    CopyBudget,
-    CopySink,
-    DirSink,
-    Refused,
-    SafeDir,
-    read_fd,
-    write_read,
-)
+from posttrainbench.core.nofollow import Refused, read_fd
+from posttrainbench.core.safe_fs import CopyBudget, CopySink, DirSink, SafeDir, write_read
 from posttrainbench.host.copy_caps import CopyCaps
 from posttrainbench.host.results.harbor_trial import TrialSource
 from posttrainbench.host.results.pack import BlobRef, PackWriter

@@ -139,7 +139,7 @@ def _metrics(trial_dir: Path) -> dict[str, str] | None:
             if root.lstat(METRICS_FILE) is None:
                 return None
             data = json.loads(root.read_bytes(METRICS_FILE, MAX_METRICS_BYTES))
-    except (OSError, ValueError):  # safe_fs.Refused is an OSError
+    except (OSError, ValueError):  # nofollow.Refused is an OSError
         return None
     if not isinstance(data, dict):
         return None

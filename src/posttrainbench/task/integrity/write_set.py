@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from posttrainbench.core.safe_fs import DIR_FLAGS, FILE_FLAGS, is_sparse
+from posttrainbench.core.nofollow import DIR_FLAGS, FILE_FLAGS, is_sparse
 from posttrainbench.core.verdict import LimitHit
 from posttrainbench.task.integrity.contamination.staging import TextStager
 from posttrainbench.task.integrity.contamination.unpack import UnpackBudget

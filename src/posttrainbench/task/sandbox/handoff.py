@@ -29,7 +29,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from posttrainbench.core.safe_fs import DIR_FLAGS, CopyBudget, SafeDir
+from posttrainbench.core.nofollow import DIR_FLAGS
+from posttrainbench.core.safe_fs import CopyBudget, SafeDir
 
 HANDOFF_FILE = "handoff.json"
 FINAL_MODEL = "final_model"

@@ -33,6 +33,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from posttrainbench.core.nofollow import FILE_FLAGS
+
 VIRTUAL_FS = frozenset(
     {
         "proc",
@@ -113,7 +115,7 @@ def _stamp_times(stamp: Path) -> tuple[list[float], str]:
     """The stamp's ctime, mtime and content when it can be trusted, and why not otherwise;
     never following a link or blocking on a FIFO."""
     try:
-        fd = os.open(stamp, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(stamp, FILE_FLAGS)
     except OSError as exc:
         return [], f"{stamp} cannot be opened ({exc.strerror})"
     try:

