@@ -731,17 +731,11 @@ def test_containment_holds_with_the_local_sandboxs_capabilities(sealed_file):
 def test_containment_inside_a_local_sandbox_verifier(make_env, tmp_path):
     """Where the verifier really runs: a local sandbox instance (pid namespace, minimal
     /etc, dropped capabilities), root, with the sealed data uploaded to /tests as Harbor does."""
+    from posttrainbench.host.payload import MODEL_TASK_ZONES, copy_zones
     from tests.sandbox_support import run, write_task_env
 
     env_dir = write_task_env(tmp_path / "task")
-    lib = env_dir / "ptb" / "lib" / "posttrainbench"
-    shutil.copytree(
-        SRC / "posttrainbench" / "task" / "benchmarks",
-        lib / "benchmarks",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
-    for module in ("__init__.py", "landlock.py"):
-        shutil.copyfile(SRC / "posttrainbench" / module, lib / module)
+    copy_zones(env_dir / "ptb" / "lib", MODEL_TASK_ZONES)
     upload = tmp_path / "tests"
     (upload / "data").mkdir(parents=True)
     (upload / "data" / "HumanEval.jsonl").write_text("canonical solutions\n")
