@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.service.config import load_config
-from posttrainbench.service.dataset import load_split
-from posttrainbench.service.scorer import normalize_answer
+from posttrainbench.service.api.scoring import load_config
+from posttrainbench.service.mode_a.scorer import normalize_answer
+from posttrainbench.service.shared.dataset import load_split
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "agent-task-gsm8k"
 

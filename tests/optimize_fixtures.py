@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from posttrainbench.service.config import AgentTaskConfig, parse_config
+from posttrainbench.service.shared.config import AgentTaskConfig, parse_config
 
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from posttrainbench.service.candidates import baseline_source
-from posttrainbench.service.config import CandidateLimits, ScoringModeB, parse_config
-from posttrainbench.service.errors import AgentTaskConfigError
-from posttrainbench.service.identity import IdentityPool, processes_of
-from posttrainbench.service.nested_harbor import JOB_NAME, run_nested, work_dir_for
-from posttrainbench.service.service import create_app
-from posttrainbench.service.task_set import load_task_split
+from posttrainbench.service.api.service import create_app
+from posttrainbench.service.mode_b.nested_harbor import JOB_NAME, run_nested, work_dir_for
+from posttrainbench.service.mode_b.task_set import load_task_split
+from posttrainbench.service.shared.candidates import baseline_source
+from posttrainbench.service.shared.config import CandidateLimits, ScoringModeB, parse_config
+from posttrainbench.service.shared.errors import AgentTaskConfigError
+from posttrainbench.service.shared.identity import IdentityPool, processes_of
 from tests.optimize_fixtures import commit, needs_root
 
 pytestmark = pytest.mark.slow
@@ -194,7 +194,7 @@ def test_service_scores_a_commit_by_a_nested_harbor_run(
     results = [json.loads(p.read_text()) for p in job.glob("*/result.json")]
     assert len(results) == 2 and {r["agent_info"]["name"] for r in results} == {"candidate"}
     assert {r["config"]["agent"]["import_path"] for r in results} == {
-        "posttrainbench.service.proxy_agent:CandidateProxyAgent"
+        "posttrainbench.service.mode_b.proxy_agent:CandidateProxyAgent"
     }
     assert all(
         (p.parent / "agent" / "candidate-host.log").is_file() for p in job.glob("*/result.json")

@@ -14,11 +14,11 @@ from posttrainbench.core.agent_task_layout import TaskLayout
 from posttrainbench.core.verdict import Judgement
 from posttrainbench.host.results.flagged import flagged_runs
 from posttrainbench.host.results.harbor_trial import read_trial
-from posttrainbench.service.audit import Audit
-from posttrainbench.service.config import CandidateLimits
-from posttrainbench.service.identity import IdentityPool
-from posttrainbench.service.reward_seal import check, publish
-from posttrainbench.service.verifier import HARBOR_LOG, lock_output
+from posttrainbench.service.shared.config import CandidateLimits
+from posttrainbench.service.shared.identity import IdentityPool
+from posttrainbench.service.verifier.audit import Audit
+from posttrainbench.service.verifier.reward_seal import check, publish
+from posttrainbench.service.verifier.run import HARBOR_LOG, lock_output
 from tests.optimize_fixtures import needs_root
 from tests.results_fixtures import TrialSpec, write_trial
 

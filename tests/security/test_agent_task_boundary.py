@@ -24,9 +24,9 @@ from harbor.models.trial.config import AgentConfig, EnvironmentConfig
 
 from posttrainbench.host.agent_tasks.compiler import BuildOptions, build_agent_task
 from posttrainbench.host.results.harbor_trial import read_trial
-from posttrainbench.service.config import load_config
-from posttrainbench.service.dataset import load_split
-from posttrainbench.service.identity import UID_FIRST
+from posttrainbench.service.api.scoring import load_config
+from posttrainbench.service.shared.dataset import load_split
+from posttrainbench.service.shared.identity import UID_FIRST
 from tests.agent_task_e2e_checks import EXAMPLE, check_clean_audit, direct_score, run_job
 
 pytestmark = pytest.mark.slow

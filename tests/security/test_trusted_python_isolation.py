@@ -195,7 +195,7 @@ def test_trusted_code_starts_python_isolated_or_through_the_helper() -> None:
         s for s in sites if s[2] not in (trusted_python.ISOLATED, trusted_python.SAFE_PATH)
     ] == []
     # The service's own Python children (final scoring, nested Harbor jobs) go through the helper.
-    for module in ("service/verifier.py", "service/nested_harbor.py"):
+    for module in ("service/verifier/run.py", "service/mode_b/nested_harbor.py"):
         assert "trusted_python.argv(" in (SRC / "posttrainbench" / module).read_text(), module
 
 

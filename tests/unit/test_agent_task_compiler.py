@@ -68,7 +68,7 @@ def test_compiled_task_parses_with_harbor(tmp_path: Path) -> None:
         assert (task / script).stat().st_mode & 0o111, script
     private = yaml.safe_load((task / "environment/ptb/agent-task/private/task.yaml").read_text())
     assert private["baseline"] == "baseline" and private["dataset"] == "data"
-    assert (task / "environment/ptb/lib/posttrainbench/service/service.py").is_file()
+    assert (task / "environment/ptb/lib/posttrainbench/service/api/service.py").is_file()
     assert not (task / "environment/ptb/lib/posttrainbench/host/agent_tasks/compiler.py").exists()
     assert "http://127.0.0.1:8765/eval" in (task / "instruction.md").read_text()
 

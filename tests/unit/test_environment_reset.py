@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from posttrainbench.service.environment_reset import (
+from posttrainbench.service.mode_b.environment_reset import (
     UnverifiableEnvironmentError,
     carried_paths,
     fresh_instance,

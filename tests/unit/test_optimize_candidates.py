@@ -13,12 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.service import tar_stream
-from posttrainbench.service.candidate_run import CodeRefused, unpack
-from posttrainbench.service.candidates import CandidateRepo, baseline_source, check_commit_spec
-from posttrainbench.service.config import CandidateLimits
-from posttrainbench.service.errors import CandidateError
-from posttrainbench.service.registry import Registry
+from posttrainbench.service.shared import tar_stream
+from posttrainbench.service.shared.candidate_run import CodeRefused, unpack
+from posttrainbench.service.shared.candidates import (
+    CandidateRepo,
+    baseline_source,
+    check_commit_spec,
+)
+from posttrainbench.service.shared.config import CandidateLimits
+from posttrainbench.service.shared.errors import CandidateError
+from posttrainbench.service.shared.registry import Registry
 from tests.optimize_fixtures import PERFECT, WRONG, commit, git, needs_root, open_dir
 
 LIMITS = CandidateLimits()

@@ -8,9 +8,10 @@ import pytest
 import yaml
 
 from posttrainbench.core.errors import PtbError
-from posttrainbench.service.config import Tier, load_config
-from posttrainbench.service.dataset import check_dataset, load_split
-from posttrainbench.service.errors import AgentTaskConfigError
+from posttrainbench.service.api.scoring import load_config
+from posttrainbench.service.shared.config import Tier
+from posttrainbench.service.shared.dataset import check_dataset, load_split
+from posttrainbench.service.shared.errors import AgentTaskConfigError
 from tests.helpers import REPO
 from tests.optimize_fixtures import config_dict, make_task
 
@@ -142,8 +143,8 @@ def test_bad_dataset_lines(tmp_path):
 
 def test_example_baseline_scores_real_but_low(tmp_path):
     """The shipped baseline really runs under the trusted scorer: 1 of 10 hidden test problems right."""
-    from posttrainbench.service.final_score import final_score
-    from posttrainbench.service.summary import StatePaths, read_state
+    from posttrainbench.service.api.summary import StatePaths, read_state
+    from posttrainbench.service.verifier.final_score import final_score
 
     config = load_config(EXAMPLE)
     state = tmp_path / "never-started"

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from posttrainbench.core import syscall_filter
-from posttrainbench.service.candidate_run import contained_run, run_command
-from posttrainbench.service.config import CandidateLimits
-from posttrainbench.service.identity import IdentityPool, processes_of
-from posttrainbench.service.runas import prepare_runs_root
+from posttrainbench.service.shared.candidate_run import contained_run, run_command
+from posttrainbench.service.shared.config import CandidateLimits
+from posttrainbench.service.shared.identity import IdentityPool, processes_of
+from posttrainbench.service.shared.runas import prepare_runs_root
 from tests.optimize_fixtures import needs_root, open_dir
 
 pytestmark = needs_root
@@ -194,7 +194,7 @@ def test_an_aggregate_evaluation_runs_alone() -> None:
     """It waits for the viewable ones running, and new viewable ones wait for it."""
     import threading
 
-    from posttrainbench.service.eval_gate import EvalGate
+    from posttrainbench.service.api.eval_gate import EvalGate
 
     gate, order, release = EvalGate(), [], threading.Event()
 

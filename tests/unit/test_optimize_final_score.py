@@ -10,9 +10,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from posttrainbench.core.errors import PtbError
-from posttrainbench.service.final_score import final_score, main, rank_candidates
-from posttrainbench.service.service import create_app
-from posttrainbench.service.summary import read_state
+from posttrainbench.service.api.service import create_app
+from posttrainbench.service.api.summary import read_state
+from posttrainbench.service.verifier.final_score import final_score, main, rank_candidates
 from tests.optimize_fixtures import PARTIAL, PERFECT, WRONG, commit, make_task, open_dir, solver
 
 # Selection on the viewable train split (first-n samples), so recorded means are predictable.

@@ -10,9 +10,9 @@ import threading
 
 import pytest
 
-from posttrainbench.service.config import SplitPolicy
-from posttrainbench.service.errors import BudgetExhausted, SplitAccessError
-from posttrainbench.service.ledger import Ledger
+from posttrainbench.service.api.ledger import Ledger
+from posttrainbench.service.shared.config import SplitPolicy
+from posttrainbench.service.shared.errors import BudgetExhausted, SplitAccessError
 from tests.helpers import REPO
 
 BUDGETS = {
@@ -83,9 +83,9 @@ def test_threads_never_overspend(tmp_path):
 
 CHILD = """
 import json, sys
-from posttrainbench.service.config import SplitPolicy
-from posttrainbench.service.errors import BudgetExhausted
-from posttrainbench.service.ledger import Ledger
+from posttrainbench.service.shared.config import SplitPolicy
+from posttrainbench.service.shared.errors import BudgetExhausted
+from posttrainbench.service.api.ledger import Ledger
 ledger = Ledger(sys.argv[1], {"dev": SplitPolicy(tier="aggregate", max_samples=30, min_samples=5)})
 ok = 0
 for _ in range(20):

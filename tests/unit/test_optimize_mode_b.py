@@ -18,21 +18,21 @@ from harbor.models.trial.config import AgentConfig, TaskConfig, TrialConfig
 from harbor.models.trial.result import AgentInfo, ExceptionInfo, TrialResult
 from harbor.models.verifier.result import VerifierResult
 
-from posttrainbench.service import nested_harbor
-from posttrainbench.service.candidates import directory_source
-from posttrainbench.service.config import (
+from posttrainbench.service.api.scoring import check_scoring_dataset, copy_evaluable, load_samples
+from posttrainbench.service.mode_b import nested_harbor
+from posttrainbench.service.mode_b.proxy_agent import CandidateSpec
+from posttrainbench.service.mode_b.task_set import TaskSample, load_task_split
+from posttrainbench.service.mode_b.trial_selection import build_report, read_trials, trials_to_retry
+from posttrainbench.service.shared.candidates import directory_source
+from posttrainbench.service.shared.config import (
     AgentTaskConfig,
     CandidateLimits,
     ScoringModeA,
     ScoringModeB,
     parse_config,
 )
-from posttrainbench.service.errors import AgentTaskConfigError
-from posttrainbench.service.identity import IdentityPool
-from posttrainbench.service.proxy_agent import CandidateSpec
-from posttrainbench.service.scoring import check_scoring_dataset, copy_evaluable, load_samples
-from posttrainbench.service.task_set import TaskSample, load_task_split
-from posttrainbench.service.trial_selection import build_report, read_trials, trials_to_retry
+from posttrainbench.service.shared.errors import AgentTaskConfigError
+from posttrainbench.service.shared.identity import IdentityPool
 
 T0 = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
 
@@ -425,7 +425,7 @@ def test_timeout_terminates_the_nested_process_group(monkeypatch):
 
 
 def test_mode_b_example_config_loads_with_its_tasks():
-    from posttrainbench.service.config import load_config
+    from posttrainbench.service.api.scoring import load_config
 
     repo = Path(__file__).resolve().parents[2]
     config = load_config(repo / "examples" / "agent-task-harbor" / "task.yaml")
@@ -442,9 +442,9 @@ def test_mode_b_example_config_loads_with_its_tasks():
 def test_a_candidate_uid_that_cannot_start_the_agent_host_stops_the_service_with_one_line(
     tmp_path, data
 ):
-    from posttrainbench.service.errors import ServiceStateError
-    from posttrainbench.service.proxy_agent import check_agent_host
-    from posttrainbench.service.service import create_app
+    from posttrainbench.service.api.service import create_app
+    from posttrainbench.service.mode_b.proxy_agent import check_agent_host
+    from posttrainbench.service.shared.errors import ServiceStateError
 
     config = mode_b_config(tmp_path, data, agent_python=str(tmp_path / "no-such-python"))
     with pytest.raises(ServiceStateError, match="cannot start the Mode B agent host") as raised:

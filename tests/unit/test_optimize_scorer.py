@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from posttrainbench.service.candidates import directory_source
-from posttrainbench.service.config import CandidateLimits, ScoringModeA, Timeouts
-from posttrainbench.service.dataset import Sample
-from posttrainbench.service.identity import UID_COUNT, UID_FIRST, IdentityPool
-from posttrainbench.service.runas import prepare_runs_root
-from posttrainbench.service.scorer import normalize_answer, parse_answers, score_copy
+from posttrainbench.service.mode_a.scorer import normalize_answer, parse_answers, score_copy
+from posttrainbench.service.shared.candidates import directory_source
+from posttrainbench.service.shared.config import CandidateLimits, ScoringModeA, Timeouts
+from posttrainbench.service.shared.dataset import Sample
+from posttrainbench.service.shared.identity import UID_COUNT, UID_FIRST, IdentityPool
+from posttrainbench.service.shared.runas import prepare_runs_root
 from tests.optimize_fixtures import IS_ROOT, PARTIAL, PERFECT, WRONG, needs_root, rows, solver
 
 SCORING = ScoringModeA(entry_command="python3 solve.py")
@@ -94,7 +94,7 @@ def test_tampered_scorer_in_candidate_copy_has_no_effect(tmp_path):
     files = {
         "scorer.py": evil,
         "evaluate.py": evil,
-        "posttrainbench/service/scorer.py": evil,
+        "posttrainbench/service/mode_a/scorer.py": evil,
         "posttrainbench/__init__.py": evil,
     }
     report = _score(WRONG, tmp_path, files)

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from posttrainbench.service import service as service_module
-from posttrainbench.service.errors import ServiceStateError
-from posttrainbench.service.identity import IdentityPool
-from posttrainbench.service.service import create_app, ensure_admin_token
+from posttrainbench.service.api import service as service_module
+from posttrainbench.service.api.service import create_app, ensure_admin_token
+from posttrainbench.service.shared.errors import ServiceStateError
+from posttrainbench.service.shared.identity import IdentityPool
 from tests.optimize_fixtures import PARTIAL, PERFECT, commit, make_task, needs_root, open_dir
 
 
@@ -357,7 +357,7 @@ def test_serve_module_runs_the_service_over_real_http(task, tmp_path):
         [
             sys.executable,
             "-m",
-            "posttrainbench.service.serve",
+            "posttrainbench.service.api.serve",
             "--config",
             str(cfg),
             "--state-dir",
@@ -400,7 +400,7 @@ def test_serve_bad_config_is_one_error_line(tmp_path):
         [
             sys.executable,
             "-m",
-            "posttrainbench.service.serve",
+            "posttrainbench.service.api.serve",
             "--config",
             str(tmp_path / "bad.yaml"),
             "--state-dir",

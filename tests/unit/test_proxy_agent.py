@@ -20,7 +20,7 @@ from harbor.models.task.config import EnvironmentConfig, TaskOS
 from harbor.models.trial.paths import TrialPaths
 
 from posttrainbench.core.safe_fs import CopyBudget, DirSink, SafeDir
-from posttrainbench.service.agent_pipe import (
+from posttrainbench.service.mode_b.agent_pipe import (
     Call,
     CandidateAgentError,
     CandidateProtocolError,
@@ -39,7 +39,7 @@ from posttrainbench.service.agent_pipe import (
     read_line,
     unpack_dir,
 )
-from posttrainbench.service.proxy_agent import CandidateProxyAgent, copy_context
+from posttrainbench.service.mode_b.proxy_agent import CandidateProxyAgent, copy_context
 
 BINARY = bytes(range(256)) + b'\n\r{}"\\'
 

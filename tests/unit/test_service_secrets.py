@@ -39,7 +39,7 @@ from posttrainbench.host.envs.service_secrets import (
     read_manifest,
     write_manifest,
 )
-from posttrainbench.service import serve
+from posttrainbench.service.api import serve
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent-task-gsm8k"
 CANARY = "ptb-canary-5e1b-do-not-leak"

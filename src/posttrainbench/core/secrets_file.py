@@ -4,7 +4,7 @@ PostTrainBench's environment plugins (see :mod:`posttrainbench.host.envs.service
 write ``/run/ptb-secrets/secrets.json`` (directory 0700, file 0600, both root) right
 after the environment starts and before the healthcheck starts the service. Only the
 trusted side reads it: the evaluation service (``serve --secrets-file``) and the
-verifier, for its final-scoring child (``service.verifier``).
+verifier, for its final-scoring child (``service.verifier.run``).
 They put the values into their own process environment; candidate code never gets them
 (its environment is built from an allow-list, see ``runas``).
 

@@ -60,16 +60,16 @@ import posttrainbench
 from posttrainbench.core.agent_task_layout import LAYOUT
 from posttrainbench.core.errors import PtbError
 from posttrainbench.core.secrets_file import SECRETS_PATH
+from posttrainbench.host.agent_tasks.requirement_pins import pinned_closure
 from posttrainbench.host.envs.environment_needs import NEEDS_FILE_NAME, EnvironmentNeeds
 from posttrainbench.host.envs.service_secrets import DELIVERING_PLUGINS, write_manifest
 from posttrainbench.host.payload import AGENT_TASK_ZONES, MODE_B_ZONES, copy_zones
 from posttrainbench.host.staged_output import staged_output
 from posttrainbench.host.template_tree import render_tree
-from posttrainbench.service.config import AgentTaskConfig, ScoringModeB, Tier, load_config
-from posttrainbench.service.dataset import named_splits, split_path
-from posttrainbench.service.requirement_pins import pinned_closure
-from posttrainbench.service.scoring import check_scoring_dataset
-from posttrainbench.service.task_set import copy_task_splits
+from posttrainbench.service.api.scoring import check_scoring_dataset, load_config
+from posttrainbench.service.mode_b.task_set import copy_task_splits
+from posttrainbench.service.shared.config import AgentTaskConfig, ScoringModeB, Tier
+from posttrainbench.service.shared.dataset import named_splits, split_path
 
 REPO_DIR = LAYOUT.repo
 PRIVATE_DIR = "environment/ptb/agent-task/private"

@@ -37,7 +37,7 @@ def _forge() -> None:
     try:
         from pathlib import Path
 
-        from posttrainbench.service.reward_seal import publish
+        from posttrainbench.service.verifier.reward_seal import publish
 
         staging = Path("/root/.ptb-forged")
         staging.mkdir(parents=True, exist_ok=True)

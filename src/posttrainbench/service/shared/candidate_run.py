@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from posttrainbench.service import tar_stream
-from posttrainbench.service.candidates import GIT_ENV, ArchiveSource
-from posttrainbench.service.config import CandidateLimits
-from posttrainbench.service.errors import CandidateError
-from posttrainbench.service.identity import Identity, IdentityPool, reap
-from posttrainbench.service.launcher_python import helper, launcher_python
-from posttrainbench.service.runas import RunDir, confined_argv, make_run_dir, remove_run_dir
+from posttrainbench.service.shared import tar_stream
+from posttrainbench.service.shared.candidates import GIT_ENV, ArchiveSource
+from posttrainbench.service.shared.config import CandidateLimits
+from posttrainbench.service.shared.errors import CandidateError
+from posttrainbench.service.shared.identity import Identity, IdentityPool, reap
+from posttrainbench.service.shared.launcher_python import helper, launcher_python
+from posttrainbench.service.shared.runas import RunDir, confined_argv, make_run_dir, remove_run_dir
 
 UNPACK_TIMEOUT_S = 120.0
 _WATCH_PERIOD_S = 0.2

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from posttrainbench.service.config import SplitPolicy
-from posttrainbench.service.errors import BudgetExhausted, SplitAccessError
-from posttrainbench.service.locked_json import exclusive, read_model, write_model
+from posttrainbench.service.shared.config import SplitPolicy
+from posttrainbench.service.shared.errors import BudgetExhausted, SplitAccessError
+from posttrainbench.service.shared.locked_json import exclusive, read_model, write_model
 
 
 class Charge(BaseModel):

@@ -15,7 +15,7 @@ import stat
 import sys
 from pathlib import Path
 
-from posttrainbench.service.errors import ServiceStateError
+from posttrainbench.service.shared.errors import ServiceStateError
 
 _CANDIDATES = (sys.executable, "/usr/bin/python3", "/usr/local/bin/python3")
 HELPERS_DIR = Path(__file__).resolve().parent  # confine.py, tar_stream.py, probe.py live here

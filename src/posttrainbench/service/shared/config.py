@@ -12,11 +12,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from posttrainbench.core.secrets_file import check_env_names
-from posttrainbench.service.errors import AgentTaskConfigError
+from posttrainbench.service.shared.errors import AgentTaskConfigError
 
 _SPLIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 DEFAULT_CANDIDATE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -337,26 +336,3 @@ def parse_config(data: object, base_dir: Path, source: str = "config") -> AgentT
             "dataset": (base_dir / config.dataset).resolve(),
         }
     )
-
-
-def load_config(path: Path, check_dataset: bool = True) -> AgentTaskConfig:
-    """Read, validate and resolve an agent-task YAML config; errors are one line.
-
-    With *check_dataset*, the baseline and every split the config names must exist and
-    parse (see ``posttrainbench.service.dataset``).
-    """
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise AgentTaskConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise AgentTaskConfigError(
-            f"{path}: not valid YAML: {' '.join(str(exc).split())}"
-        ) from None
-    config = parse_config(data, path.parent, str(path))
-    if check_dataset:
-        from posttrainbench.service.scoring import check_scoring_dataset  # it imports this module
-
-        check_scoring_dataset(config)
-    return config

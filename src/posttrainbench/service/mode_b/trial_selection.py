@@ -21,7 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from posttrainbench.core.trial_outcome import HarborTrial, TrialOutcome, classify
-from posttrainbench.service.scorer import SampleResult, ScoreReport
+from posttrainbench.service.mode_a.scorer import SampleResult, ScoreReport
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

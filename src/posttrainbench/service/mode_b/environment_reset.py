@@ -1,7 +1,7 @@
 """Mode B: the inner verifier runs in an instance the candidate never touched.
 
 A Harbor task's verifier runs where the agent ran. A candidate is root in that environment,
-so killing its processes (:mod:`~posttrainbench.service.environment_sweep`) is not enough:
+so killing its processes (:mod:`~posttrainbench.service.mode_b.environment_sweep`) is not enough:
 the files it leaves steer the verifier. Seen: ``/etc/ld.so.preload`` naming a library that
 rewrites the answer in every process the verifier starts, and a ``cat`` (or ``chmod``,
 which Harbor itself runs as root) first on the verifier's ``PATH`` in ``/opt/ptb/venv/bin``;

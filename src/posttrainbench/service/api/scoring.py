@@ -1,18 +1,28 @@
 """Mode A or Mode B, chosen by ``config.scoring.mode``: the one place the service and the
-final scoring ask how to read a split, copy it and score a candidate on it."""
+final scoring ask how to read a split, copy it and score a candidate on it, and so where
+a config is loaded with its dataset checked."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from posttrainbench.service import dataset, task_set
-from posttrainbench.service.candidates import ArchiveSource
-from posttrainbench.service.config import AgentTaskConfig, ScoringModeA, ScoringModeB, Tier
-from posttrainbench.service.dataset import Sample
-from posttrainbench.service.errors import AgentTaskConfigError
-from posttrainbench.service.identity import IdentityPool
-from posttrainbench.service.scorer import ScoreReport, score_copy
+import yaml
+
+from posttrainbench.service.mode_a.scorer import ScoreReport, score_copy
+from posttrainbench.service.mode_b import task_set
+from posttrainbench.service.shared import dataset
+from posttrainbench.service.shared.candidates import ArchiveSource
+from posttrainbench.service.shared.config import (
+    AgentTaskConfig,
+    ScoringModeA,
+    ScoringModeB,
+    Tier,
+    parse_config,
+)
+from posttrainbench.service.shared.dataset import Sample
+from posttrainbench.service.shared.errors import AgentTaskConfigError
+from posttrainbench.service.shared.identity import IdentityPool
 
 
 def check_scoring_dataset(config: AgentTaskConfig) -> dict[str, int]:
@@ -31,6 +41,27 @@ def check_scoring_dataset(config: AgentTaskConfig) -> dict[str, int]:
                 f"split {split!r}: min_samples {policy.min_samples} exceeds its {sizes[split]} tasks"
             )
     return sizes
+
+
+def load_config(path: Path, check_dataset: bool = True) -> AgentTaskConfig:
+    """Read, validate and resolve an agent-task YAML config; errors are one line.
+
+    With *check_dataset*, the baseline and every split the config names must exist and
+    parse (see ``posttrainbench.service.shared.dataset``).
+    """
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise AgentTaskConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise AgentTaskConfigError(
+            f"{path}: not valid YAML: {' '.join(str(exc).split())}"
+        ) from None
+    config = parse_config(data, path.parent, str(path))
+    if check_dataset:
+        check_scoring_dataset(config)
+    return config
 
 
 def load_samples(config: AgentTaskConfig, dataset_dir: Path, split: str) -> list[Sample]:
@@ -94,7 +125,7 @@ def score_candidate(
             containment.runs_root,
         )
     assert isinstance(scoring, ScoringModeB)
-    from posttrainbench.service.nested_harbor import run_nested
+    from posttrainbench.service.mode_b.nested_harbor import run_nested
 
     wanted = {s.id for s in samples}
     tasks = [t for t in task_set.load_task_split(dataset_dir, split) if t.name in wanted]

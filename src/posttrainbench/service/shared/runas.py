@@ -21,10 +21,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from posttrainbench.service.config import CandidateLimits, ScoringModeA
-from posttrainbench.service.errors import ServiceStateError
-from posttrainbench.service.identity import Identity
-from posttrainbench.service.launcher_python import helper, launcher_python
+from posttrainbench.service.shared.config import CandidateLimits, ScoringModeA
+from posttrainbench.service.shared.errors import ServiceStateError
+from posttrainbench.service.shared.identity import Identity
+from posttrainbench.service.shared.launcher_python import helper, launcher_python
 
 _MB = 1 << 20
 

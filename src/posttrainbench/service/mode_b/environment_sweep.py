@@ -17,14 +17,14 @@ from importlib import resources
 
 from harbor.environments.base import BaseEnvironment
 
-from posttrainbench.service.errors import ServiceStateError
+from posttrainbench.service.shared.errors import ServiceStateError
 
 SWEEP_TIMEOUT_S = 60
 
 
 def _script() -> str:
     return (
-        resources.files("posttrainbench.service")
+        resources.files("posttrainbench.service.mode_b")
         .joinpath("scripts", "environment_sweep.sh")
         .read_text(encoding="utf-8")
     )

@@ -28,17 +28,17 @@ from posttrainbench.core import syscall_filter
 from posttrainbench.core.agent_task_layout import TaskLayout
 from posttrainbench.core.atomic_write import write_text_atomic
 from posttrainbench.core.verdict import Evidence, Judgement
-from posttrainbench.service.candidate_run import contained_run, run_command
-from posttrainbench.service.config import CandidateLimits
-from posttrainbench.service.identity import (
+from posttrainbench.service.shared.candidate_run import contained_run, run_command
+from posttrainbench.service.shared.config import CandidateLimits
+from posttrainbench.service.shared.identity import (
     ContainmentError,
     Identity,
     IdentityPool,
     reap,
     reap_untrusted,
 )
-from posttrainbench.service.launcher_python import helper, launcher_python
-from posttrainbench.service.sweep import (
+from posttrainbench.service.shared.launcher_python import helper, launcher_python
+from posttrainbench.service.verifier.sweep import (
     Deviation,
     check_tree,
     leftovers,
@@ -146,7 +146,7 @@ class Audit:
             "append": [
                 *files,
                 lay.config,
-                f"{lay.lib}/posttrainbench/service/final_score.py",
+                f"{lay.lib}/posttrainbench/service/verifier/final_score.py",
                 f"{lay.tests}/test.sh",
             ],
         }

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from posttrainbench.service.errors import AgentTaskConfigError
+from posttrainbench.service.shared.errors import AgentTaskConfigError
 
 if TYPE_CHECKING:
-    from posttrainbench.service.config import AgentTaskConfig
+    from posttrainbench.service.shared.config import AgentTaskConfig
 
 
 class Sample(BaseModel):

@@ -2,14 +2,14 @@
 
 The nested Harbor job runs as the service's user and never imports candidate code: its
 agent is :class:`CandidateProxyAgent`. The proxy starts ``python -m
-posttrainbench.service.agent_host`` as the candidate user (see ``runas``), which builds
+posttrainbench.service.mode_b.agent_host`` as the candidate user (see ``runas``), which builds
 the candidate's agent class and hands it a stand-in environment; every environment call
 comes back over a socket as one JSON line and the proxy performs it on the real
 environment. File contents travel in the messages (base64; directories as tar), so the
 proxy never opens a host path the candidate names, and the candidate never touches the
 jobs dir, where Harbor's verifier writes the rewards.
 
-Everything the candidate side sends is validated (:mod:`~posttrainbench.service.agent_pipe`);
+Everything the candidate side sends is validated (:mod:`~posttrainbench.service.mode_b.agent_pipe`);
 a bad message ends the trial with :class:`CandidateProtocolError`.
 """
 
@@ -36,8 +36,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from posttrainbench.core.nofollow import open_for_writing
 from posttrainbench.core.safe_fs import CopyBudget, DirSink, SafeDir
-from posttrainbench.service import environment_reset, environment_sweep
-from posttrainbench.service.agent_pipe import (
+from posttrainbench.service.mode_b import environment_reset, environment_sweep
+from posttrainbench.service.mode_b.agent_pipe import (
     MAX_LINE,
     Call,
     CandidateAgentError,
@@ -63,10 +63,10 @@ from posttrainbench.service.agent_pipe import (
     read_line,
     unpack_dir,
 )
-from posttrainbench.service.config import CandidateLimits, ScoringModeB
-from posttrainbench.service.errors import ServiceStateError
-from posttrainbench.service.identity import Identity, IdentityPool, current_identity, reap
-from posttrainbench.service.runas import allowlisted_env, confined_argv
+from posttrainbench.service.shared.config import CandidateLimits, ScoringModeB
+from posttrainbench.service.shared.errors import ServiceStateError
+from posttrainbench.service.shared.identity import Identity, IdentityPool, current_identity, reap
+from posttrainbench.service.shared.runas import allowlisted_env, confined_argv
 
 MAX_LOGS_BYTES = 64 * 1024 * 1024  # candidate logs copied back into the trial, in total
 MAX_LOG_FILES = 10_000
@@ -139,7 +139,7 @@ def check_agent_host(scoring: ScoringModeB, limits: CandidateLimits, pool: Ident
     )
     argv = confined_argv(
         identity,
-        [python, "-c", "import posttrainbench.service.agent_host"],
+        [python, "-c", "import posttrainbench.service.mode_b.agent_host"],
         cwd=Path("/"),
         writable=[],
         limits=limits,
@@ -340,7 +340,7 @@ class HostSession:
                 [
                     spec.python,
                     "-m",
-                    "posttrainbench.service.agent_host",
+                    "posttrainbench.service.mode_b.agent_host",
                     "--fd",
                     str(theirs.fileno()),
                     "--parent",

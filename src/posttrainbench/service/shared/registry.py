@@ -12,9 +12,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from posttrainbench.service.candidates import CandidateRepo
-from posttrainbench.service.errors import CandidateError
-from posttrainbench.service.locked_json import exclusive, read_model, write_model
+from posttrainbench.service.shared.candidates import CandidateRepo
+from posttrainbench.service.shared.errors import CandidateError
+from posttrainbench.service.shared.locked_json import exclusive, read_model, write_model
 
 
 def _now() -> str:

@@ -112,7 +112,7 @@ def check(out_dir: Path, state_dir: Path) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     """``publish --staging S --out-dir O --state-dir T`` or ``check --out-dir O --state-dir T``."""
     parser = argparse.ArgumentParser(
-        prog="python -m posttrainbench.service.reward_seal", description=__doc__
+        prog="python -m posttrainbench.service.verifier.reward_seal", description=__doc__
     )
     parser.add_argument("action", choices=("publish", "check"))
     parser.add_argument("--staging", type=Path)

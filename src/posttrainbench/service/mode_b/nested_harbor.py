@@ -4,10 +4,10 @@ The service (trusted) prepares one work directory per (candidate, split, task se
 ``code/`` (a clean export of the candidate commit), ``tasks/`` (the split's task dirs),
 ``jobs/`` (the Harbor job), ``agents/`` (one private dir per trial for the candidate) and
 ``retired/``. The job runs in a child process, ``python -m
-posttrainbench.service.nested_harbor JOB_CONFIG``, as the service's own user with the
+posttrainbench.service.mode_b.nested_harbor JOB_CONFIG``, as the service's own user with the
 service's environment (so the environment plugin gets the credentials it needs) and
 without the candidate's code on its path: the job's agent is the trusted
-:class:`~posttrainbench.service.proxy_agent.CandidateProxyAgent`, which runs the
+:class:`~posttrainbench.service.mode_b.proxy_agent.CandidateProxyAgent`, which runs the
 candidate's class in ``agent_host`` as the candidate user and performs its environment
 calls (see ``proxy_agent`` for the protocol).
 
@@ -46,22 +46,22 @@ from pathlib import Path
 from typing import Literal
 
 from posttrainbench.core import trusted_python
-from posttrainbench.service.candidate_run import unpack
-from posttrainbench.service.candidates import ArchiveSource
-from posttrainbench.service.config import CandidateLimits, ScoringModeB
-from posttrainbench.service.environment_reset import UnverifiableEnvironmentError
-from posttrainbench.service.identity import IdentityPool
-from posttrainbench.service.proxy_agent import CandidateSpec
-from posttrainbench.service.task_set import TaskSample
-from posttrainbench.service.trial_selection import (
+from posttrainbench.service.mode_b.environment_reset import UnverifiableEnvironmentError
+from posttrainbench.service.mode_b.proxy_agent import CandidateSpec
+from posttrainbench.service.mode_b.task_set import TaskSample
+from posttrainbench.service.mode_b.trial_selection import (
     NestedScoreReport,
     build_report,
     read_trials,
     trials_to_retry,
 )
+from posttrainbench.service.shared.candidate_run import unpack
+from posttrainbench.service.shared.candidates import ArchiveSource
+from posttrainbench.service.shared.config import CandidateLimits, ScoringModeB
+from posttrainbench.service.shared.identity import IdentityPool
 
 JOB_NAME = "nested"
-PROXY_IMPORT_PATH = "posttrainbench.service.proxy_agent:CandidateProxyAgent"
+PROXY_IMPORT_PATH = "posttrainbench.service.mode_b.proxy_agent:CandidateProxyAgent"
 UNVERIFIABLE = UnverifiableEnvironmentError.__name__
 TERM_GRACE_S = 30.0  # how long Harbor gets to cancel trials and stop environments
 _STDERR_TAIL = 4000
@@ -251,7 +251,10 @@ def run_nested(
         try:
             proc = subprocess.Popen(
                 trusted_python.argv(
-                    sys.executable, "-m", "posttrainbench.service.nested_harbor", str(config_file)
+                    sys.executable,
+                    "-m",
+                    "posttrainbench.service.mode_b.nested_harbor",
+                    str(config_file),
                 ),
                 cwd=work,
                 env=child_env(),
@@ -293,11 +296,11 @@ async def _run_job(config_file: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The child: ``python -m posttrainbench.service.nested_harbor JOB_CONFIG.json``."""
+    """The child: ``python -m posttrainbench.service.mode_b.nested_harbor JOB_CONFIG.json``."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print(
-            "usage: python -m posttrainbench.service.nested_harbor JOB_CONFIG.json",
+            "usage: python -m posttrainbench.service.mode_b.nested_harbor JOB_CONFIG.json",
             file=sys.stderr,
         )
         return 2

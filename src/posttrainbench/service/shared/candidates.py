@@ -20,8 +20,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from posttrainbench.service.errors import CandidateError
-from posttrainbench.service.launcher_python import helper, launcher_python
+from posttrainbench.service.shared.errors import CandidateError
+from posttrainbench.service.shared.launcher_python import helper, launcher_python
 
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 _SHORT_SHA = re.compile(r"^[0-9a-f]{4,39}$")

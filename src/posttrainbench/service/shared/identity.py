@@ -21,9 +21,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from posttrainbench.service.errors import ServiceStateError
-from posttrainbench.service.launcher_python import launcher_python
-from posttrainbench.service.locked_json import exclusive, read_model, write_model
+from posttrainbench.service.shared.errors import ServiceStateError
+from posttrainbench.service.shared.launcher_python import launcher_python
+from posttrainbench.service.shared.locked_json import exclusive, read_model, write_model
 
 UID_FIRST = 50000  # below 65536, so it exists in a user-namespace-remapped container too
 UID_COUNT = 10000

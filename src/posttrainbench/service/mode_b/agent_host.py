@@ -1,7 +1,7 @@
 """The candidate side of Mode B: builds the candidate's agent class and runs it, unprivileged.
 
-``python -m posttrainbench.service.agent_host --fd N --parent PID`` is started by
-:class:`~posttrainbench.service.proxy_agent.CandidateProxyAgent` as the candidate user,
+``python -m posttrainbench.service.mode_b.agent_host --fd N --parent PID`` is started by
+:class:`~posttrainbench.service.mode_b.proxy_agent.CandidateProxyAgent` as the candidate user,
 with the candidate's code first on ``PYTHONPATH``. Nothing here is trusted: the proxy
 validates every message, so a candidate that replaces or patches this module only
 changes what it asks for, never what the proxy does or what the verifier writes.
@@ -31,7 +31,7 @@ from harbor.environments.base import ExecResult
 from harbor.models.agent.context import AgentContext
 from harbor.models.task.config import MCPServerConfig, TaskOS
 
-from posttrainbench.service.agent_pipe import (
+from posttrainbench.service.mode_b.agent_pipe import (
     MAX_LINE,
     Call,
     ContextUpdate,
@@ -301,7 +301,7 @@ async def _main(fd: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the agent host process."""
-    parser = argparse.ArgumentParser(prog="python -m posttrainbench.service.agent_host")
+    parser = argparse.ArgumentParser(prog="python -m posttrainbench.service.mode_b.agent_host")
     parser.add_argument("--fd", type=int, required=True, help="the socket to the proxy")
     parser.add_argument("--parent", type=int, required=True, help="the proxy's pid")
     args = parser.parse_args(argv)

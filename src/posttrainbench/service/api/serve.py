@@ -1,4 +1,4 @@
-"""Run the evaluation service: ``python -m posttrainbench.service.serve --config C --state-dir S
+"""Run the evaluation service: ``python -m posttrainbench.service.api.serve --config C --state-dir S
 --agent-repo R --port P [--secrets-file F]`` (start it as root so candidates run as the
 unprivileged user). With ``--secrets-file`` the config's declared secrets are loaded from
 that root-only file into the service's own environment (see ``secrets_file``)."""
@@ -11,14 +11,14 @@ from pathlib import Path
 
 from posttrainbench.core.errors import PtbError
 from posttrainbench.core.secrets_file import export_secrets, load_secrets
-from posttrainbench.service.config import load_config
-from posttrainbench.service.service import create_app
+from posttrainbench.service.api.scoring import load_config
+from posttrainbench.service.api.service import create_app
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, build the app and serve it with uvicorn until stopped."""
     parser = argparse.ArgumentParser(
-        prog="python -m posttrainbench.service.serve", description=__doc__
+        prog="python -m posttrainbench.service.api.serve", description=__doc__
     )
     parser.add_argument("--config", type=Path, required=True, help="agent-task YAML")
     parser.add_argument(

@@ -25,7 +25,7 @@ import sys
 
 # -I leaves the root-owned dir holding the package out of the path.
 _HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.dirname(os.path.dirname(_HERE))]
+sys.path[:0] = [os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))]
 from posttrainbench.core import syscall_filter  # noqa: E402
 
 CONFINE_FAILED = 126

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from posttrainbench.service.candidates import CandidateRepo
-from posttrainbench.service.config import AgentTaskConfig
-from posttrainbench.service.ledger import Charge, Ledger, Usage
-from posttrainbench.service.registry import Registry, RegistryFile
+from posttrainbench.service.api.ledger import Charge, Ledger, Usage
+from posttrainbench.service.shared.candidates import CandidateRepo
+from posttrainbench.service.shared.config import AgentTaskConfig
+from posttrainbench.service.shared.registry import Registry, RegistryFile
 
 
 class StatePaths:

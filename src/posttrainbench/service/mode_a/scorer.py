@@ -17,18 +17,18 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from posttrainbench.service.candidate_run import (
+from posttrainbench.service.shared.candidate_run import (
     CodeRefused,
     RunOutcome,
     contained_run,
     run_command,
     unpack,
 )
-from posttrainbench.service.candidates import ArchiveSource
-from posttrainbench.service.config import CandidateLimits, ScoringModeA, Timeouts
-from posttrainbench.service.dataset import Sample
-from posttrainbench.service.identity import ContainmentError, IdentityPool
-from posttrainbench.service.runas import candidate_env
+from posttrainbench.service.shared.candidates import ArchiveSource
+from posttrainbench.service.shared.config import CandidateLimits, ScoringModeA, Timeouts
+from posttrainbench.service.shared.dataset import Sample
+from posttrainbench.service.shared.identity import ContainmentError, IdentityPool
+from posttrainbench.service.shared.runas import candidate_env
 
 _NUMBER_NOISE = re.compile(r"[,$\s]")
 

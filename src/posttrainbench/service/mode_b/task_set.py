@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from posttrainbench.service.errors import AgentTaskConfigError
+from posttrainbench.service.shared.errors import AgentTaskConfigError
 
 TASKS_DIR = "tasks"
 

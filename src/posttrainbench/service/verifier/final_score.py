@@ -22,14 +22,20 @@ from pydantic import BaseModel, ConfigDict
 
 from posttrainbench.core.atomic_write import write_text_atomic
 from posttrainbench.core.errors import PtbError
-from posttrainbench.service.candidates import ArchiveSource, baseline_source, git_source
-from posttrainbench.service.config import AgentTaskConfig, RewardMode, load_config
-from posttrainbench.service.identity import IdentityPool
-from posttrainbench.service.registry import CandidateRecord, EvaluationRecord
-from posttrainbench.service.runas import prepare_runs_root
-from posttrainbench.service.scorer import ScoreReport
-from posttrainbench.service.scoring import Containment, load_samples, nested_root, score_candidate
-from posttrainbench.service.summary import ServiceSummary, StatePaths, read_state
+from posttrainbench.service.api.scoring import (
+    Containment,
+    load_config,
+    load_samples,
+    nested_root,
+    score_candidate,
+)
+from posttrainbench.service.api.summary import ServiceSummary, StatePaths, read_state
+from posttrainbench.service.mode_a.scorer import ScoreReport
+from posttrainbench.service.shared.candidates import ArchiveSource, baseline_source, git_source
+from posttrainbench.service.shared.config import AgentTaskConfig, RewardMode
+from posttrainbench.service.shared.identity import IdentityPool
+from posttrainbench.service.shared.registry import CandidateRecord, EvaluationRecord
+from posttrainbench.service.shared.runas import prepare_runs_root
 
 UNSCORABLE = ("timeout", "limit")  # a chosen candidate ending so is replaced by the baseline
 
@@ -276,9 +282,9 @@ def _write(out_dir: Path, report: FinalReport) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m posttrainbench.service.final_score --config C --state-dir S --out-dir D``."""
+    """``python -m posttrainbench.service.verifier.final_score --config C --state-dir S --out-dir D``."""
     parser = argparse.ArgumentParser(
-        prog="python -m posttrainbench.service.final_score", description=__doc__
+        prog="python -m posttrainbench.service.verifier.final_score", description=__doc__
     )
     parser.add_argument("--config", type=Path, required=True)
     parser.add_argument(

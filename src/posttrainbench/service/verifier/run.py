@@ -38,12 +38,12 @@ from posttrainbench.core.agent_task_layout import LAYOUT, TaskLayout
 from posttrainbench.core.atomic_write import write_text_atomic
 from posttrainbench.core.errors import PtbError
 from posttrainbench.core.secrets_file import load_secrets
-from posttrainbench.service.audit import Audit
-from posttrainbench.service.config import load_config
-from posttrainbench.service.identity import IdentityPool, is_running, user_identity
-from posttrainbench.service.reward_seal import publish
-from posttrainbench.service.service import DRAIN_GRACE_S
-from posttrainbench.service.summary import StatePaths
+from posttrainbench.service.api.scoring import load_config
+from posttrainbench.service.api.service import DRAIN_GRACE_S
+from posttrainbench.service.api.summary import StatePaths
+from posttrainbench.service.shared.identity import IdentityPool, is_running, user_identity
+from posttrainbench.service.verifier.audit import Audit
+from posttrainbench.service.verifier.reward_seal import publish
 
 HARBOR_LOG = "test-stdout.txt"  # Harbor writes the verifier's output here, as root
 _STOP_WAIT_S = 10.0
@@ -113,7 +113,7 @@ def run_final_scoring(
     argv = trusted_python.argv(
         sys.executable,
         "-m",
-        "posttrainbench.service.final_score",
+        "posttrainbench.service.verifier.final_score",
         "--config",
         layout.config,
         "--state-dir",
@@ -135,9 +135,9 @@ def run_final_scoring(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m posttrainbench.service.verifier --agent-user U --service-url URL [--secrets-file F]``."""
+    """``python -m posttrainbench.service.verifier.run --agent-user U --service-url URL [--secrets-file F]``."""
     parser = argparse.ArgumentParser(
-        prog="python -m posttrainbench.service.verifier", description=__doc__
+        prog="python -m posttrainbench.service.verifier.run", description=__doc__
     )
     parser.add_argument("--agent-user", required=True)
     parser.add_argument("--service-url", required=True)

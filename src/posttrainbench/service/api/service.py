@@ -28,10 +28,20 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from posttrainbench.core.errors import PtbError
-from posttrainbench.service.candidates import CandidateRepo
-from posttrainbench.service.config import AgentTaskConfig, RewardMode, ScoringModeB, Tier
-from posttrainbench.service.dataset import Sample
-from posttrainbench.service.errors import (
+from posttrainbench.service.api.eval_gate import EvalGate
+from posttrainbench.service.api.ledger import Ledger
+from posttrainbench.service.api.scoring import (
+    Containment,
+    copy_evaluable,
+    load_samples,
+    nested_root,
+    score_candidate,
+)
+from posttrainbench.service.api.summary import ServiceSummary, StatePaths, open_registry, summarize
+from posttrainbench.service.shared.candidates import CandidateRepo
+from posttrainbench.service.shared.config import AgentTaskConfig, RewardMode, ScoringModeB, Tier
+from posttrainbench.service.shared.dataset import Sample
+from posttrainbench.service.shared.errors import (
     BudgetExhausted,
     CandidateError,
     RequestRefused,
@@ -39,18 +49,8 @@ from posttrainbench.service.errors import (
     ServiceStateError,
     SplitAccessError,
 )
-from posttrainbench.service.eval_gate import EvalGate
-from posttrainbench.service.identity import IdentityPool
-from posttrainbench.service.ledger import Ledger
-from posttrainbench.service.runas import prepare_runs_root
-from posttrainbench.service.scoring import (
-    Containment,
-    copy_evaluable,
-    load_samples,
-    nested_root,
-    score_candidate,
-)
-from posttrainbench.service.summary import ServiceSummary, StatePaths, open_registry, summarize
+from posttrainbench.service.shared.identity import IdentityPool
+from posttrainbench.service.shared.runas import prepare_runs_root
 
 DRAIN_GRACE_S = 60.0  # beyond one evaluation's timeout: unpacking, reaping, recording
 _STATUS_OF: dict[type[PtbError], int] = {
@@ -134,7 +134,7 @@ class EvaluationService:
             IdentityPool(self.paths.identities), prepare_runs_root(work_dir)
         )
         if isinstance(config.scoring, ScoringModeB):
-            from posttrainbench.service.proxy_agent import (
+            from posttrainbench.service.mode_b.proxy_agent import (
                 check_agent_host,  # imports Harbor: Mode B only
             )
 
