@@ -139,7 +139,7 @@ def test_help_pages_are_plain_and_complete() -> None:
         assert shown in run_help
     assert "[required]" in run_help and "[default: ptb-runs]" in run_help
     sweep_help = runner.invoke(app, ["sweep", "-h"], env={"COLUMNS": "200"}).output
-    assert "[errored|none]" in sweep_help and "[docker|singularity]" in sweep_help
+    assert "[infra|none|errored]" in sweep_help and "[docker|singularity]" in sweep_help
     status_help = runner.invoke(app, ["sweep", "status", "-h"], env={"COLUMNS": "200"}).output
     assert "SWEEP_DIR" in status_help and "--retry" not in status_help
     collect_help = runner.invoke(app, ["results", "collect", "-h"], env={"COLUMNS": "200"})

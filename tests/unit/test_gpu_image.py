@@ -12,6 +12,7 @@ from harbor.models.agent.name import AgentName
 from harbor.models.task.config import TaskConfig
 from pydantic import ValidationError
 
+from posttrainbench.host.agents.clis import agent_clis
 from posttrainbench.host.payload import package_root
 from posttrainbench.host.tasks.compiler import compile_task
 from posttrainbench.host.tasks.gpu_image import (
@@ -79,10 +80,7 @@ def test_pins_file_is_exact(pins: GpuImagePins) -> None:
         ({"node_version": "24"}, "not an exact release"),
         ({"base_image": "nvidia/cuda:latest"}, "exact version tag"),
         ({"base_image": "nvidia/cuda"}, "has no tag"),
-        (
-            {"agent_clis": {"codex": {"package": "@openai/unpinned", "command": "codex"}}},
-            "without an npm pin",
-        ),
+        ({"npm": {"@openai/codex": "0.171.0"}}, "without an npm pin"),
     ],
 )
 def test_inexact_pins_are_rejected(change: dict, message: str) -> None:
@@ -200,8 +198,8 @@ def test_agent_cli_versions_match_harbor_agents(pins: GpuImagePins) -> None:
     assert agent_cli_version("claude-code") == raw["npm"]["@anthropic-ai/claude-code"]
     assert agent_cli_version("codex") == raw["npm"]["@openai/codex"]
     assert agent_cli_version("no-such-agent") is None and agent_cli_version("oracle") is None
-    assert set(pins.agent_clis) == {"claude-code", "codex", "gemini-cli", "opencode"}
-    for name, cli in pins.agent_clis.items():
+    assert set(agent_clis()) == {"claude-code", "codex", "gemini-cli", "opencode"}
+    for name, cli in agent_clis().items():
         # The name is Harbor's, and Harbor detects the installed version with the same command.
         agent_class = AgentFactory.get_agent_class(AgentName(name))
         assert f"{cli.command} --version" in agent_class.get_version_command(None)  # type: ignore[arg-type]

@@ -288,3 +288,13 @@ def test_cloud_sweep_config_reprompts_pins_and_mounts_the_cache(tmp_path: Path) 
     )
     (trial / "config.json").write_text(trial_config.model_dump_json())
     assert _label_from_config(trial) == "claude-code:anthropic/claude-opus-4-1"
+
+
+def test_the_old_retry_word_still_reads_as_infra() -> None:
+    """`--retry errored` and sweep files written before the rename mean `infra`."""
+    from posttrainbench.host.sweep.spec import SweepSpec
+
+    base = {"benchmarks": ["gsm8k"], "models": ["smollm2-135m"], "agents": [{"agent": "nop"}]}
+    assert SweepSpec.model_validate({**base, "retry": "errored"}).retry == "infra"
+    assert SweepSpec.model_validate(base).retry == "infra"
+    assert SweepSpec.model_validate({**base, "retry": "none"}).retry == "none"

@@ -40,7 +40,8 @@ OUTCOME_KINDS: tuple[OutcomeKind, ...] = (
 )
 # Failures outside the agent's control: a resume runs these trials again.
 RETRIED_KINDS: frozenset[OutcomeKind] = frozenset({"infra_error", "verifier_error"})
-# Every kind but these counts as "errored" in summaries; no_model is the agent's result.
+# Every kind but these counts as "errored" in summaries (RETRIED_KINDS and the agent's own
+# errors: `--retry infra` runs only the former again); no_model is the agent's result.
 ERROR_KINDS: frozenset[OutcomeKind] = frozenset({"agent_error", "infra_error", "verifier_error"})
 
 # Harbor's exception types (harbor.models.trial.error_policy and its raisers) whose phase is

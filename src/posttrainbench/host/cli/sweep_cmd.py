@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import typer
 from rich import box
@@ -43,7 +43,10 @@ from posttrainbench.host.cli.options import (
     out_option,
 )
 from posttrainbench.host.sweep.condor import CondorEnv
-from posttrainbench.host.sweep.spec import AgentChoice, RetryPolicy, SweepEnv
+from posttrainbench.host.sweep.spec import LEGACY_RETRY_NAMES, AgentChoice, SweepEnv
+
+# The CLI also takes "errored", the old name of "infra" (sweep.spec.LEGACY_RETRY_NAMES).
+RetryChoice = Literal["infra", "none", "errored"]
 
 if TYPE_CHECKING:
     from posttrainbench.host.sweep.status import SweepStatus
@@ -107,12 +110,13 @@ def sweep(
     gpu_type: str | None = GpuType,
     eval_limit: int | None = EvalLimit,
     variant: VariantName | None = Variant,
-    retry: RetryPolicy = typer.Option(
-        "errored",
+    retry: RetryChoice = typer.Option(
+        "infra",
         "--retry",
-        help="On a resume: errored (run trials with an infra or verifier error again; "
-        "the old ones move to retired/) or none. Completed, no-model and agent-error "
-        "trials are the agent's result and are never run again.",
+        help="On a resume: infra (run trials with an infrastructure or verifier error "
+        "again; the old ones move to retired/; 'errored' is its old name) or none. "
+        "Completed, no-model and agent-error trials are the agent's result and are never "
+        "run again.",
     ),
     out: Path | None = out_option(
         None, "The sweep directory (default ./ptb-sweeps/<--name or a digest of the matrix>)."
@@ -190,7 +194,7 @@ def sweep(
             env=env,
             attempts=attempts,
             concurrency=concurrency,
-            retry=retry,
+            retry=LEGACY_RETRY_NAMES.get(retry, retry),
             cache_volume=cache_volume,
             reprompt_min_minutes=reprompt_min_minutes,
             options=options,

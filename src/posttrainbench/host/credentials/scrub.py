@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field
 
 from posttrainbench.core.nofollow import Refused, replace_at
 from posttrainbench.core.safe_fs import MAX_DEPTH, MAX_REFUSALS_KEPT, SafeDir
+from posttrainbench.core.weights import BINARY_DATA_SUFFIXES, WEIGHT_SUFFIXES
 from posttrainbench.host.credentials.patterns import (
     KEY_PATTERNS,
     MAX_PATTERN_BYTES,
@@ -44,20 +45,11 @@ MIN_LITERAL_BYTES = 8
 STREAM_THRESHOLD = 8 << 20  # files above this size are streamed in chunks
 CHUNK_BYTES = 1 << 20
 SNIFF_BYTES = 8192
+# Weights, large binary data and other binary formats: not scrubbed as text.
 BINARY_SUFFIXES = frozenset(
-    {
-        ".safetensors",
-        ".bin",
-        ".pt",
-        ".pth",
-        ".ckpt",
-        ".gguf",
-        ".onnx",
-        ".h5",
-        ".npz",
-        ".npy",
-        ".arrow",
-        ".parquet",
+    (
+        *WEIGHT_SUFFIXES,
+        *BINARY_DATA_SUFFIXES,
         ".pkl",
         ".pickle",
         ".so",
@@ -84,7 +76,7 @@ BINARY_SUFFIXES = frozenset(
         ".mp4",
         ".wav",
         ".mp3",
-    }
+    )
 )
 _LOOKBEHIND_CONTEXT = 64  # bytes kept before a chunk boundary for the patterns' left checks
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_.:/\-]")

@@ -22,6 +22,7 @@ import posttrainbench
 from posttrainbench.core.errors import RunError
 from posttrainbench.core.safe_fs import SafeDir
 from posttrainbench.core.trial_outcome import INFRA_EXCEPTIONS, VERIFIER_EXCEPTIONS, classify
+from posttrainbench.host.agents.clis import is_agent_cli
 from posttrainbench.host.credentials.resolve import AuthMode
 from posttrainbench.host.credentials.scrub import Scrubber
 from posttrainbench.host.runner.environments import harbor_environment, local_resources
@@ -36,7 +37,7 @@ from posttrainbench.host.runner.preflight import (
 )
 from posttrainbench.host.runner.record import RunRecord, TrialRecord, run_status
 from posttrainbench.host.tasks.compiler import compile_task
-from posttrainbench.host.tasks.gpu_image import agent_cli_version, is_agent_cli
+from posttrainbench.host.tasks.gpu_image import agent_cli_version
 from posttrainbench.host.tasks.options import CompileOptions
 from posttrainbench.task.integrity.agentic.config import MODEL_ENV as AGENTIC_MODEL_ENV
 

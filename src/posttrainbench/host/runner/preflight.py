@@ -68,7 +68,7 @@ def check_local_sandbox() -> None:
 
 def check_agent_cli_tools(agent: str) -> None:
     """An agent CLI on the local sandbox is installed with this machine's Node.js and npm."""
-    from posttrainbench.host.tasks.gpu_image import is_agent_cli
+    from posttrainbench.host.agents.clis import is_agent_cli
 
     if is_agent_cli(agent) and (which("node") is None or which("npm") is None):
         raise RunError(

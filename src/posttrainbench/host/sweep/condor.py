@@ -413,7 +413,7 @@ def submit_all(
 
     A trial with a finished result is done; one the retry policy runs again (an infra or
     verifier error, see `trials.should_retry`) is moved to *retired_dir* and submitted
-    again when *retry* is "errored"; one submitted before
+    again when *retry* is "infra"; one submitted before
     without a result yet is queued or running and is left alone. The ledger is saved
     after every submission, and the first failure stops with one line.
     """
@@ -427,7 +427,7 @@ def submit_all(
     skipped: list[str] = []
     for trial in files.trials:
         results = _trial_results(settings.results_dir, trial.name)
-        if results and not (retry == "errored" and any(should_retry(r) for r in results)):
+        if results and not (retry == "infra" and any(should_retry(r) for r in results)):
             skipped.append(f"{trial.name}: finished")
             continue
         if results:  # the policy runs it again: keep the old one aside

@@ -18,11 +18,11 @@ from harbor.models.job.config import JobConfig
 from harbor.models.trial.config import TaskConfig
 
 from posttrainbench.core.atomic_write import write_text_atomic
+from posttrainbench.host.agents.clis import is_agent_cli
 from posttrainbench.host.runner.environments import harbor_environment, local_resources
 from posttrainbench.host.runner.job_runner import LOCAL_ENVS, agent_config
 from posttrainbench.host.sweep.spec import SWEEP_FILE, SweepError, SweepSpec
 from posttrainbench.host.tasks.compiler import compile_task, task_name
-from posttrainbench.host.tasks.gpu_image import is_agent_cli
 
 # Sweeps started before each job took its sweep's name; they keep it, so they resume.
 LEGACY_JOB_NAME = "sweep"

@@ -4,7 +4,7 @@ retry policy for failed trials.
 Harbor resumes a job whose directory already exists with the same config: finished
 trials are kept, a trial directory without `result.json` (a run that was killed) is
 started again. Two runners on one sweep would start duplicates of running trials, so a
-lock on the sweep directory refuses the second one. With `--retry errored`, trials whose
+lock on the sweep directory refuses the second one. With `--retry infra`, trials whose
 outcome is an infra_error or verifier_error (posttrainbench.core.trial_outcome.RETRIED_KINDS,
 unfinished ones included) are moved to `retired/` first, so Harbor plans them again;
 completed, no_model and agent_error trials are the agent's result and are kept.
@@ -23,6 +23,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from posttrainbench.host.agents.clis import is_agent_cli
 from posttrainbench.host.credentials.resolve import AuthMode
 from posttrainbench.host.envs.instance_fs import release_stale_mounts
 from posttrainbench.host.sweep.condor import (
@@ -45,7 +46,6 @@ from posttrainbench.host.sweep.plan import (
 from posttrainbench.host.sweep.runner_state import LOCK_FILE, write_runner_info
 from posttrainbench.host.sweep.spec import SweepError, SweepSpec
 from posttrainbench.host.sweep.trials import trials_to_retry
-from posttrainbench.host.tasks.gpu_image import is_agent_cli
 
 LOCK_TRIES = 10
 
@@ -217,7 +217,7 @@ def run_sweep(request: SweepRequest) -> SweepOutcome:
         # lock, so none of them is live, and Harbor must be able to remove their trial dirs.
         for point in release_stale_mounts(sweep_dir / "jobs"):
             outcome.warnings.append(f"unmounted a dead run's sandbox overlay: {point}")
-        if spec.retry == "errored":
+        if spec.retry == "infra":
             outcome.retired, retire_warnings = retire(
                 trials_to_retry(job_dir), sweep_dir / "retired"
             )

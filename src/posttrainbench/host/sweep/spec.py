@@ -7,7 +7,7 @@ import hashlib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from posttrainbench.core.atomic_write import write_text_atomic
 from posttrainbench.core.errors import PtbError
@@ -15,9 +15,12 @@ from posttrainbench.host.tasks.options import CompileOptions
 
 SWEEP_FILE = "sweep.json"
 SweepEnv = Literal["local", "docker", "modal", "daytona", "condor"]
-# errored: re-run the trials trial_outcome.RETRIED_KINDS names (infra and verifier errors);
-# the name is the CLI's spelling, kept as it was.
-RetryPolicy = Literal["errored", "none"]
+# infra: re-run the trials trial_outcome.RETRIED_KINDS names (infrastructure and verifier
+# failures, outside the agent's control); "errored" in summaries also counts the agent's
+# own errors, which are never run again. "errored" is the old name of "infra": sweep
+# files written before the rename, and the old CLI word, still read as "infra".
+RetryPolicy = Literal["infra", "none"]
+LEGACY_RETRY_NAMES = {"errored": "infra"}
 
 
 class SweepError(PtbError):
@@ -74,9 +77,15 @@ class SweepSpec(BaseModel):
     attempts: int = Field(default=1, ge=1)
     concurrency: int = Field(default=1, ge=1)
     retry: RetryPolicy = Field(
-        default="errored",
+        default="infra",
         description="on resume: re-run trials with an infra or verifier error, or keep them",
     )
+
+    @field_validator("retry", mode="before")
+    @classmethod
+    def _old_retry_name(cls, value: object) -> object:
+        return LEGACY_RETRY_NAMES.get(value, value) if isinstance(value, str) else value
+
     cache_volume: str | None = Field(
         default=None, description="modal/daytona: shared read-only cache volume"
     )

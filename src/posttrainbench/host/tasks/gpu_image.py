@@ -21,6 +21,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from posttrainbench.host.agents.clis import agent_clis
+
 PINS_RESOURCE = ("data", "gpu_image.json")
 # Oldest glibc of the manylinux tags a pip check accepts (manylinux2014 is glibc 2.17).
 OLDEST_MANYLINUX_GLIBC = 17
@@ -51,15 +53,6 @@ def _exact_image_tag(image: str) -> str:
     return image
 
 
-class AgentCli(BaseModel):
-    """One agent CLI in the image: its npm package and the command it puts on PATH."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    package: str
-    command: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
-
-
 class GpuImagePins(BaseModel):
     """Every version the GPU task image installs; all exact, so two builds agree."""
 
@@ -82,7 +75,6 @@ class GpuImagePins(BaseModel):
     npm: dict[str, str] = Field(
         min_length=1, description="npm package -> exact version (installed -g)"
     )
-    agent_clis: dict[str, AgentCli] = Field(description="Harbor agent name -> its CLI")
 
     @field_validator("base_image")
     @classmethod
@@ -124,7 +116,7 @@ class GpuImagePins(BaseModel):
 
     @model_validator(mode="after")
     def _agents_are_pinned(self) -> GpuImagePins:
-        missing = sorted({cli.package for cli in self.agent_clis.values()} - set(self.npm))
+        missing = sorted({cli.package for cli in agent_clis().values()} - set(self.npm))
         if missing:
             raise ValueError(f"agent CLI packages without an npm pin: {', '.join(missing)}")
         return self
@@ -154,16 +146,10 @@ def load_gpu_image_pins() -> GpuImagePins:
     return GpuImagePins.model_validate_json(source.read_text())
 
 
-def is_agent_cli(agent_name: str) -> bool:
-    """Whether a Harbor agent name runs one of the pinned agent CLIs (the tasks carry them)."""
-    return agent_cli_version(agent_name) is not None
-
-
 def agent_cli_version(agent_name: str) -> str | None:
     """The CLI version the GPU image ships for a Harbor agent name; None if it ships none."""
-    pins = load_gpu_image_pins()
-    cli = pins.agent_clis.get(agent_name)
-    return pins.npm[cli.package] if cli else None
+    cli = agent_clis().get(agent_name)
+    return load_gpu_image_pins().npm[cli.package] if cli else None
 
 
 def gpu_requirements(task_requirements: str, pins: GpuImagePins | None = None) -> str:

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from posttrainbench.core.weights import TRANSFORMERS_WEIGHT_SUFFIXES
+
 from ..benchmarks.base import GenerationSettings
 from .backends import (
     DEFAULT_BATCH_SIZE,
@@ -63,7 +65,9 @@ def _count_finished(n: int) -> None:
 
 def _weights_bytes(model_path: str) -> int:
     return sum(
-        p.stat().st_size for p in Path(model_path).glob("*") if p.suffix in (".safetensors", ".bin")
+        p.stat().st_size
+        for p in Path(model_path).glob("*")
+        if p.suffix in TRANSFORMERS_WEIGHT_SUFFIXES
     )
 
 

@@ -49,6 +49,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from posttrainbench.core.weights import TRANSFORMERS_WEIGHT_SUFFIXES
+
 from .sampling import VLLM_SAMPLING_FIELDS
 
 CONFIG = "config.json"
@@ -120,7 +122,6 @@ DECODING_FIELDS: dict[str, tuple[Any, ...]] = {
 }
 TOKEN_ID_FIELDS = ("eos_token_id", "pad_token_id", "bos_token_id", "decoder_start_token_id")
 GENERATION_FREE_FIELDS = (*VLLM_SAMPLING_FIELDS, "do_sample", "max_length")
-WEIGHT_SUFFIXES = (".safetensors", ".bin")
 WEIGHT_INDEX_SUFFIX = ".index.json"
 
 
@@ -440,9 +441,9 @@ def _overlay(base: dict[str, Any], final: dict[str, Any], keys: tuple[str, ...])
 
 
 def _weight_file(name: str) -> bool:
-    return name.endswith(WEIGHT_SUFFIXES) or (
+    return name.endswith(TRANSFORMERS_WEIGHT_SUFFIXES) or (
         name.endswith(WEIGHT_INDEX_SUFFIX)
-        and name[: -len(WEIGHT_INDEX_SUFFIX)].endswith(WEIGHT_SUFFIXES)
+        and name[: -len(WEIGHT_INDEX_SUFFIX)].endswith(TRANSFORMERS_WEIGHT_SUFFIXES)
     )
 
 

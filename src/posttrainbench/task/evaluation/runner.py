@@ -22,6 +22,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from posttrainbench.core.weights import WEIGHT_SUFFIXES
+
 from ..benchmarks import Benchmark, Sample
 from ..benchmarks.base import GenerationSettings, ScoreResult
 from ..schemas import GenerationAttempt, Metrics, ScorerFinding
@@ -29,7 +31,6 @@ from .backends import DEFAULT_BATCH_SIZE, ModelLoadError
 from .progress import NoProgress, Progress
 from .time_budget import Deadline, Throughput, Work, first_batch_limit, first_batch_size, rest_limit
 
-_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 MIN_RETRY_TOKENS = 64
 
 
@@ -49,7 +50,7 @@ def model_fingerprint(model_path: str | Path, full_hash_limit_bytes: int = 1 << 
     """sha256 over config + weight files: full content when small, else names and sizes."""
     root = Path(model_path)
     files = sorted(p for p in root.rglob("*") if p.is_file())
-    weights = [p for p in files if p.suffix in _WEIGHT_SUFFIXES]
+    weights = [p for p in files if p.suffix in WEIGHT_SUFFIXES]
     full = sum(p.stat().st_size for p in weights) <= full_hash_limit_bytes
     h = hashlib.sha256()
     for p in files:

@@ -24,29 +24,14 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-WEIGHT_SUFFIXES = frozenset(
-    {
-        ".safetensors",
-        ".bin",
-        ".pt",
-        ".pth",
-        ".ckpt",
-        ".gguf",
-        ".onnx",
-        ".h5",
-        ".npz",
-        ".npy",
-        ".arrow",
-        ".parquet",
-    }
-)
+from posttrainbench.core.weights import BINARY_DATA_SUFFIXES, CHECKPOINT_SUFFIXES, WEIGHT_SUFFIXES
+
+# Weights and large binary data: a code snapshot leaves them out.
+SKIPPED_SUFFIXES = frozenset((*WEIGHT_SUFFIXES, *BINARY_DATA_SUFFIXES))
 SKIPPED_DIRS = frozenset(
     {"final_model", "__pycache__", ".git", ".cache", "node_modules", ".venv", "venv", "wandb"}
 )
 DATA_SUFFIXES = frozenset({".jsonl", ".json", ".parquet", ".csv", ".tsv", ".txt", ".arrow"})
-# Weights of a model; a directory holding one of these next to a config.json is a model
-# (or checkpoint) directory, whose json/txt files are metadata, not training data.
-MODEL_WEIGHT_SUFFIXES = frozenset({".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf"})
 MODEL_METADATA_NAMES = frozenset(
     {
         "config.json",
@@ -79,7 +64,7 @@ def snapshot(src: Path, dest: Path, max_file_bytes: int, max_total_bytes: int) -
             skipped[rel] = "not a regular file"
             continue
         size = path.stat().st_size
-        if path.suffix.lower() in WEIGHT_SUFFIXES:
+        if path.suffix.lower() in SKIPPED_SUFFIXES:
             skipped[rel] = "weights or data file"
         elif size > max_file_bytes:
             skipped[rel] = f"over the per-file cap ({size} bytes)"
@@ -95,7 +80,7 @@ def snapshot(src: Path, dest: Path, max_file_bytes: int, max_total_bytes: int) -
 def is_model_dir(path: Path, files: list[str]) -> bool:
     """A directory holding a model or checkpoint: config.json next to weight files."""
     return "config.json" in files and any(
-        Path(f).suffix.lower() in MODEL_WEIGHT_SUFFIXES for f in files
+        Path(f).suffix.lower() in CHECKPOINT_SUFFIXES for f in files
     )
 
 

@@ -25,21 +25,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from posttrainbench.core.weights import WEIGHT_SUFFIXES
+
 SAFE_WEIGHTS = "model.safetensors"
 SAFE_INDEX = "model.safetensors.index.json"
 PICKLED = ("pytorch_model.bin", "pytorch_model.bin.index.json")
-WEIGHT_SUFFIXES = (
-    ".safetensors",
-    ".bin",
-    ".pt",
-    ".pth",
-    ".ckpt",
-    ".gguf",
-    ".h5",
-    ".msgpack",
-    ".npz",
-    ".onnx",
-)
 # Files a trainer writes beside a model that no loader reads as weights.
 TRAINING_FILES = ("training_args.bin", "optimizer.pt", "scheduler.pt", "rng_state.pth", "scaler.pt")
 MAX_INDEX_BYTES = 64 * 1024 * 1024
