@@ -39,7 +39,7 @@ class Refused(OSError):
         self.path = path
         self.reason = reason
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[Refused], tuple[str, str]]:
         return Refused, (self.path, self.reason)
 
     def __str__(self) -> str:

@@ -141,7 +141,7 @@ def _syscall(*args: object) -> int:
     if result < 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
-    return result
+    return int(result)
 
 
 def set_no_new_privs() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 import typer
 from rich import box
@@ -43,7 +43,7 @@ from posttrainbench.host.cli.options import (
     out_option,
 )
 from posttrainbench.host.sweep.condor import CondorEnv
-from posttrainbench.host.sweep.spec import LEGACY_RETRY_NAMES, AgentChoice, SweepEnv
+from posttrainbench.host.sweep.spec import LEGACY_RETRY_NAMES, AgentChoice, RetryPolicy, SweepEnv
 
 # The CLI also takes "errored", the old name of "infra" (sweep.spec.LEGACY_RETRY_NAMES).
 RetryChoice = Literal["infra", "none", "errored"]
@@ -194,7 +194,7 @@ def sweep(
             env=env,
             attempts=attempts,
             concurrency=concurrency,
-            retry=LEGACY_RETRY_NAMES.get(retry, retry),
+            retry=cast(RetryPolicy, LEGACY_RETRY_NAMES.get(retry, retry)),
             cache_volume=cache_volume,
             reprompt_min_minutes=reprompt_min_minutes,
             options=options,

@@ -43,6 +43,7 @@ from posttrainbench.service.mode_b.agent_pipe import (
     PathCheckCall,
     PhaseDone,
     PhaseFailed,
+    ProxyMessage,
     Reply,
     Start,
     Stop,
@@ -67,11 +68,11 @@ class Channel:
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader, self.writer = reader, writer
-        self.control: asyncio.Queue = asyncio.Queue()
-        self._pending: dict[int, asyncio.Future] = {}
+        self.control: asyncio.Queue[ProxyMessage | None] = asyncio.Queue()
+        self._pending: dict[int, asyncio.Future[Any]] = {}
         self._next_id = 0
         self._lock = asyncio.Lock()
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         """Start reading."""
@@ -102,7 +103,7 @@ class Channel:
     async def call(self, request: Any) -> dict[str, Any]:
         """Send one environment call and wait for its reply's value."""
         call_id, self._next_id = self._next_id, self._next_id + 1
-        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[call_id] = future
         await self.send(Call(type="call", id=call_id, call=request))
         reply: Reply = await future
@@ -209,7 +210,10 @@ class RemoteEnvironment:
 
 def _import_class(import_path: str) -> type:
     module_name, _, class_name = import_path.partition(":")
-    return getattr(importlib.import_module(module_name), class_name)
+    found = getattr(importlib.import_module(module_name), class_name)
+    if not isinstance(found, type):
+        raise TypeError(f"{import_path} is not a class")
+    return found
 
 
 def _error_line(exc: BaseException) -> str:

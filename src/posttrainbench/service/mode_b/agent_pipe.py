@@ -212,8 +212,8 @@ class Stop(_Msg):
 
 
 ProxyMessage = Annotated[Init | Start | Reply | Stop, Field(discriminator="type")]
-_HOST_ADAPTER: TypeAdapter = TypeAdapter(HostMessage)
-_PROXY_ADAPTER: TypeAdapter = TypeAdapter(ProxyMessage)
+_HOST_ADAPTER: TypeAdapter[HostMessage] = TypeAdapter(HostMessage)
+_PROXY_ADAPTER: TypeAdapter[ProxyMessage] = TypeAdapter(ProxyMessage)
 
 
 def encode(message: _Msg) -> bytes:

@@ -29,6 +29,8 @@ from harbor.environments.base import BaseEnvironment
 from harbor.models.task.config import ArtifactConfig, TaskConfig
 from harbor.models.trial.paths import EnvironmentPaths
 
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
+
 DEFAULT_WORKDIR = "/app"
 # Where the verifier's programs, libraries and configs come from, and Harbor's own dirs that
 # the verifier writes or reads as trusted: never taken from the candidate's instance.
@@ -41,7 +43,7 @@ SYSTEM_PATHS: tuple[str, ...] = (
     "/lib32",
     "/lib64",
     "/libx32",
-    "/opt/ptb",
+    MODEL_LAYOUT.root,
     "/proc",
     "/root",
     "/run",

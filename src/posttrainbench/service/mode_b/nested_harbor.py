@@ -43,7 +43,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from posttrainbench.core import trusted_python
 from posttrainbench.service.mode_b.environment_reset import UnverifiableEnvironmentError
@@ -59,6 +59,12 @@ from posttrainbench.service.shared.candidate_run import unpack
 from posttrainbench.service.shared.candidates import ArchiveSource
 from posttrainbench.service.shared.config import CandidateLimits, ScoringModeB
 from posttrainbench.service.shared.identity import IdentityPool
+
+if TYPE_CHECKING:
+    from harbor.models.job.config import JobConfig
+
+# How the nested run ended: its own exit, killed at its time limit, or it could not start.
+RunStatus = Literal["ok", "timeout", "error"]
 
 JOB_NAME = "nested"
 PROXY_IMPORT_PATH = "posttrainbench.service.mode_b.proxy_agent:CandidateProxyAgent"
@@ -98,7 +104,7 @@ def job_config(
     tasks: list[TaskSample],
     limits: CandidateLimits,
     pool: IdentityPool,
-):
+) -> JobConfig:
     """Harbor's JobConfig of the nested run: the trusted proxy as its agent; attempts, retries
     and concurrency passed through."""
     from harbor.models.job.config import JobConfig, RetryConfig
@@ -210,9 +216,7 @@ def child_env() -> dict[str, str]:
     return {**os.environ, "HARBOR_TELEMETRY": "0"}
 
 
-def _wait(
-    proc: subprocess.Popen, timeout_s: float
-) -> tuple[Literal["ok", "timeout", "error"], int | None]:
+def _wait(proc: subprocess.Popen[bytes], timeout_s: float) -> tuple[RunStatus, int | None]:
     try:
         code = proc.wait(timeout=timeout_s)
         return ("ok" if code == 0 else "error"), code
@@ -264,7 +268,8 @@ def run_nested(
                 start_new_session=True,
             )
         except OSError as exc:
-            status, code = "error", None
+            status: RunStatus = "error"
+            code: int | None = None
             log.write(f"cannot start the nested run: {exc.strerror}\n".encode())
         else:
             status, code = _wait(proc, timeout_s)

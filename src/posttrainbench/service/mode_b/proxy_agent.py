@@ -118,7 +118,8 @@ def trusted_lib_path() -> list[str]:
     import posttrainbench
 
     dirs = [
-        str(Path(module.__file__).resolve().parent.parent) for module in (posttrainbench, harbor)
+        str(Path(str(module.__file__)).resolve().parent.parent)
+        for module in (posttrainbench, harbor)
     ]
     return list(dict.fromkeys(dirs))
 
@@ -300,7 +301,7 @@ class HostSession:
         self.reader, self.writer = reader, writer
         self.logs_dir = session_dir / "logs"
         self._write_lock = asyncio.Lock()
-        self._calls: set[asyncio.Task] = set()
+        self._calls: set[asyncio.Task[None]] = set()
         self._hello_seen = False
 
     @classmethod
@@ -319,6 +320,7 @@ class HostSession:
         for name in ("home", "logs"):
             (session_dir / name).mkdir(mode=0o700)
             if identity.switches:  # fresh uid, nothing of it running yet, parent root's: no race
+                assert identity.uid is not None and identity.gid is not None  # switches says so
                 os.chown(session_dir / name, identity.uid, identity.gid)
         env = allowlisted_env(
             spec.path,

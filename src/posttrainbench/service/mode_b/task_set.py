@@ -44,7 +44,7 @@ def _task_name(task_dir: Path) -> str:
         raise AgentTaskConfigError(
             f'{path}: needs a [task] section with name = "org/name" (the sample id)'
         )
-    return config.task.name
+    return str(config.task.name)
 
 
 def discover_tasks(dataset_dir: Path) -> dict[str, Path]:

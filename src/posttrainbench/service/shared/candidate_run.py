@@ -10,6 +10,7 @@ changes anything inside the directory while a process of the run can still chang
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -151,7 +152,9 @@ def _kill_group(pgid: int) -> None:
 class _Watch:
     """Feeds stdin, collects capped stdout and stderr's tail, stops the run at a limit."""
 
-    def __init__(self, proc: subprocess.Popen, stdin: bytes, run: RunDir, limits: CandidateLimits):
+    def __init__(
+        self, proc: subprocess.Popen[bytes], stdin: bytes, run: RunDir, limits: CandidateLimits
+    ) -> None:
         self.proc, self.run, self.limits = proc, run, limits
         self.stdout = bytearray()
         self.stderr = bytearray()
@@ -176,7 +179,7 @@ class _Watch:
         except (BrokenPipeError, OSError, ValueError):
             pass  # the candidate stopped reading: its answers decide
 
-    def _collect(self, pipe, sink: bytearray, tail: bool) -> None:
+    def _collect(self, pipe: io.BufferedIOBase, sink: bytearray, tail: bool) -> None:
         cap = self.limits.max_output_mb * _MB
         while chunk := pipe.read1(1 << 16):
             sink.extend(chunk)

@@ -14,6 +14,7 @@ import os
 import secrets
 import socket
 import sys
+from typing import Any
 
 
 def _read(path: str) -> bool:
@@ -78,7 +79,7 @@ def _seccomp_mode() -> str:
     return "unknown"
 
 
-def run(plan: dict) -> dict:
+def run(plan: dict[str, Any]) -> dict[str, Any]:
     """Try everything *plan* names; return what worked."""
     return {
         "uid": os.getuid(),

@@ -90,6 +90,7 @@ def make_run_dir(runs_root: Path, identity: Identity) -> RunDir:
         sub.mkdir(mode=0o700)
         if identity.switches:
             # Fresh uid, nothing of it running yet, parent writable by root only: no race.
+            assert identity.uid is not None and identity.gid is not None  # switches says so
             os.chown(sub, identity.uid, identity.gid)
     return run
 

@@ -19,6 +19,7 @@ import posixpath
 import signal
 import sys
 import tarfile
+from typing import IO, BinaryIO
 
 LIMIT_EXCEEDED = 3
 REFUSED = 4
@@ -40,7 +41,7 @@ def _clean_name(name: str) -> str:
     return "" if normal == "." else normal
 
 
-def unpack(stream, dest: str, max_bytes: int, max_files: int) -> tuple[int, int]:
+def unpack(stream: BinaryIO, dest: str, max_bytes: int, max_files: int) -> tuple[int, int]:
     """Extract the tar on *stream* into *dest*; return (files, bytes)."""
     links: set[str] = set()
     files = written = 0
@@ -61,7 +62,10 @@ def unpack(stream, dest: str, max_bytes: int, max_files: int) -> tuple[int, int]
             elif member.isreg():
                 if written + member.size > max_bytes:
                     raise LimitExceeded(f"more than {max_bytes} bytes")
-                written += _write(archive.extractfile(member), path, member.mode & 0o755 | 0o600)
+                source = archive.extractfile(member)
+                if source is None:  # a regular member always has its data
+                    raise Refused(f"{member.name}: no data")
+                written += _write(source, path, member.mode & 0o755 | 0o600)
             elif member.issym():
                 target = posixpath.normpath(
                     posixpath.join(posixpath.dirname(name), member.linkname)
@@ -76,7 +80,7 @@ def unpack(stream, dest: str, max_bytes: int, max_files: int) -> tuple[int, int]
     return files, written
 
 
-def _write(source, path: str, mode: int) -> int:
+def _write(source: IO[bytes], path: str, mode: int) -> int:
     os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     copied = 0
@@ -87,7 +91,7 @@ def _write(source, path: str, mode: int) -> int:
     return copied
 
 
-def pack(directory: str, out) -> None:
+def pack(directory: str, out: BinaryIO) -> None:
     """Write *directory*'s contents (no top-level ``.git``) to *out* as a tar; links stay links."""
     with tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as archive:
         for name in sorted(os.listdir(directory)):

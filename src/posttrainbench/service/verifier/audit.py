@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -47,7 +47,7 @@ from posttrainbench.service.verifier.sweep import (
 )
 
 PROBE_TIMEOUT_S = 60.0
-JUDGE_ID = "isolation"
+JUDGE_ID: Final = "isolation"
 
 
 class QuiesceRecord(BaseModel):

@@ -177,7 +177,7 @@ def _score_targets(
 ) -> tuple[list[TargetScore], str | None]:
     """The code of *source* on every target; stops at the first target it cannot be scored on
     (then returns the reason)."""
-    targets = []
+    targets: list[TargetScore] = []
     for target in config.reward.targets:
         report = scoring.run(source, target.split, label)
         if report.status in UNSCORABLE:
@@ -220,7 +220,8 @@ def final_score(
         containment = Containment(IdentityPool(paths.identities), prepare_runs_root(work_dir))
         scoring = _Scoring(config, containment, nested_root(paths.root) / "final")
         baseline = baseline_source(config.baseline)
-        baseline_mean, considered = None, []
+        baseline_mean: float | None = None
+        considered: list[Considered] = []
         if config.reward.mode == RewardMode.AUTO_BEST:
             chosen, sha, source, reason, baseline_mean, considered = _choose_auto_best(
                 config, summary, paths.repo, scoring, baseline

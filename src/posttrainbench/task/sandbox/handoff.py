@@ -29,6 +29,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
 from posttrainbench.core.nofollow import DIR_FLAGS
 from posttrainbench.core.safe_fs import CopyBudget, SafeDir
 
@@ -202,10 +203,12 @@ def hand_over(
     if not stat.S_ISDIR(st.st_mode):
         kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a directory"
         return record.model_copy(update={"status": "rejected", "reason": f"{source} is {kind}"})
-    placed, status = out / FINAL_MODEL, "collected"
+    target = out / FINAL_MODEL
+    placed: Path | None = target
+    status = "collected"
     if handoff_dir is None:
         try:
-            os.rename(source, placed)  # the entry itself: moved, never followed
+            os.rename(source, target)  # the entry itself: moved, never followed
         except OSError as exc:
             if exc.errno != errno.EXDEV:
                 raise
@@ -255,8 +258,8 @@ def copy_agent_logs(logs: Path, out: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (the collect hook)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--app", type=Path, default=Path("/app"))
-    parser.add_argument("--logs", type=Path, default=Path("/logs/agent"))
+    parser.add_argument("--app", type=Path, default=Path(MODEL_LAYOUT.workspace))
+    parser.add_argument("--logs", type=Path, default=Path(MODEL_LAYOUT.agent_logs))
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--base-model", type=Path, required=True)
     parser.add_argument("--size-factor", type=float, default=DEFAULT_SIZE_FACTOR)

@@ -23,6 +23,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from posttrainbench.core.weights import BINARY_DATA_SUFFIXES, CHECKPOINT_SUFFIXES, WEIGHT_SUFFIXES
 
@@ -53,7 +54,7 @@ MODEL_METADATA_NAMES = frozenset(
 DEFAULT_DATA_MAX_TOTAL_BYTES = 2 * 1024**3
 
 
-def snapshot(src: Path, dest: Path, max_file_bytes: int, max_total_bytes: int) -> dict:
+def snapshot(src: Path, dest: Path, max_file_bytes: int, max_total_bytes: int) -> dict[str, Any]:
     """Copy code files from src to dest within the caps; return the manifest."""
     kept: list[str] = []
     skipped: dict[str, str] = {}
@@ -84,7 +85,9 @@ def is_model_dir(path: Path, files: list[str]) -> bool:
     )
 
 
-def collect_data_files(src: Path, dest: Path, max_file_bytes: int, max_total_bytes: int) -> dict:
+def collect_data_files(
+    src: Path, dest: Path, max_file_bytes: int, max_total_bytes: int
+) -> dict[str, Any]:
     """Copy training-like data files from src to dest within the caps; return the manifest.
 
     Files are taken smallest first (then by path), so the cap drops the biggest ones.
@@ -146,7 +149,7 @@ def _write_manifest(
     total: int,
     max_file_bytes: int,
     max_total_bytes: int,
-) -> dict:
+) -> dict[str, Any]:
     manifest = {
         "kept": kept,
         "skipped": skipped,
