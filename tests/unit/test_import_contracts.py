@@ -72,3 +72,13 @@ def test_the_contracts_hold() -> None:
     lint = Path(sys.executable).parent / "lint-imports"
     run = subprocess.run([str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-3000:]
+
+
+def test_the_architecture_page_names_every_package_of_every_zone() -> None:
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    for zone in ZONES:
+        for entry in (PACKAGE / zone).iterdir():
+            if entry.name in ("__init__.py", "__pycache__") or entry.suffix not in ("", ".py"):
+                continue
+            shown = f"`{entry.name}/`" if entry.is_dir() else f"`{entry.name}`"
+            assert shown in page, f"docs/architecture.md does not name {zone}/{entry.name}"
