@@ -23,6 +23,8 @@ from pathlib import PurePosixPath
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+# A handle on a directory that reads nothing (fchmod through /proc/self/fd, *at calls).
+PATH_DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # Why these numbers: a real trace, script or weight file occupies about its size on disk
 # (compression rarely gains 8x on them); a large file that occupies an eighth of its size
 # is mostly holes, planted to make a reader copy or parse zeros.

@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from posttrainbench.core.nofollow import DIR_FLAGS, open_dir
+from posttrainbench.core.nofollow import DIR_FLAGS, PATH_DIR_FLAGS, open_dir
 
 from . import containment, wire
 
@@ -335,7 +335,7 @@ def _open_dir(name: str, dir_fd: int | None) -> int:
     try:
         fd = os.open(name, flags, dir_fd=dir_fd)
     except PermissionError:
-        path_fd = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+        path_fd = os.open(name, PATH_DIR_FLAGS, dir_fd=dir_fd)
         try:
             os.chmod(f"/proc/self/fd/{path_fd}", 0o700)
         finally:
