@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from posttrainbench.core.errors import PtbError
+from posttrainbench.host.envs.lock_probe import lock_held
 
 BUILD_PREFIX = ".build-"
 """An entry is built in ``<envs>/.build-<entry name>-<random>``, renamed into place when
@@ -120,20 +121,6 @@ def build_dir_prefix(name: str) -> str:
     return f"{BUILD_PREFIX}{name}-"
 
 
-def _lock_free(lock: Path) -> bool:
-    try:
-        fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)  # drops the probe's lock, if it got one
-    return True
-
-
 def orphan_builds(envs: Path) -> list[Path]:
     """Build directories no build is working in: what a killed build left behind."""
     if not envs.is_dir():
@@ -143,7 +130,7 @@ def orphan_builds(envs: Path) -> list[Path]:
         if not path.name.startswith(BUILD_PREFIX) or not path.is_dir() or path.is_symlink():
             continue
         name = path.name[len(BUILD_PREFIX) :].rpartition("-")[0]
-        if _lock_free(envs / f"{name}.lock"):
+        if not lock_held(envs / f"{name}.lock", shared_counts=True):
             found.append(path)
     return found
 

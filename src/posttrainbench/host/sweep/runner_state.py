@@ -10,7 +10,6 @@ resumes the sweep.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shlex
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from posttrainbench.core.atomic_write import write_text_atomic
+from posttrainbench.host.envs.lock_probe import lock_held
 
 LOCK_FILE = ".lock"
 RUNNER_FILE = "runner.json"
@@ -62,15 +62,4 @@ def read_runner_info(sweep_dir: Path) -> RunnerInfo | None:
 
 def runner_alive(sweep_dir: Path) -> bool:
     """Whether a process holds the sweep's lock now (a runner is working on it)."""
-    try:
-        fd = os.open(sweep_dir / LOCK_FILE, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return False
-    try:
-        # A shared probe, released at once: it fails only against the runner's exclusive lock.
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # closing drops the probe's lock, if it got one
-    return False
+    return lock_held(sweep_dir / LOCK_FILE, shared_counts=False)
