@@ -238,7 +238,7 @@ def replace_at(
 
 
 class CopySink(Protocol):
-    """Where a copy writes: a directory (`DirSink`) or, say, a results store's pack.
+    """Where a copy writes: a directory (`DirSink`) or, say, memory for a results store.
     *relative* names are the copy's own ("/"-separated, checked by the reader side)."""
 
     def make_dir(self, relative: str) -> None:

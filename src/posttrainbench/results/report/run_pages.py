@@ -16,7 +16,6 @@ from posttrainbench.integrity.judges.verdict import Judgement
 from posttrainbench.integrity.traces.events import NormalizedTrace, TokenUsage, TraceEvent
 from posttrainbench.integrity.traces.load import parse_trace_text
 from posttrainbench.integrity.traces.render import format_usage, truncate
-from posttrainbench.results.pack import PackReader
 from posttrainbench.results.record import ResultRecord
 from posttrainbench.results.report.training_curve import TrainingCurve, training_curve
 from posttrainbench.results.store import ResultsStore
@@ -252,13 +251,13 @@ def build_run_pages(
     ordered = sorted(records, key=lambda r: (order.get(r.id, len(order)), r.id))
     store = ResultsStore(Path(results_dir))
     pages = []
-    with PackReader(store.packs) as packs:
+    try:
         for record in ordered:
 
             def read(
                 relative: str, limit: int, record: ResultRecord = record
             ) -> tuple[bytes, bool]:
-                return store.read_run_file(record, relative, limit, packs)
+                return store.read_run_file(record, relative, limit)
 
             pages.append(
                 RunPage(
@@ -274,4 +273,6 @@ def build_run_pages(
                     samples=samples_view(read, record),
                 )
             )
+    finally:
+        store.close()
     return pages
