@@ -38,6 +38,7 @@ DB_FILE = "results.sqlite"
 STORE_FORMAT = "posttrainbench-results"
 STORE_VERSION = "3"  # 1: run dirs, 2: packs and a journal (both migrated on open), 3: SQLite
 _SIDE_FILES = ("-wal", "-shm")  # SQLite's files beside a WAL database
+_CHECKPOINT_PAGES = 65_536  # 256 MB of 4 KB pages
 BUSY_SECONDS = 30.0  # a reader waits this long for a checkpoint or a migration, at most
 
 SCHEMA = """
@@ -184,6 +185,10 @@ def connect(path: Path) -> sqlite3.Connection:
         raise StoreError(f"cannot open results database {path}: {exc}") from None
     try:
         conn.execute("PRAGMA synchronous = NORMAL")  # WAL: durable at checkpoints, never torn
+        # Checkpoints (copying the WAL into the database) every 1,000 pages, the default,
+        # cost 2,000 runs' commits ~0.85 s here, against ~0.4 s plus ~0.3 s at close with
+        # this; the last connection to close checkpoints and removes the WAL file anyway.
+        conn.execute(f"PRAGMA wal_autocheckpoint = {_CHECKPOINT_PAGES}")
         found = dict(conn.execute("SELECT key, value FROM meta").fetchall())
     except sqlite3.Error as exc:
         conn.close()
@@ -209,8 +214,9 @@ def create(path: Path, fill: Callable[[sqlite3.Connection], None] | None = None)
         leftover.unlink(missing_ok=True)
     conn = sqlite3.connect(building, isolation_level=None)
     try:
-        conn.executescript(SCHEMA)  # each statement commits: the file is not in place yet
-        with transaction(conn):
+        with transaction(conn):  # one transaction: one sync, not one per table
+            for statement in SCHEMA.split(";"):
+                conn.execute(statement)
             conn.executemany(
                 "INSERT INTO meta VALUES (?, ?)",
                 [("format", STORE_FORMAT), ("version", STORE_VERSION)],
