@@ -178,9 +178,9 @@ def connect(path: Path) -> sqlite3.Connection:
     Autocommit mode: writers open their transactions explicitly (`BEGIN IMMEDIATE`).
     """
     try:
-        conn = sqlite3.connect(
-            f"file:{path}?mode=rw", uri=True, timeout=BUSY_SECONDS, isolation_level=None
-        )
+        # mode=rw: opening never creates a database where there is none.
+        uri = Path(path).resolve().as_uri() + "?mode=rw"
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_SECONDS, isolation_level=None)
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open results database {path}: {exc}") from None
     try:

@@ -130,7 +130,8 @@ def read_legacy(root: Path) -> tuple[list[StoredRun], list[tuple[str, str]], lis
                         continue  # a damaged file: its readers say they cannot read it
                 runs.append(store_db.stored_run(record, files))
             except (OSError, ValueError) as exc:
-                unreadable.append((f"{root / _JOURNAL} ({run_id})", _why(exc)))
+                # Named where its bytes are kept once migrated.
+                unreadable.append((f"{root / LEGACY_DIR / _JOURNAL} ({run_id})", _why(exc)))
     finally:
         packs.close()
     packed = {run.run_id for run in runs} | {
