@@ -14,7 +14,7 @@ from posttrainbench.host.results.record import ResultRecord
 from posttrainbench.host.results.store import ResultsStore
 from posttrainbench.host.tasks.compiler import package_root
 from tests.helpers import run_ptb
-from tests.results_fixtures import drop_from_journal
+from tests.results_fixtures import forget_run
 
 _SCORE = "    def score(self, sample: Sample, completion: str) -> ScoreResult:\n"
 
@@ -84,7 +84,7 @@ def check_rescore(tmp_path: Path, original: ResultRecord) -> None:
     assert len(new.verdicts) == 5 and new.final_model_dir is None
 
     # Interrupted after the trial, before its export: the finished trial is exported, not re-run.
-    drop_from_journal(tmp_path / "results", new.id)
+    forget_run(tmp_path / "results", new.id)
     (item,) = _rescore(tmp_path, env)["items"]
     assert (
         item["status"] == "rescored" and item["new_id"] == new.id and _trials(tmp_path) == [trial]

@@ -4,6 +4,7 @@ models (`TrialResult`), so they have exactly the shape Harbor writes."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -16,10 +17,8 @@ from harbor.models.trial.result import AgentInfo, ExceptionInfo, ModelInfo, Timi
 from harbor.models.verifier.result import VerifierResult
 
 from posttrainbench.core.verdict import JUDGE_IDS, Evidence, Judgement
-from posttrainbench.host.results.pack import PACKS_DIR, BlobRef
 from posttrainbench.host.results.record import ResultRecord
 from posttrainbench.host.results.store import ResultsStore
-from posttrainbench.host.results.store_index import JOURNAL_FILE
 from posttrainbench.task.schemas import BaseScore, Metrics, TaskSpec
 
 T0 = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
@@ -237,40 +236,43 @@ def write_job(jobs_dir: Path, job_name: str, specs: list[TrialSpec]) -> Path:
 
 
 def stored_file(results: Path, record: ResultRecord, name: str) -> bytes:
-    """One file of a stored run, wherever the store keeps it (a pack or its run dir)."""
-    data, _ = ResultsStore(results).read_run_file(record, name, 2**31)
+    """One file of a stored run, wherever the store keeps it (a blob or its run dir)."""
+    store = ResultsStore(results)
+    try:
+        data, _ = store.read_run_file(record, name, 2**31)
+    finally:
+        store.close()
     return data
 
 
-def damage_blob(results: Path, ref: BlobRef) -> None:
-    """Flip the first byte of a packed blob in place (its CRC then differs)."""
-    with open(results / PACKS_DIR / ref.pack, "r+b") as pack:
-        pack.seek(ref.offset)
-        first = pack.read(1)
-        pack.seek(ref.offset)
-        pack.write(bytes([first[0] ^ 0xFF]))
+def sql(results: Path, statement: str, *args: object) -> list[tuple]:
+    """Run one SQL statement on a store's database, committed (a test's own edit)."""
+    conn = sqlite3.connect(results / "results.sqlite")
+    try:
+        with conn:
+            return conn.execute(statement, args).fetchall()
+    finally:
+        conn.close()
 
 
 def unpack_to_run_dir(results: Path, run_id: str) -> Path:
-    """Turn a packed run into a run directory, as exporters before packs stored it, and
-    drop its journal lines: a store of the previous layout."""
+    """Turn a run stored as rows into a run directory (its files there, as a run stored
+    with its final_model keeps them): returns the run dir."""
     store = ResultsStore(results)
     record = store.record(run_id)
-    assert record is not None and record.packed_files, run_id
+    assert record is not None, run_id
     run_dir = store.runs / run_id
-    run_dir.mkdir()
-    for name in record.packed_files:
+    run_dir.mkdir(parents=True)
+    for name, data in sql(results, "SELECT name, data FROM files WHERE run_id = ?", run_id):
         (run_dir / name).parent.mkdir(parents=True, exist_ok=True)
-        (run_dir / name).write_bytes(stored_file(results, record, name))
-    record.packed_files = {}
+        (run_dir / name).write_bytes(data)
     record.write(run_dir)
-    drop_from_journal(results, run_id)
+    store.close()
+    sql(results, "DELETE FROM files WHERE run_id = ?", run_id)
     return run_dir
 
 
-def drop_from_journal(results: Path, run_id: str) -> None:
-    """Remove a run's journal lines: as if it had never been exported (a packed run), or
-    had been stored by an exporter before the journal (a run dir)."""
-    journal = results / JOURNAL_FILE
-    kept = [line for line in journal.read_text().splitlines() if f'"{run_id}"' not in line]
-    journal.write_text("".join(line + "\n" for line in kept))
+def forget_run(results: Path, run_id: str) -> None:
+    """Remove a run from the store: as if it had never been exported."""
+    for table in ("runs", "verdicts", "files"):
+        sql(results, f"DELETE FROM {table} WHERE run_id = ?", run_id)

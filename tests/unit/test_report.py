@@ -16,7 +16,7 @@ from posttrainbench.host.results.report.render import ReportOutputError, render_
 from posttrainbench.host.results.store import ResultsStore
 from tests.helpers import run_ptb
 from tests.report_fixtures import EVIL_AGENT, IDS, Built, build_results
-from tests.results_fixtures import TrialSpec, damage_blob, unpack_to_run_dir, write_job
+from tests.results_fixtures import TrialSpec, sql, unpack_to_run_dir, write_job
 
 
 class Dom(HTMLParser):
@@ -221,12 +221,13 @@ def test_a_store_of_the_previous_layout_still_shows_its_traces(built, tmp_path):
         old_names.append(old)
     record.trace_files = old_names
     record.write(run_dir)
+    sql(copy, "UPDATE runs SET record = ? WHERE run_id = ?", record.model_dump_json(), record.id)
     board, records = build_leaderboard(copy, "mean", None, None)
     page = section(render_report(board, records, copy), f"run-{IDS['strong1']}")
     assert "cannot read trace" not in page and old_names[0] in page
 
 
-@pytest.mark.parametrize("layout", ["packed", "run dir"])
+@pytest.mark.parametrize("layout", ["rows", "run dir"])
 def test_missing_trace_file_does_not_stop_the_report(built, tmp_path, layout):
     import shutil
 
@@ -242,7 +243,7 @@ def test_missing_trace_file_does_not_stop_the_report(built, tmp_path, layout):
         record = ResultsStore(copy).record(IDS["strong1"])
         assert record is not None
         for relative in record.trace_files:
-            damage_blob(copy, record.packed_files[relative])
+            sql(copy, "DELETE FROM files WHERE run_id = ? AND name = ?", record.id, relative)
     board, records = build_leaderboard(copy, "mean", None, None)
     page = section(render_report(board, records, copy), f"run-{IDS['strong1']}")
     assert "cannot read trace" in page

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from posttrainbench.host.results.store import ResultsStore
-from posttrainbench.host.results.store_index import read_journal
 from tests.helpers import run_ptb
-from tests.results_fixtures import TrialSpec, damage_blob, unpack_to_run_dir, write_job
+from tests.results_fixtures import TrialSpec, sql, write_job
 
 
 def _store(tmp_path: Path) -> Path:
@@ -96,17 +95,12 @@ def test_bad_input_is_one_line_and_exit_2_and_keeps_what_was_written(tmp_path: P
     assert len(ResultsStore(res).load()[0]) == 3
 
 
-@pytest.mark.parametrize("layout", ["packed", "run dir"])
-def test_a_broken_record_in_the_store_is_reported_and_skipped(tmp_path: Path, layout: str) -> None:
+@pytest.mark.parametrize("damage", ["not JSON", "not a record"])
+def test_a_broken_record_in_the_store_is_reported_and_skipped(tmp_path: Path, damage: str) -> None:
     res = _store(tmp_path)
-    journal, _ = read_journal(res)
-    victim = sorted(journal)[0]
-    ref = journal[victim].record
-    assert ref is not None
-    if layout == "packed":
-        damage_blob(res, ref)  # its CRC no longer matches
-    else:
-        (unpack_to_run_dir(res, victim) / "record.json").write_text('{"id": "x"')
+    victim = sorted(row[0] for row in sql(res, "SELECT run_id FROM runs"))[0]
+    broken = '{"id": "x"' if damage == "not JSON" else '{"id": "x", "status": "great"}'
+    sql(res, "UPDATE runs SET record = ? WHERE run_id = ?", broken, victim)
     result = run_ptb("results", "collect", str(res))
     assert result.returncode == 0, result.stderr
     assert "warning: skipped:" in result.stderr and victim in result.stderr

@@ -70,7 +70,7 @@ def test_export_writes_one_record_per_trial_with_everything(tmp_path: Path) -> N
     )
     assert record.snapshot_dir == "snapshot"
     assert stored_file(tmp_path / "res", record, "snapshot/train.py")
-    # packed: no run directory at all
+    # stored as rows: no run directory at all
     assert record.final_model_dir is None and not (tmp_path / "res" / "runs" / record.id).exists()
 
 
@@ -258,36 +258,33 @@ def test_spawned_workers_export_as_forked_ones_do(tmp_path: Path, monkeypatch) -
     assert len(_records(tmp_path / "res")[0]) == n
 
 
-def test_a_pack_write_that_fails_skips_its_chunks_runs_and_stores_nothing_of_them(
+def test_a_chunk_whose_commit_fails_is_skipped_and_stores_nothing_of_it(
     tmp_path: Path, monkeypatch
 ) -> None:
-    """A worker writes a chunk's runs in one go after reading them: when that write fails
-    (a full disk), every run of the chunk is reported skipped, no journal line names its
-    blobs, and the next export adds them."""
-    import errno
+    """The parent commits a chunk's runs in one transaction: when that write fails (a full
+    disk), every run of the chunk is reported skipped, none of it is stored, and the next
+    export adds them."""
+    import sqlite3
 
-    from posttrainbench.host.results.pack import PackWriter
+    from posttrainbench.host.results import store_db
 
     n = export_mod.POOL_THRESHOLD + 6
     jobs = tmp_path / "jobs"
     write_job(jobs, "j", [TrialSpec(started=T0 + timedelta(minutes=i)) for i in range(n)])
-    real_flush = PackWriter.flush
+    real_insert = store_db.insert_runs
     calls = {"n": 0}
 
-    def second_write_fails(self):
+    def second_write_fails(conn, runs):
         calls["n"] += 1
         if calls["n"] == 2:
-            self._queued, self._queued_size = [], 0  # as a failed write leaves it
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real_flush(self)
+            real_insert(conn, runs[:1])  # the disk fills half-way through the chunk
+            raise sqlite3.OperationalError("database or disk is full")
+        return real_insert(conn, runs)
 
-    monkeypatch.setattr(PackWriter, "flush", second_write_fails)
-    _fork_workers(monkeypatch)  # they inherit the patch (spawned ones, when a thread runs, not)
-    # Two workers: chunks 0 and 1 are their first writes; chunk 2 (the last n - 64 trials)
-    # is one worker's second.
+    monkeypatch.setattr(store_db, "insert_runs", second_write_fails)
     summary = export([jobs], tmp_path / "res", workers=2)
-    failed = [line for line in summary.skipped if "No space left on device" in line]
-    lost = n - 2 * export_mod._CHUNK
+    failed = [line for line in summary.skipped if "database or disk is full" in line]
+    lost = export_mod._CHUNK
     assert len(failed) == lost and len(summary.added) == n - lost
     assert len(_records(tmp_path / "res")[0]) == n - lost
     monkeypatch.undo()
@@ -301,8 +298,6 @@ def test_a_worker_killed_mid_export_is_an_error_and_the_next_export_completes(
 ) -> None:
     """A worker killed (the OOM killer, say) ends the export with an error, not a hang;
     what was committed stays, and the next export stores the rest."""
-    from posttrainbench.host.results.ordered_pool import WorkerDied
-
     n = export_mod.POOL_THRESHOLD + 6
     jobs = tmp_path / "jobs"
     write_job(jobs, "j", [TrialSpec(started=T0 + timedelta(minutes=i)) for i in range(n)])
@@ -316,7 +311,7 @@ def test_a_worker_killed_mid_export_is_an_error_and_the_next_export_completes(
 
     monkeypatch.setattr(export_mod, "_prepare", killed_at_the_victim)
     _fork_workers(monkeypatch)  # they inherit the patch (spawned ones, when a thread runs, not)
-    with pytest.raises(WorkerDied, match="exit code 9"):
+    with pytest.raises(export_mod.WorkerDied, match="ended without answering"):
         export([jobs], tmp_path / "res", workers=2)
     kept = len(_records(tmp_path / "res")[0])
     assert kept < n
@@ -361,10 +356,11 @@ def test_a_replacement_interrupted_mid_swap_is_restored(tmp_path: Path) -> None:
     # Killed between moving the old run aside and moving the new one in.
     store.attic.mkdir()
     os.replace(run_dir, store.attic / run_dir.name)
-    assert _records(tmp_path / "res")[0] == {}
+    assert not run_dir.exists()  # its row stays: only the model's directory was aside
     with store.locked():
         pass
     assert len(_records(tmp_path / "res")[0]) == 1
+    assert (run_dir / "final_model" / "config.json").is_file()
 
 
 def test_store_refuses_foreign_directories_and_concurrent_writers(tmp_path: Path) -> None:

@@ -11,10 +11,9 @@ import pytest
 
 from posttrainbench.host.results.ptb_layout import LayoutError, RunDirName, method_name
 from posttrainbench.host.results.store import ResultsStore
-from posttrainbench.host.results.store_index import JOURNAL_FILE
 from tests.helpers import run_ptb
 from tests.ptb_collect_checks import check_ptb_collect, read_final_csvs, run_ptb_collect
-from tests.results_fixtures import T0, TrialSpec, write_job
+from tests.results_fixtures import T0, TrialSpec, sql, write_job
 
 CLAUDE = "claude-code_anthropic_claude-opus-4-1_10h"
 CODEX = "codex_openai_gpt-5_10h"
@@ -157,7 +156,7 @@ def test_bad_input_imports_what_it_can_lists_the_rest_exit_2_store_unchanged(
     assert first.returncode == 0 and "1 added" in first.stdout, first.stdout + first.stderr
     store = ResultsStore.open(tmp_path / "store", create=False)
     (before,), _ = store.load()
-    journal = (tmp_path / "store" / JOURNAL_FILE).read_bytes()
+    stored_row = sql(tmp_path / "store", "SELECT * FROM runs")
     assert (before.agent, before.hours, before.score, before.flagged) == (
         method.name,
         10.0,
@@ -196,7 +195,7 @@ def test_bad_input_imports_what_it_can_lists_the_rest_exit_2_store_unchanged(
     # What was stored is as it was; the one good new run is added beside it.
     records, _ = store.load()
     assert [r for r in records if r.id == before.id] == [before]
-    assert (tmp_path / "store" / JOURNAL_FILE).read_bytes().startswith(journal)
+    assert stored_row[0] in sql(tmp_path / "store", "SELECT * FROM runs")
     (new,) = [r for r in records if r.id != before.id]
     assert new.trial_name == added.name and new.benchmark == "bfcl" and new.score == 0.5
 

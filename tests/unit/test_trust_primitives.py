@@ -17,8 +17,6 @@ STANDALONE_SCRIPTS = {
     "service/shared/probe.py",  # run as a candidate's uid to test what it can do
     "service/shared/tar_stream.py",  # unpacks a candidate's code as that candidate's uid
 }
-# Until the results store moves to SQLite (issue 39), its pack and journal writers.
-NOT_YET_MOVED = {"host/results/pack.py", "host/results/store_index.py"}
 
 
 def _spells_nofollow(path: Path) -> bool:
@@ -33,4 +31,4 @@ def test_only_the_primitives_spell_o_nofollow() -> None:
         p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py") if _spells_nofollow(p)
     }
     assert PRIMITIVES in spelled, "the scan is broken"
-    assert spelled - {PRIMITIVES} <= STANDALONE_SCRIPTS | NOT_YET_MOVED
+    assert spelled - {PRIMITIVES} <= STANDALONE_SCRIPTS

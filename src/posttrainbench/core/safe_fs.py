@@ -54,7 +54,7 @@ def _split(relative: str) -> tuple[str, ...]:
 
 
 class CopySink(Protocol):
-    """Where a copy writes: a directory (`DirSink`) or, say, a results store's pack.
+    """Where a copy writes: a directory (`DirSink`) or, say, memory for a results store.
     *relative* names are the copy's own ("/"-separated, checked by the reader side)."""
 
     def make_dir(self, relative: str) -> None:

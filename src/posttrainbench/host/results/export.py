@@ -1,15 +1,16 @@
 """`ptb results export`: Harbor job and trial directories into a results store.
 
-Incremental: the store's journal (`store_index`) maps each stored run to the trial
-directory it came from and that trial's fingerprint (sizes and mtimes of its result and
-verdict files), so a trial whose fingerprint is unchanged is skipped with a few stats,
-before its result.json is even opened; one whose result or verdicts changed since (say
-`ptb judge` ran again) is read and replaced. A trial still running is left for a later
-export, and a malformed one is reported and skipped. Worker processes read trials while
-the parent is still walking the job directories (which finds a trial by Harbor's
-trial.log, without opening it), and append each run to a pack of their own (or stage its
-run directory, with --with-final-model); only the parent commits runs, one journal line
-each, and only one run per Harbor trial id.
+Incremental: the store's `runs` table keeps, for each stored run, the trial directory it
+came from and that trial's fingerprint (sizes and mtimes of its result and verdict
+files), so a trial whose fingerprint is unchanged is skipped with a few stats, before its
+result.json is even opened; one whose result or verdicts changed since (say `ptb judge`
+ran again) is read and replaced. A trial still running is left for a later export, and a
+malformed one is reported and skipped. Worker processes (a `ProcessPoolExecutor`, fed
+chunks of trials while the parent is still walking the job directories, which finds a
+trial by Harbor's trial.log without opening it) read each trial into the rows that store
+it, its files as bytes (or stage its run directory, with --with-final-model); only the
+parent writes the database, one transaction per chunk, and only one run per Harbor
+trial id.
 """
 
 from __future__ import annotations
@@ -19,9 +20,14 @@ import multiprocessing
 import os
 import re
 import shutil
+import signal
+import sqlite3
 import stat
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -42,18 +48,10 @@ from posttrainbench.host.results.harbor_trial import (
     read_trial_at,
     trial_id,
 )
-from posttrainbench.host.results.ordered_pool import ProcessContext, map_chunks
-from posttrainbench.host.results.pack import BlobRef, PackWriter
-from posttrainbench.host.results.record import RECORD_FILE, ResultRecord
-from posttrainbench.host.results.run_files import PackSink, stage_run_files
-from posttrainbench.host.results.store import ResultsStore
-from posttrainbench.host.results.store_index import (
-    IndexEntry,
-    Journal,
-    compact_journal,
-    load_index,
-    record_stat,
-)
+from posttrainbench.host.results.record import ResultRecord
+from posttrainbench.host.results.run_files import MemorySink, stage_run_files
+from posttrainbench.host.results.store import ResultsStore, StoredPrint
+from posttrainbench.host.results.store_db import StoredRun, stored_run
 from posttrainbench.host.results.trial_volumes import is_cloud_trial, release_volumes
 from posttrainbench.task.integrity.traces.trial_files import TRIAL_LOG
 
@@ -70,11 +68,11 @@ _LEAF_DIRS = {
 }
 MAX_DEPTH = 6
 POOL_THRESHOLD = 64  # below this many trials, starting workers costs more than it saves
-# Trials a worker takes per message: at 8 the parent spent ~0.1 ms a trial more on pickling
-# and pipes (measured on 5,000 trials); past 32 nothing more was saved.
+# Trials a worker takes per message, and runs the parent commits per transaction: at 8
+# the parent spent ~0.1 ms a trial more on pickling and pipes (measured on 5,000 trials);
+# past 32 nothing more was saved.
 _CHUNK = 32
-# Lines a journal may carry beyond two per stored run before an export rewrites it.
-_SLACK_LINES = 1_000
+_AHEAD = 2  # chunks submitted per worker beyond the one it reads: none waits for the parent
 # Harbor writes `id` first (after `schema_version`, in the Harbor this project pins); reading
 # it with a pattern saves the parent a full JSON parse per trial. Anything else (another
 # writer, another order) falls back to json.
@@ -128,7 +126,6 @@ class _Setting:
 
     known: dict[str, str]  # run id -> stored fingerprint, to tell a stored trial moved
     staging: Path
-    packs: str
     with_final_model: bool
 
 
@@ -139,28 +136,27 @@ class _Outcome(NamedTuple):
     fingerprint: str = ""
     message: str = ""
     warnings: tuple[str, ...] = ()
-    staged: Path | None = None  # a staged run directory, or:
-    packed: BlobRef | None = None  # the record of a run appended to a pack
+    run: StoredRun | None = None  # what stores it (kind "staged")
     cloud: bool = False  # a cloud trial: its final_model volume is released once stored
 
 
 class FoundTrial(NamedTuple):
     """A trial directory (its canonical path) and its result.json text, when the walk read
-    it. None: not read, either *indexed* (the store's index entry, when the trial is stored
+    it. None: not read, either *indexed* (the stored run, when the trial is stored
     and its fingerprint has not changed since) or left to the worker that reads the trial
     (Harbor's trial.log told the walk it is a trial).
     """
 
     path: str
     text: str | None
-    indexed: IndexEntry | None = None
+    indexed: StoredPrint | None = None
 
 
 # Written by `ptb agents check` into its run dir (posttrainbench.host.agent_check.run).
 AGENT_CHECK_MARKER = "ptb-agent-check"
 
 
-def _classify(directory: str, by_dir: dict[str, IndexEntry] | None = None) -> FoundTrial | None:
+def _classify(directory: str, by_dir: dict[str, StoredPrint] | None = None) -> FoundTrial | None:
     if by_dir:
         entry = by_dir.get(directory)
         if entry is not None and fingerprint(Path(directory)) == entry.fingerprint:
@@ -187,12 +183,12 @@ def _classify(directory: str, by_dir: dict[str, IndexEntry] | None = None) -> Fo
 
 
 def find_trials(
-    root: Path, by_dir: dict[str, IndexEntry] | None = None, checks: list[str] | None = None
+    root: Path, by_dir: dict[str, StoredPrint] | None = None, checks: list[str] | None = None
 ) -> Iterator[FoundTrial]:
     """The trials under a jobs dir, a job dir, a ptb run dir or a trial dir, in path order.
 
     *root* is resolved once; below it only real directories are entered (never a link), so
-    every path found is already canonical. *by_dir* (source dir -> index entry) lets a
+    every path found is already canonical. *by_dir* (source dir -> stored run) lets a
     stored trial whose fingerprint is unchanged be recognised without opening it. A run
     dir of ``ptb agents check`` (its AGENT_CHECK_MARKER) is not entered: a check against
     a scripted model is not an agent's run; it is added to *checks*.
@@ -234,10 +230,10 @@ class _Walk:
     tallies are merged into the summary at the end.
     """
 
-    def __init__(self, roots: list[Path], index: dict[str, IndexEntry]):
+    def __init__(self, roots: list[Path], prints: list[StoredPrint]):
         self.roots = roots
-        self.known = {run_id: e.fingerprint for run_id, e in index.items()}
-        self.by_dir = {e.source_dir: e for e in index.values()}
+        self.known = {p.run_id: p.fingerprint for p in prints}
+        self.by_dir = {p.source_dir: p for p in prints}
         self.unchanged: list[tuple[str, str]] = []  # (trial dir, run id)
         self.skipped: list[str] = []
         self.checks: list[str] = []  # agent-check run dirs left out
@@ -291,8 +287,21 @@ def _set_setting(setting: _Setting | None) -> None:
     _setting = setting
 
 
+def _start_worker(setting: _Setting) -> None:
+    # Ctrl-C reaches the whole process group: the parent handles it and ends the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _set_setting(setting)
+
+
+class WorkerDied(PtbError):
+    """A worker process ended without answering (killed, out of memory, a crash)."""
+
+    exit_code = 1  # not the user's input: the machine's
+
+
 def _prepare(job: _Job) -> _Outcome:
-    """Read one trial and pack its run, or stage its run directory (in a worker process)."""
+    """Read one trial into the rows that store it, or stage its run directory (in a
+    worker process)."""
     setting = _setting
     assert setting is not None, "_set_setting first"
     where = job.trial_dir
@@ -332,11 +341,12 @@ def _prepare(job: _Job) -> _Outcome:
         try:
             if setting.with_final_model:
                 staging = setting.staging / f"{job.seq}-{source.record.id}"
-                record, warnings, staged = _stage_dir(staging, source, root, where)
-                packed = None
+                record, warnings = _stage_dir(staging, source, root, where)
+                run = stored_run(record, {}, str(staging))
             else:
-                record, warnings, packed = _pack(setting.packs, source, root, where)
-                staged = None
+                sink = MemorySink()
+                record, warnings = stage_run_files(sink, source, root, where)
+                run = stored_run(record, sink.files)
         except OSError as exc:
             return _Outcome(
                 "skipped", where, message=f"cannot copy its files ({exc.strerror or exc})"
@@ -347,48 +357,19 @@ def _prepare(job: _Job) -> _Outcome:
         record.id,
         record.fingerprint,
         warnings=tuple(warnings),
-        staged=staged,
-        packed=packed,
+        run=run,
         cloud=is_cloud_trial(where),
     )
 
 
-def _pack(
-    packs: str, source: TrialSource, root: SafeDir, trial_dir: str
-) -> tuple[ResultRecord, list[str], BlobRef]:
-    """Queue the run's files, then its record, for this process's pack (`_prepare_all`
-    writes them); on a failure, what the run queued is forgotten."""
-    writer = _pack_writer(packs)
-    mark = writer.mark()
-    try:
-        record, warnings = stage_run_files(PackSink(writer), source, root, trial_dir)
-        ref = writer.append(record.model_dump_json().encode())
-    except BaseException:
-        writer.drop(mark)
-        raise
-    return record, warnings, ref
-
-
 def _prepare_all(jobs: list[_Job]) -> list[_Outcome]:
-    """`_prepare` each job, then write their runs to the pack in one go: before the parent,
-    which writes the journal lines naming them, sees any of their outcomes."""
-    outcomes = [_prepare(job) for job in jobs]
-    writer = _writers.get(_setting.packs) if _setting is not None else None
-    if writer is not None:
-        try:
-            writer.flush()
-        except OSError as exc:
-            message = f"cannot copy its files ({exc.strerror or exc})"
-            return [
-                _Outcome("skipped", o.trial_dir, message=message) if o.packed else o
-                for o in outcomes
-            ]
-    return outcomes
+    """`_prepare` each job of a chunk (a worker's task)."""
+    return [_prepare(job) for job in jobs]
 
 
 def _stage_dir(
     staged: Path, source: TrialSource, root: SafeDir, trial_dir: str
-) -> tuple[ResultRecord, list[str], Path]:
+) -> tuple[ResultRecord, list[str]]:
     """Write the run, final_model included, into the new staging directory *staged*
     (removed again when that fails)."""
     try:
@@ -399,31 +380,11 @@ def _stage_dir(
     try:
         with DirSink(staged) as sink:
             record, warnings = stage_run_files(sink, source, root, trial_dir, with_final_model=True)
-        record.write(staged)
+        record.write(staged)  # the model's directory says what it is, read by hand
     except OSError:
         shutil.rmtree(staged, ignore_errors=True)
         raise
-    return record, warnings, staged
-
-
-# One pack writer per process and store (by the store's packs dir): a forked worker forgets
-# its parent's, so two processes never append to one pack. Not keyed by pid: os.getpid()
-# is a system call, twice a trial.
-_writers: dict[str, PackWriter] = {}
-os.register_at_fork(after_in_child=_writers.clear)
-
-
-def _pack_writer(packs: str) -> PackWriter:
-    writer = _writers.get(packs)
-    if writer is None:
-        writer = _writers[packs] = PackWriter(Path(packs))
-    return writer
-
-
-def _close_pack_writers() -> None:
-    for writer in _writers.values():
-        writer.close()
-    _writers.clear()
+    return record, warnings
 
 
 def export(
@@ -450,48 +411,39 @@ def export(
     store = ResultsStore.open(results_dir, create=True)
     summary = ExportSummary(results_dir=str(store.root))
     with store.locked():
-        loaded = load_index(store.root, store.runs)
-        index = loaded.entries
-        run_dirs = loaded.run_dirs - set(loaded.stale_dirs)
-        for run_id in loaded.stale_dirs:  # a replacement killed before it removed the dir
-            shutil.rmtree(store.runs / run_id, ignore_errors=True)
-        walk = _Walk([Path(d) for d in job_dirs], index)
+        walk = _Walk([Path(d) for d in job_dirs], store.prints())
+        store.close()  # reopened by the first commit: no connection is forked into a worker
         # the fingerprints as stored before this export (the parent updates walk.known)
-        setting = _Setting(dict(walk.known), store.staging, str(store.packs), with_final_model)
+        setting = _Setting(dict(walk.known), store.staging, with_final_model)
         # (trial dir, run id) of every cloud trial stored now, and of every unchanged trial
         stored: list[tuple[Path | str, str]] = []
         owners: dict[str, str] = {}  # run id -> the trial dir whose outcome holds it
         store.staging.mkdir(exist_ok=True)
-        store.packs.mkdir(exist_ok=True)
-        journal = Journal(store.root)
         done = 0
         try:
-            for carried in loaded.to_journal:  # run dirs the journal did not vouch for yet
-                journal.append(carried)
-            for outcome in _outcomes(walk, setting, workers or os.cpu_count() or 1):
-                first = _first_with_id(outcome, walk.first_of, owners)
-                if first is not None:
-                    # A copy of a trial (same Harbor id) the walk could not tell before it
-                    # was read: one run in the store, never two.
-                    summary.skipped.append(
-                        f"{outcome.trial_dir}: the same trial (id {outcome.run_id}) as {first}"
-                    )
-                else:
-                    entry = _record(store, journal, outcome, walk.known, summary, run_dirs)
-                    if entry is not None:
-                        index[outcome.run_id] = entry
-                    if (
-                        outcome.kind == "staged" and outcome.cloud or outcome.kind == "unchanged"
-                    ) and outcome.run_id:
-                        stored.append((outcome.trial_dir, outcome.run_id))
-                done += 1
+            for chunk in _outcome_chunks(walk, setting, workers or os.cpu_count() or 1):
+                ready: list[_Outcome] = []
+                for outcome in chunk:
+                    first = _first_with_id(outcome, walk.first_of, owners)
+                    if first is not None:
+                        # A copy of a trial (same Harbor id) the walk could not tell before
+                        # it was read: one run in the store, never two.
+                        summary.skipped.append(
+                            f"{outcome.trial_dir}: the same trial (id {outcome.run_id}) as {first}"
+                        )
+                    elif outcome.kind == "staged":
+                        ready.append(outcome)
+                    else:
+                        _tally(outcome, summary)
+                        if outcome.kind == "unchanged" and outcome.run_id:
+                            stored.append((outcome.trial_dir, outcome.run_id))
+                committed = _commit(store, ready, walk.known, summary)
+                stored += [(o.trial_dir, o.run_id) for o in committed if o.cloud]
+                done += len(chunk)
                 if progress is not None:
                     progress(done + len(walk.unchanged), walk.found, walk.finished)
         finally:
-            _close_pack_writers()
-            journal.close()
-        if loaded.journal_lines + journal.lines_written > 2 * len(index) + _SLACK_LINES:
-            compact_journal(store.root, index)  # replaced runs' lines only slow each load
+            store.close()
         if progress is not None:
             progress(done + len(walk.unchanged), walk.found, True)
         summary.unchanged += len(walk.unchanged)
@@ -513,7 +465,7 @@ def export(
     return summary
 
 
-def _pool_context() -> ProcessContext:
+def _pool_context() -> multiprocessing.context.BaseContext:
     """fork when this process runs no other thread (no lock can be held mid-fork, and the
     workers start at once with everything imported); spawn otherwise (a library's thread
     holding a lock at fork time could deadlock the child). Start-up: ~0 s vs ~1 s a worker."""
@@ -522,7 +474,9 @@ def _pool_context() -> ProcessContext:
     return multiprocessing.get_context("spawn")
 
 
-def _outcomes(walk: _Walk, setting: _Setting, workers: int) -> Iterator[_Outcome]:
+def _outcome_chunks(walk: _Walk, setting: _Setting, workers: int) -> Iterator[list[_Outcome]]:
+    """The outcomes of the walk's jobs, a chunk at a time (the parent commits each in one
+    transaction), in the walk's order."""
     jobs = walk.jobs()
     head = list(itertools.islice(jobs, POOL_THRESHOLD))
     jobs = itertools.chain(head, jobs)
@@ -530,20 +484,29 @@ def _outcomes(walk: _Walk, setting: _Setting, workers: int) -> Iterator[_Outcome
         _set_setting(setting)
         try:
             for job in jobs:  # each committed before the next is read: an interrupt loses none
-                yield from _prepare_all([job])
+                yield [_prepare(job)]
         finally:
             _set_setting(None)
         return
-    # The workers read trials while the walk is still finding more (it runs as they ask).
-    for outcomes in map_chunks(
-        _prepare_all,
-        _chunks(jobs),
-        context=_pool_context(),
-        workers=workers,
-        initializer=_set_setting,
-        initargs=(setting,),
-    ):
-        yield from outcomes
+    # The workers read trials while the walk is still finding more (it runs as they ask),
+    # at most _AHEAD chunks per worker ahead of the parent's commits.
+    pool = ProcessPoolExecutor(
+        workers, mp_context=_pool_context(), initializer=_start_worker, initargs=(setting,)
+    )
+    pending: deque[Future[list[_Outcome]]] = deque()
+    try:
+        for chunk in _chunks(jobs):
+            pending.append(pool.submit(_prepare_all, chunk))
+            if len(pending) > _AHEAD * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    except BrokenProcessPool:
+        raise WorkerDied(
+            "a worker process ended without answering: killed, out of memory, or a crash"
+        ) from None
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _chunks(jobs: Iterator[_Job]) -> Iterator[list[_Job]]:
@@ -564,48 +527,33 @@ def _first_with_id(
     return first if first != outcome.trial_dir else None
 
 
-def _record(
-    store: ResultsStore,
-    journal: Journal,
-    outcome: _Outcome,
-    known: dict[str, str],
-    summary: ExportSummary,
-    run_dirs: set[str],
-) -> IndexEntry | None:
-    """Tally *outcome*; a staged run is committed: its index entry (None for the rest).
-    *run_dirs*: the run ids stored as directories, kept up to date."""
-    where = outcome.trial_dir
+def _tally(outcome: _Outcome, summary: ExportSummary) -> None:
+    """Count an outcome that stores nothing."""
     if outcome.kind == "unchanged":
         summary.unchanged += 1
-        return None
-    if outcome.kind == "in_progress":
-        summary.in_progress.append(where)
-        return None
-    if outcome.kind == "skipped":
-        summary.skipped.append(f"{where}: {outcome.message}")
-        return None
-    stat_now = None
-    if outcome.packed is None:
-        target = store.commit(outcome.staged or store.staging / outcome.run_id, outcome.run_id)
-        run_dirs.add(outcome.run_id)
-        stat_now = record_stat(target / RECORD_FILE)
-    summary.warnings.extend(outcome.warnings)
-    previous = known.get(outcome.run_id)
-    known[outcome.run_id] = outcome.fingerprint
-    (summary.updated if previous is not None else summary.added).append(where)
-    if outcome.packed is None and stat_now is None:
-        return None  # already gone: the next export finds out by listing runs/
-    entry = IndexEntry(
-        run_id=outcome.run_id,
-        source_dir=where,
-        fingerprint=outcome.fingerprint,
-        record=outcome.packed,
-        record_stat=stat_now,
-    )
-    journal.append(entry)
-    if outcome.packed is not None and outcome.run_id in run_dirs:
-        # After the line: a run dir the journal now replaces (a crash in between leaves a
-        # dir the next export removes, never a store without the run).
-        shutil.rmtree(store.runs / outcome.run_id, ignore_errors=True)
-        run_dirs.discard(outcome.run_id)
-    return entry
+    elif outcome.kind == "in_progress":
+        summary.in_progress.append(outcome.trial_dir)
+    elif outcome.kind == "skipped":
+        summary.skipped.append(f"{outcome.trial_dir}: {outcome.message}")
+
+
+def _commit(
+    store: ResultsStore, ready: list[_Outcome], known: dict[str, str], summary: ExportSummary
+) -> list[_Outcome]:
+    """Store a chunk's runs in one transaction and tally them; the outcomes stored. When
+    the write fails (a full disk), each of them is reported skipped and nothing of them
+    is stored: the next export adds them."""
+    if not ready:
+        return []
+    try:
+        store.commit([o.run for o in ready if o.run is not None])
+    except (OSError, sqlite3.Error) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        summary.skipped += [f"{o.trial_dir}: cannot store it ({why})" for o in ready]
+        return []
+    for outcome in ready:
+        summary.warnings.extend(outcome.warnings)
+        previous = known.get(outcome.run_id)
+        known[outcome.run_id] = outcome.fingerprint
+        (summary.updated if previous is not None else summary.added).append(outcome.trial_dir)
+    return ready

@@ -27,7 +27,6 @@ from pydantic import BaseModel, Field
 from posttrainbench.core.errors import PtbError
 from posttrainbench.core.safe_fs import CopyBudget, SafeDir
 from posttrainbench.host.copy_caps import CopyCaps
-from posttrainbench.host.results.pack import PackReader
 from posttrainbench.host.results.ptb_layout import (
     CONTAMINATION_FILE,
     CONTAMINATION_JUDGES,
@@ -116,15 +115,13 @@ def _metrics(record: ResultRecord) -> str | None:
     return PtbMetrics(accuracy=record.score, stderr=stderr).model_dump_json(exclude_none=True)
 
 
-def _trace_files(
-    store: ResultsStore, packs: PackReader, record: ResultRecord
-) -> tuple[dict[str, str], str | None]:
+def _trace_files(store: ResultsStore, record: ResultRecord) -> tuple[dict[str, str], str | None]:
     """solve_out.txt (the stored trace or agent log) and solve_parsed.txt (it, readable)."""
     relative = record.trace_files[0] if record.trace_files else record.agent_log
     if relative is None:
         return {}, None
     try:
-        data, cut = store.read_run_file(record, relative, MAX_TRACE_BYTES, packs)
+        data, cut = store.read_run_file(record, relative, MAX_TRACE_BYTES)
     except OSError as exc:
         return {}, f"cannot read its trace {relative} ({exc.strerror or exc})"
     text = data.decode("utf-8", errors="replace")
@@ -134,7 +131,7 @@ def _trace_files(
 
 
 def _copy_final_model(store: ResultsStore, record: ResultRecord, run_dir: Path) -> str | None:
-    if record.final_model_dir is None or record.packed_files:
+    if record.final_model_dir is None:
         return None
     caps = CopyCaps()
     budget = CopyBudget(max_bytes=caps.final_model_bytes, max_files=caps.final_model_files)
@@ -149,7 +146,6 @@ def _copy_final_model(store: ResultsStore, record: ResultRecord, run_dir: Path) 
 
 def _write_run(
     store: ResultsStore,
-    packs: PackReader,
     record: ResultRecord,
     run_dir: Path,
     with_final_model: bool,
@@ -162,7 +158,7 @@ def _write_run(
         files[METRICS_FILE] = metrics + "\n"
     if record.time.agent_hours is not None:
         files[TIME_TAKEN_FILE] = format_hms(round(record.time.agent_hours * 3600)) + "\n"
-    traces, note = _trace_files(store, packs, record)
+    traces, note = _trace_files(store, record)
     files.update(traces)
     for name, text in files.items():
         (run_dir / name).write_text(text, encoding="utf-8")
@@ -206,19 +202,14 @@ def export_ptb(
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     staging.chmod(0o755)  # mkdtemp's 0700 would outlive the rename
     try:
-        with PackReader(store.packs) as packs:
-            for (method, benchmark, hf_id), runs in sorted(cells.items()):
-                kept = current_runs(runs, all_versions=all_versions).runs
-                numbers = run_ids(kept)
-                for record in kept:
-                    name = RunDirName.of(benchmark, hf_id, numbers[record.id])
-                    notes = _write_run(
-                        store, packs, record, staging / method / str(name), with_final_model
-                    )
-                    summary.warnings += [
-                        f"run {record.id} ({record.trial_name}): {n}" for n in notes
-                    ]
-                    summary.runs += 1
+        for (method, benchmark, hf_id), runs in sorted(cells.items()):
+            kept = current_runs(runs, all_versions=all_versions).runs
+            numbers = run_ids(kept)
+            for record in kept:
+                name = RunDirName.of(benchmark, hf_id, numbers[record.id])
+                notes = _write_run(store, record, staging / method / str(name), with_final_model)
+                summary.warnings += [f"run {record.id} ({record.trial_name}): {n}" for n in notes]
+                summary.runs += 1
         summary.methods = sorted({method for method, _, _ in cells})
         if out_dir.is_dir():
             out_dir.rmdir()  # empty (checked above): replaced by the finished export

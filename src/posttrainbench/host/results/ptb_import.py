@@ -33,7 +33,6 @@ from posttrainbench.core.safe_fs import CopyBudget, SafeDir
 from posttrainbench.core.verdict import Judgement
 from posttrainbench.host.catalog import list_benchmarks
 from posttrainbench.host.copy_caps import CopyCaps
-from posttrainbench.host.results.pack import PackWriter
 from posttrainbench.host.results.ptb_layout import (
     CONTAMINATION_FILE,
     CONTAMINATION_TEXT,
@@ -63,9 +62,9 @@ from posttrainbench.host.results.record import (
     Usage,
     combine_flags,
 )
-from posttrainbench.host.results.run_files import TRACE_PREFIX, PackSink
+from posttrainbench.host.results.run_files import TRACE_PREFIX, MemorySink
 from posttrainbench.host.results.store import ResultsStore
-from posttrainbench.host.results.store_index import IndexEntry, Journal, load_index
+from posttrainbench.host.results.store_db import StoredRun, stored_run
 from posttrainbench.task.integrity.traces.trial_files import MAX_TRACE_BYTES
 
 MAX_SMALL_FILE = 1 * 2**20  # metrics.json, a judgement, time_taken.txt: far larger is not one
@@ -263,29 +262,19 @@ def _read_run(root: SafeDir, method: str, name: str, where: str) -> _Read:
     return _Read(record, stored)
 
 
-def _pack_run(writer: PackWriter, root: SafeDir, read: _Read) -> IndexEntry:
-    """Append the run's traces and record to the pack (flushed); its journal entry."""
+def _stored_run(root: SafeDir, read: _Read) -> StoredRun:
+    """The run's record and its traces (copied under the trace caps), as rows."""
     caps = CopyCaps()
     budget = CopyBudget(
         max_bytes=caps.trace_bytes, max_files=caps.trace_files, max_file_bytes=MAX_TRACE_BYTES
     )
-    mark = writer.mark()
-    try:
-        sink = PackSink(writer)
-        record = read.record
-        record.trace_files = [
-            stored for stored, n in read.files.items() if root.copy_file(n, sink, stored, budget)
-        ]
-        record.refused_files = budget.refusal_lines()
-        record.packed_files = sink.files
-        ref = writer.append(record.model_dump_json().encode())
-        writer.flush()
-    except BaseException:
-        writer.drop(mark)
-        raise
-    return IndexEntry(
-        run_id=record.id, source_dir=record.source_dir, fingerprint=record.fingerprint, record=ref
-    )
+    sink = MemorySink()
+    record = read.record
+    record.trace_files = [
+        stored for stored, n in read.files.items() if root.copy_file(n, sink, stored, budget)
+    ]
+    record.refused_files = budget.refusal_lines()
+    return stored_run(record, sink.files)
 
 
 def _dirs(root: SafeDir, relative: str = "") -> list[str]:
@@ -300,10 +289,7 @@ def import_ptb(ptb_dir: Path, results_dir: Path) -> PtbImportSummary:
     store = ResultsStore.open(results_dir, create=True)
     summary = PtbImportSummary(results_dir=str(store.root))
     with store.locked(), SafeDir.open(ptb_dir) as top:
-        index = load_index(store.root, store.runs).entries
-        store.packs.mkdir(exist_ok=True)
-        journal = Journal(store.root)
-        writer = PackWriter(store.packs)
+        known = {p.run_id: p.fingerprint for p in store.prints()}
         try:
             for method in _dirs(top):
                 if method in SKIP_METHODS:
@@ -314,21 +300,20 @@ def import_ptb(ptb_dir: Path, results_dir: Path) -> PtbImportSummary:
                     try:
                         with top.subdir(f"{method}/{name}") as root:
                             read = _read_run(root, method, name, where)
-                            known = index.get(read.record.id)
-                            if known is not None and known.fingerprint == read.record.fingerprint:
+                            before = known.get(read.record.id)
+                            if before == read.record.fingerprint:
                                 summary.unchanged += 1
                                 continue
-                            entry = _pack_run(writer, root, read)
+                            run = _stored_run(root, read)
                     except LayoutError as exc:
                         summary.skipped.append(f"{where}: {exc}")
                         continue
                     except OSError as exc:
                         summary.skipped.append(f"{where}: cannot read ({exc.strerror or exc})")
                         continue
-                    journal.append(entry)  # the run is in the store from this line on
-                    (summary.updated if known is not None else summary.added).append(where)
-                    index[entry.run_id] = entry
+                    store.commit([run])  # the run is in the store from this commit on
+                    (summary.updated if before is not None else summary.added).append(where)
+                    known[run.run_id] = read.record.fingerprint
         finally:
-            writer.close()
-            journal.close()
+            store.close()
     return summary

@@ -10,7 +10,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from posttrainbench.core.trial_outcome import OutcomeKind, exception_kind
 from posttrainbench.core.verdict import Judgement
-from posttrainbench.host.results.pack import BlobRef
 from posttrainbench.task.integrity.agentic.verdicts import AgenticStatus
 from posttrainbench.task.schemas import Metrics, TaskSpec, legacy_failure
 
@@ -120,8 +119,8 @@ class ResultRecord(BaseModel):
     time: TimeUsed = Field(default_factory=TimeUsed)
     trace_files: list[str] = Field(
         default_factory=list,
-        description="the stored trace files, best first: relative to the run dir, or keys of "
-        "packed_files",
+        description="the stored trace files, best first: names of the run's stored files "
+        "(the store's `files` rows, or paths in its run dir)",
     )
     agent_log: str | None = Field(
         default=None,
@@ -138,11 +137,6 @@ class ResultRecord(BaseModel):
     )
     final_model_dir: str | None = Field(
         default=None, description="only with --with-final-model, relative"
-    )
-    packed_files: dict[str, BlobRef] = Field(
-        default_factory=dict,
-        description="for a run stored in packs: each stored file (the relative names above; "
-        "a snapshot's as snapshot/<path>) and its blob; empty for a run directory",
     )
     refused_files: list[str] = Field(
         default_factory=list,

@@ -1,7 +1,8 @@
 """Copying a trial's files into its stored run: traces, code snapshot and (when asked) final_model.
 
-A run goes into the store's packs (`PackSink`), or into a staged run directory when its
-final_model is asked for (`DirSink`): a model is many large files a rescore reads in place.
+A run's files are kept in memory (`MemorySink`) for the store's database, or written into
+a staged run directory when its final_model is asked for (`DirSink`): a model is many large
+files a rescore reads in place.
 
 The agent wrote every one of them, so each is copied through `safe_fs` (no link followed,
 only real directories and plain single-name files, nothing sparse) under a cap per kind. A
@@ -19,7 +20,6 @@ from posttrainbench.core.nofollow import Refused, read_fd
 from posttrainbench.core.safe_fs import CopyBudget, CopySink, DirSink, SafeDir, write_read
 from posttrainbench.host.copy_caps import CopyCaps
 from posttrainbench.host.results.harbor_trial import TrialSource
-from posttrainbench.host.results.pack import BlobRef, PackWriter
 from posttrainbench.host.results.record import ResultRecord
 from posttrainbench.host.results.trial_volumes import fetch_into
 from posttrainbench.task.integrity.traces.trial_files import MAX_TRACE_BYTES
@@ -36,19 +36,18 @@ SAMPLES_FILE = "samples.jsonl"
 SAMPLES_BYTES = 8 * 1024 * 1024  # a few thousand questions' verdicts and completion heads
 
 
-class PackSink:
-    """Copies into a pack: each file one blob, its ref kept under its relative name."""
+class MemorySink:
+    """Copies into memory: each file's bytes under its relative name (the store's blobs)."""
 
-    def __init__(self, writer: PackWriter):
-        self.writer = writer
-        self.files: dict[str, BlobRef] = {}
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
 
     def make_dir(self, relative: str) -> None:
         """Directories are implied by their files' names."""
 
     def put(self, relative: str, data: bytes, st: os.stat_result | None = None) -> None:
         """Store *data* as the file *relative*."""
-        self.files[relative] = self.writer.append(data)
+        self.files[relative] = data
 
     def copy_from(self, relative: str, fd: int, st: os.stat_result) -> int:
         """Store what *fd* holds (at most its size when opened) as *relative*."""
@@ -124,8 +123,6 @@ def stage_run_files(
                 warnings.append(warning)
         if (sink.path / FINAL_MODEL_DIR).is_dir():
             record.final_model_dir = FINAL_MODEL_DIR
-    if isinstance(sink, PackSink):
-        record.packed_files = sink.files
     record.refused_files = refused
     if refused:
         warnings.append(

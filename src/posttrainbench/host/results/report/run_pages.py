@@ -14,7 +14,6 @@ from pathlib import Path
 from posttrainbench.core.errors import PtbError
 from posttrainbench.core.nofollow import Refused
 from posttrainbench.core.verdict import Judgement
-from posttrainbench.host.results.pack import PackReader
 from posttrainbench.host.results.record import ResultRecord
 from posttrainbench.host.results.report.training_curve import TrainingCurve, training_curve
 from posttrainbench.host.results.store import ResultsStore
@@ -252,13 +251,13 @@ def build_run_pages(
     ordered = sorted(records, key=lambda r: (order.get(r.id, len(order)), r.id))
     store = ResultsStore(Path(results_dir))
     pages = []
-    with PackReader(store.packs) as packs:
+    try:
         for record in ordered:
 
             def read(
                 relative: str, limit: int, record: ResultRecord = record
             ) -> tuple[bytes, bool]:
-                return store.read_run_file(record, relative, limit, packs)
+                return store.read_run_file(record, relative, limit)
 
             pages.append(
                 RunPage(
@@ -274,4 +273,6 @@ def build_run_pages(
                     samples=samples_view(read, record),
                 )
             )
+    finally:
+        store.close()
     return pages
