@@ -41,54 +41,7 @@ _SIDE_FILES = ("-wal", "-shm")  # SQLite's files beside a WAL database
 _CHECKPOINT_PAGES = 65_536  # 256 MB of 4 KB pages
 BUSY_SECONDS = 30.0  # a reader waits this long for a checkpoint or a migration, at most
 
-SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE runs (
-    run_id TEXT PRIMARY KEY,
-    benchmark TEXT NOT NULL,
-    base_model TEXT NOT NULL,
-    agent TEXT NOT NULL,
-    agent_model TEXT,
-    agent_label TEXT NOT NULL,
-    job_name TEXT NOT NULL,
-    trial_name TEXT NOT NULL,
-    task_name TEXT NOT NULL,
-    task_version TEXT,
-    rescore_of TEXT,
-    status TEXT NOT NULL,
-    error TEXT,
-    score REAL,
-    reward REAL,
-    flagged INTEGER,
-    budget_hours REAL,
-    agent_hours REAL,
-    cost_usd REAL,
-    gpu_hours REAL,
-    started_at TEXT,
-    finished_at TEXT,
-    exported_at TEXT NOT NULL,
-    final_model_dir TEXT,
-    source_dir TEXT NOT NULL,
-    fingerprint TEXT NOT NULL,
-    record TEXT NOT NULL
-);
-CREATE TABLE verdicts (
-    run_id TEXT NOT NULL,
-    judge TEXT NOT NULL,
-    flagged INTEGER,
-    decided_by TEXT NOT NULL,
-    justification TEXT NOT NULL
-);
-CREATE INDEX verdicts_run ON verdicts (run_id);
-CREATE TABLE files (
-    run_id TEXT NOT NULL,
-    name TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    data BLOB NOT NULL,
-    UNIQUE (run_id, name)
-);
-CREATE TABLE unreadable (source TEXT PRIMARY KEY, reason TEXT NOT NULL);
-"""
+SCHEMA_FILE = Path(__file__).with_name("schema.sql")
 _INSERT_RUN = f"INSERT OR REPLACE INTO runs VALUES ({', '.join('?' * 27)})"  # run_row's 27
 
 
@@ -215,7 +168,7 @@ def create(path: Path, fill: Callable[[sqlite3.Connection], None] | None = None)
     conn = sqlite3.connect(building, isolation_level=None)
     try:
         with transaction(conn):  # one transaction: one sync, not one per table
-            for statement in SCHEMA.split(";"):
+            for statement in SCHEMA_FILE.read_text().split(";"):
                 conn.execute(statement)
             conn.executemany(
                 "INSERT INTO meta VALUES (?, ?)",
