@@ -14,6 +14,8 @@ need_apt=()
 command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
 command -v slirp4netns >/dev/null 2>&1 || need_apt+=(slirp4netns)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
+# The results store is a SQLite database; the README queries it with the sqlite3 shell.
+command -v sqlite3 >/dev/null 2>&1 || need_apt+=(sqlite3)
 # The Mode B security test's hostile candidate attacks with a debugger.
 command -v gdb >/dev/null 2>&1 || need_apt+=(gdb)
 # ... and a preload library it builds with a C compiler.

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import io
 import re
+import shlex
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from tests.helpers import run_ptb
 from tests.results_fixtures import TrialSpec, sql, write_job
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "results-store.md"
+README = DOC.parents[1] / "README.md"
 
 
 def _sweep(tmp_path: Path, n: int = 3) -> tuple[Path, Path, list[Path]]:
@@ -190,6 +193,19 @@ def test_the_documented_queries_answer_what_they_say(tmp_path: Path) -> None:
         assert len(traces) == 1 and traces[0][0].startswith('{"type"'), traces
     finally:
         conn.close()
+
+
+def test_the_readme_s_sqlite3_line_runs_on_a_store(tmp_path: Path) -> None:
+    """The README's query, with the sqlite3 shell (scripts/setup.sh installs it)."""
+    (line,) = [line for line in README.read_text().splitlines() if line.startswith("sqlite3 ")]
+    write_job(tmp_path / "jobs", "sweep", [TrialSpec(score=0.6), TrialSpec(score=0.8)])
+    export([tmp_path / "jobs"], tmp_path / "res")
+    argv = [
+        str(tmp_path / "res" / "results.sqlite") if a == "results/results.sqlite" else a
+        for a in shlex.split(line)
+    ]
+    done = subprocess.run(argv, capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == ["gsm8k|claude-code:anthropic/claude-opus-4-1|2|0.7"]
 
 
 def test_progress_is_one_line_on_a_terminal_and_plain_lines_in_a_log() -> None:
