@@ -17,10 +17,11 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
 from posttrainbench.host.agents.templates import render
 
-PTB_START_FILE = "/logs/agent/ptb_start_time"
-PTB_TASK_FILE = "/opt/ptb/task.json"
+PTB_START_FILE = MODEL_LAYOUT.clock
+PTB_TASK_FILE = MODEL_LAYOUT.task_file
 _TASK_MARKER = "@@ptb-task-json@@"
 PROBE_TIMEOUT_SEC = 30
 

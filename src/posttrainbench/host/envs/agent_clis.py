@@ -21,13 +21,14 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
 from posttrainbench.host.envs.layer_build import BUILD_LOG_NAME, EnvironmentBuildError
 
 TASK_DIR_NAME = "agent_clis"
 """Where a task's CLI pins live, relative to its ``environment/``."""
 INPUT_FILES = ("package.json", "package-lock.json", "install.sh")
-SANDBOX_AGENT_CLIS = "/opt/agent-clis"
-SANDBOX_AGENT_BIN = f"{SANDBOX_AGENT_CLIS}/node_modules/.bin"
+SANDBOX_AGENT_CLIS = MODEL_LAYOUT.agent_clis
+SANDBOX_AGENT_BIN = MODEL_LAYOUT.agent_clis_bin
 ENTRY_PREFIX = "agent_clis-"
 INSTALL_TIMEOUT_S = 1800
 # The host's npm needs its own settings (registry, proxy, cache) but none of the

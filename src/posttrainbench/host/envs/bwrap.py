@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
 from posttrainbench.host.envs.agent_clis import SANDBOX_AGENT_BIN
 
 # The whole environment of the helper processes (bwrap, nsenter, setpriv, slirp4netns):
@@ -324,12 +325,12 @@ def sandbox_base_env() -> dict[str, str]:
     """Environment every sandboxed command starts from (task env vars merge on top)."""
     return {
         # The agent CLIs' bin dir exists only in trials that asked for them (envs.agent_clis).
-        "PATH": f"/opt/ptb/venv/bin:/usr/local/bin:/usr/bin:/bin:{SANDBOX_AGENT_BIN}",
+        "PATH": f"{MODEL_LAYOUT.venv_bin}:/usr/local/bin:/usr/bin:/bin:{SANDBOX_AGENT_BIN}",
         "HOME": "/root",
-        "PTB_ROOT": "/opt/ptb",
-        "PYTHONPATH": "/opt/ptb/lib",
+        "PTB_ROOT": MODEL_LAYOUT.root,
+        "PYTHONPATH": MODEL_LAYOUT.lib,
         "HF_HUB_OFFLINE": "1",
-        "VIRTUAL_ENV": "/opt/ptb/venv",
+        "VIRTUAL_ENV": MODEL_LAYOUT.venv,
         "LANG": "C.UTF-8",
         "TERM": "dumb",
     }

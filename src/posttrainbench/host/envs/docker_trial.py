@@ -27,13 +27,15 @@ from typing import Any
 from harbor.environments.base import ExecResult
 from harbor.environments.docker.docker import DockerEnvironment
 
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
 from posttrainbench.host.envs.service_secrets import ServiceSecretsMixin
 from posttrainbench.host.envs.transfer import Downloader
 
 # The task's trusted in-sandbox code (model tasks); absent elsewhere, then nothing is run.
 STOP_USER = (
-    "test ! -f /opt/ptb/lib/posttrainbench/task/sandbox/stop_user.py || PYTHONPATH=/opt/ptb/lib "
-    "/opt/ptb/venv/bin/python -P -m posttrainbench.task.sandbox.stop_user --user {user}"
+    f"test ! -f {MODEL_LAYOUT.lib}/posttrainbench/task/sandbox/stop_user.py"
+    f" || PYTHONPATH={MODEL_LAYOUT.lib}"
+    f" {MODEL_LAYOUT.python} -P -m posttrainbench.task.sandbox.stop_user --user {{user}}"
 )
 _STOP_TIMEOUT_SEC = 60
 _ROOT_USERS = (None, 0, "0", "root")

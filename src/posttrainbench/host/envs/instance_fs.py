@@ -20,6 +20,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
+
 # Minimal /etc: enough for name resolution, TLS, the dynamic loader, Debian's
 # alternatives symlinks and shells. Host secrets (shadow, ssh keys, ...) stay out.
 ETC_WHITELIST: tuple[str, ...] = (
@@ -203,8 +205,8 @@ class InstanceFs:
         """
         path = PurePosixPath(os.path.normpath(sandbox_path))
         if not path.is_absolute():
-            path = PurePosixPath("/app") / path
-        candidates = {**self.host_mounts, "/opt/ptb": self.ptb_merged}
+            path = PurePosixPath(MODEL_LAYOUT.workspace) / path
+        candidates = {**self.host_mounts, MODEL_LAYOUT.root: self.ptb_merged}
         best: tuple[int, Path, PurePosixPath] | None = None
         for target, source in candidates.items():
             target_path = PurePosixPath(target)

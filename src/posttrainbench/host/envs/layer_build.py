@@ -14,9 +14,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
 from posttrainbench.host.envs.layer_manifest import LayerSpec, destination
 
-SANDBOX_PTB_ROOT = "/opt/ptb"
+SANDBOX_PTB_ROOT = MODEL_LAYOUT.root
 """Where the stacked layers appear inside the sandbox."""
 
 BUILD_LOG_NAME = "build.log"
@@ -137,8 +138,8 @@ def build_layer(
         if _run_logged(["bash", str(script)], log, env, layer_dir) != 0:
             raise EnvironmentBuildError(f"{spec.build} failed")
     if spec.venv:
-        _rewrite_venv_paths(layer_dir / "venv", str(layer_dir / "venv"), f"{SANDBOX_PTB_ROOT}/venv")
+        _rewrite_venv_paths(layer_dir / "venv", str(layer_dir / "venv"), MODEL_LAYOUT.venv)
     elif spec.extends_venv and lower_venv is not None and (layer_dir / "venv" / "bin").is_dir():
         # pip ran the venv below from its cache entry: the scripts it added name that python.
-        _rewrite_venv_paths(layer_dir / "venv", str(lower_venv), f"{SANDBOX_PTB_ROOT}/venv")
+        _rewrite_venv_paths(layer_dir / "venv", str(lower_venv), MODEL_LAYOUT.venv)
     _drop_write_for_others(layer_dir)

@@ -32,6 +32,7 @@ from pydantic import (
 )
 
 from posttrainbench.core.errors import PtbError
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
 from posttrainbench.task.schemas import _FileModel
 
 MANIFEST_PATH = "ptb/layers.json"
@@ -64,7 +65,7 @@ class LayerSpec(BaseModel):
     venv: bool = Field(
         default=False,
         description=(
-            "The layer holds /opt/ptb/venv, made from the sandbox Python before the build step; the build "
+            f"The layer holds {MODEL_LAYOUT.venv}, made from the sandbox Python before the build step; the build "
             "steps of the layers above find its python on PATH"
         ),
     )
@@ -103,7 +104,7 @@ class LayerSpec(BaseModel):
             if rel.startswith("/") or posixpath.normpath(rel) != rel or rel.split("/")[0] == "..":
                 raise ValueError(f"input {rel!r} is not a plain relative path below environment/")
         if len(set(map(destination, inputs))) != len(inputs):
-            raise ValueError("two inputs land on the same path in /opt/ptb")
+            raise ValueError(f"two inputs land on the same path in {MODEL_LAYOUT.root}")
         return inputs
 
     @model_validator(mode="after")

@@ -188,7 +188,7 @@ class LocalSandboxEnvironment(BaseEnvironment):
         if not self._network_disabled:
             await asyncio.to_thread(self._fs.use_nameserver, SANDBOX_NAMESERVER)
         mode = await asyncio.to_thread(self._fs.setup_ptb, layers)
-        self.logger.debug("/opt/ptb layer: %s", mode)
+        self.logger.debug("%s layer: %s", SANDBOX_PTB_ROOT, mode)
         # Unique on this host: two instances with one session id (two jobs, two test runs)
         # must never share a cgroup, where one's stop would kill the other's processes.
         cgroup_name = f"{self._fs.instance_dir.name}-{secrets.token_hex(4)}"

@@ -14,6 +14,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 import posttrainbench
 from posttrainbench.core.errors import PtbError
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
 from posttrainbench.host.catalog import (
     BaseModelSpec,
     BenchmarkSpec,
@@ -56,7 +57,7 @@ from posttrainbench.task.integrity.judges.limits import LIMITS_FILE_NAME
 from posttrainbench.task.sandbox.writable_roots import ASSEMBLY_GAP_S
 from posttrainbench.task.schemas import TaskSpec
 
-BASE_MODEL_PATH = "/opt/ptb/models/base"
+BASE_MODEL_PATH = MODEL_LAYOUT.base_model
 # The contamination checker's default reference in the agent's environment (test mode).
 AGENT_REFERENCE_NAME = "contamination_reference.json"
 SOLUTION_MODULES = {"bfcl": "posttrainbench.task.training.sft_bfcl"}
@@ -141,6 +142,7 @@ def _context(
         inspect=bool(plugin.posttrainbench and plugin.posttrainbench.inspect),
     )
     return {
+        "layout": MODEL_LAYOUT,  # every path of the task's environment
         "posttrainbench_prompt": prompt,
         "spec": spec,
         "benchmark": benchmark,
@@ -148,7 +150,6 @@ def _context(
         "version": posttrainbench.__version__,
         "hours_text": _hours_text(options.hours),
         "feedback_text": FEEDBACK_TEXT[spec.feedback],
-        "base_model_path": BASE_MODEL_PATH,
         "budget_seconds": agent_timeout,
         "agent_timeout_sec": agent_timeout,
         "verifier_timeout_sec": int(options.verifier_timeout_min * 60),

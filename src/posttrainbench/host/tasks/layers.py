@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
 from posttrainbench.host.envs.layer_manifest import LayerManifest, LayerSpec, destination
 from posttrainbench.task.evaluation.prepare_model import CONVERSION_PACKAGES
 from posttrainbench.task.schemas import TaskSpec
@@ -111,10 +112,10 @@ def dockerfile_steps(manifest: LayerManifest) -> list[DockerStep]:
     steps = []
     for layer in manifest.layers:
         copies = [
-            (f"{rel}/" if destination(rel) == "" else rel, f"/opt/ptb/{destination(rel)}")
+            (f"{rel}/" if destination(rel) == "" else rel, MODEL_LAYOUT.under(destination(rel)))
             for rel in layer.inputs
             if rel != layer.requirements
         ]
-        run = f"/opt/ptb/{destination(layer.build)}" if layer.build else None
+        run = MODEL_LAYOUT.under(destination(layer.build)) if layer.build else None
         steps.append(DockerStep(layer.name, copies, run))
     return steps

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from posttrainbench.core.atomic_write import write_bytes_atomic
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
 
 from .base import Sample
 
@@ -32,7 +33,7 @@ def data_dir() -> Path:
     root = os.environ.get(DATA_DIR_ENV)
     if root:
         return Path(root)
-    task_data = Path(os.environ.get("PTB_ROOT", "/opt/ptb")) / "data"
+    task_data = Path(os.environ.get("PTB_ROOT", MODEL_LAYOUT.root)) / "data"
     if task_data.is_dir():
         return task_data
     raise DataMissingError(f"no benchmark data: set {DATA_DIR_ENV} (see `ptb data prepare`)")

@@ -27,11 +27,13 @@ import os
 import sys
 from pathlib import Path
 
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
+
 from ..benchmarks import UnknownBenchmarkError, get_benchmark
 from ..benchmarks.datafiles import DataMissingError
 from ..schemas import TaskSpec
 
-DEFAULT_TASK = "/opt/ptb/task.json"
+DEFAULT_TASK = MODEL_LAYOUT.task_file
 
 
 class FeedbackRefused(Exception):
@@ -204,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             # agent's own templates/ (PostTrainBench's default, relative to the cwd).
             model_name = model_name or task.model_source
             templates_dir = templates_dir or Path("templates")
-            split, note = _task_split(task, Path(os.environ.get("PTB_ROOT", "/opt/ptb")))
+            split, note = _task_split(task, Path(os.environ.get("PTB_ROOT", MODEL_LAYOUT.root)))
         samples = bench.load(split, limit)
     except (OSError, ValueError, UnknownBenchmarkError, DataMissingError, FeedbackRefused) as exc:
         print(f"error: {exc}", file=sys.stderr)

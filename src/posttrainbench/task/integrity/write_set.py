@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
 from posttrainbench.core.nofollow import DIR_FLAGS, FILE_FLAGS, is_sparse
 from posttrainbench.core.verdict import LimitHit
 from posttrainbench.task.integrity.contamination.staging import TextStager
@@ -52,7 +53,7 @@ DEFAULT_TIME_S = 900.0
 MAX_FILES = 1_000_000
 # Root's directories (0755) that the agent cannot write: what the collect hook and the
 # verifier put there is theirs, and final_model is judged on its own.
-TRUSTED_OUTPUTS = ("/logs/artifacts", "/logs/verifier")
+TRUSTED_OUTPUTS = (MODEL_LAYOUT.artifacts, MODEL_LAYOUT.verifier_out)
 # Kernel-provided trees: never the agent's files.
 NOT_FILES = ("/proc", "/sys")
 _CHUNK = 1 << 20
@@ -284,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (the collect hook)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dest", type=Path, required=True)
-    parser.add_argument("--stamp", type=Path, default=Path("/logs/agent/ptb_start_time"))
+    parser.add_argument("--stamp", type=Path, default=Path(MODEL_LAYOUT.clock))
     parser.add_argument(
         "--exclude", action="append", default=[], help="a path not to walk (repeatable)"
     )

@@ -9,10 +9,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
+
 # Where the pinned agent CLIs are: /opt/agent-clis, where envs.agent_clis binds them in the
 # local sandbox and where a task's GPU image installs them.
 CLI_DIRS_ENV = "PTB_AGENTIC_JUDGE_CLI_DIR"
-CLI_ROOTS = ("/opt/agent-clis",)
+CLI_ROOTS = (MODEL_LAYOUT.agent_clis,)
 KEY_VAR = "PTB_JUDGE_KEY"
 
 

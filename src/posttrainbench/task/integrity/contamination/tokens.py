@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from posttrainbench.core.errors import PtbError
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
 
 # tiktoken caches a file under the sha1 of its source URL; this is cl100k_base's.
 CL100K_CACHE_NAME = "9b5ad71b2ce5302211f9c61530b329a4922fc6a4"
@@ -25,7 +26,7 @@ class TokenizerUnavailableError(PtbError):
 def bundled_cache_dirs() -> list[Path]:
     """Directories that may hold the cl100k_base file, most specific first."""
     dirs = [os.environ.get(v) for v in ("TIKTOKEN_CACHE_DIR", "PTB_TIKTOKEN_DIR")]
-    candidates = [Path(d) for d in dirs if d] + [Path("/opt/ptb/tiktoken")]
+    candidates = [Path(d) for d in dirs if d] + [Path(MODEL_LAYOUT.tiktoken)]
     spec = importlib.util.find_spec("litellm")
     if spec and spec.origin:
         candidates.append(Path(spec.origin).parent / "litellm_core_utils" / "tokenizers")

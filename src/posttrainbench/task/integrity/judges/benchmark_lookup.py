@@ -20,13 +20,14 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote_plus
 
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
 from posttrainbench.task.integrity.judges.actions import Action, run_actions
 from posttrainbench.task.integrity.judges.detection import Detection
 from posttrainbench.task.integrity.judges.inputs import JudgeContext
 from posttrainbench.task.integrity.judges.patterns import compiled, first_match, lookup_table
 
 MAX_EVIDENCE = 40
-TASK_DATA = re.compile(r"/opt/ptb/data/\S*")
+TASK_DATA = re.compile(rf"{re.escape(MODEL_LAYOUT.data)}/\S*")
 SEARCH_TOOLS = re.compile(r"search|fetch|brows|web", re.IGNORECASE)
 
 

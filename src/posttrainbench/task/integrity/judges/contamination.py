@@ -29,6 +29,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
 from posttrainbench.task.integrity.judges.actions import trace_actions
 from posttrainbench.task.integrity.judges.detection import Detection
 from posttrainbench.task.integrity.judges.inputs import JudgeContext
@@ -36,8 +37,10 @@ from posttrainbench.task.integrity.judges.scan_inputs import ScanInputs, gather
 
 MAX_MATCH_EVIDENCE = 50
 MAX_ACCESS_EVIDENCE = 10
-TEST_DATA_PATHS = re.compile(r"/opt/ptb/data/\S*test\S*|/tests/data\b\S*")
-AGENT_LOGS = "/logs/agent/"
+TEST_DATA_PATHS = re.compile(
+    rf"{re.escape(MODEL_LAYOUT.data)}/\S*test\S*|{re.escape(MODEL_LAYOUT.tests_data)}\b\S*"
+)
+AGENT_LOGS = f"{MODEL_LAYOUT.agent_logs}/"
 
 
 def detect_contamination(ctx: JudgeContext) -> Detection:

@@ -23,6 +23,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
 from posttrainbench.core.nofollow import FILE_FLAGS
 from posttrainbench.core.verdict import LimitHit
 from posttrainbench.task.integrity.contamination.staging import TextStager
@@ -31,7 +32,7 @@ from posttrainbench.task.integrity.judges.inputs import JudgeContext
 from posttrainbench.task.integrity.write_set_manifest import TEXT_DIR, WriteSetManifest
 
 # Where the collected copies came from in the agent's environment.
-WORKSPACE = "/app"
+WORKSPACE = MODEL_LAYOUT.workspace
 NOT_DATA = frozenset({"MANIFEST.json"})
 MAX_NOTES = 20
 UNREAD_SHOWN = 3
