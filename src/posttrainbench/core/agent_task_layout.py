@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
 from posttrainbench.core.secrets_file import SECRETS_DIR
+
+# The same trusted tree as a model task's.
+_ROOT = MODEL_LAYOUT.root
 
 
 class TaskLayout(BaseModel):
@@ -16,10 +20,11 @@ class TaskLayout(BaseModel):
     repo: str = "/app"  # the agent's git repository (its working directory)
     service_root: str = "/var/lib/ptb-agent-task"  # root-only: state/, service.log, service.pid
     runs_root: str = "/var/lib/ptb-runs"  # root's, 0711: one directory per candidate run
-    private: str = "/opt/ptb/agent-task/private"  # root-only: config, every split, the baseline
-    lib: str = "/opt/ptb/lib"  # the service's code
-    venv: str = "/opt/ptb/venv"  # the service's Python environment
-    python: str = "/opt/ptb/venv/bin/python"  # its interpreter
+    root: str = _ROOT  # the task's trusted tree (environment/ptb/ of the task dir)
+    private: str = f"{_ROOT}/agent-task/private"  # root-only: config, every split, the baseline
+    lib: str = f"{_ROOT}/lib"  # the service's code
+    venv: str = f"{_ROOT}/venv"  # the service's Python environment
+    python: str = f"{_ROOT}/venv/bin/python"  # its interpreter
     tests: str = "/tests"  # the verifier's sealed code (uploaded by Harbor)
     verifier_out: str = "/logs/verifier"  # reward.json and the verifier's records
     secrets_dir: str = SECRETS_DIR
