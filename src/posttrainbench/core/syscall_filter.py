@@ -10,7 +10,7 @@ child, so nothing the candidate starts can shed them:
   directories, read everywhere; TCP bind/connect, abstract unix sockets and signals to
   processes outside the domain are refused (as far as the kernel's Landlock ABI goes).
 
-Standard library only: it runs in the candidate's launcher (``optimize/confine``) on Python
+Standard library only: it runs in the candidate's launcher (``service/shared/confine.py``) on Python
 3.11+, and in the local sandbox's guard of nested instances (``envs/ptrace_guard``), which
 installs a shorter list (:func:`install_denial`).
 """
