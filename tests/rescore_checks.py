@@ -10,9 +10,9 @@ import json
 import shutil
 from pathlib import Path
 
+from posttrainbench.host.payload import package_root
 from posttrainbench.host.results.record import ResultRecord
 from posttrainbench.host.results.store import ResultsStore
-from posttrainbench.host.tasks.compiler import package_root
 from tests.helpers import run_ptb
 from tests.results_fixtures import forget_run
 
@@ -24,7 +24,7 @@ def fixture_scorer_package(dest: Path) -> Path:
     version, put first on PYTHONPATH so the compiled task ships it."""
     package = dest / "posttrainbench"
     shutil.copytree(package_root(), package, ignore=shutil.ignore_patterns("__pycache__"))
-    scorer = package / "benchmarks" / "bfcl" / "benchmark.py"
+    scorer = package / "task" / "benchmarks" / "bfcl" / "benchmark.py"
     text = scorer.read_text()
     assert _SCORE in text, "the BFCL scorer's signature changed: update this fixture"
     scorer.write_text(

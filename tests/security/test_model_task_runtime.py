@@ -1,6 +1,6 @@
 """Issue 15's runtime attacks on model tasks, by a hostile agent in real Harbor trials on
-the local sandbox (bfcl x smollm2-135m, one test item; the judges are left out by a
-short verifier timeout: their own tier covers them).
+the local sandbox (bfcl x smollm2-135m, one test item, a 3-minute verifier; the judges'
+own attacks are in their own tier).
 
 One trial runs every runtime attack (``agents/model_task_runtime_attacks.sh``, killing
 the system monitor and forging its log among them) through the re-prompting wrapper, whose
@@ -51,14 +51,15 @@ CLI_TIMEOUT = 120
 
 @pytest.fixture(scope="module")
 def task(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # A 2-minute verifier leaves the judges less than their 60-second minimum: they skip.
+    # A 3-minute verifier: its first attempt gets about 70 s, room for one item of each
+    # model on a loaded CI machine (at 2 minutes, 41 s was once too few there).
     options = CompileOptions(
         hours=HOURS,
         cpus=2,
         memory_gb=8,
         final_eval_limit=1,
         score_base_model=True,
-        verifier_timeout_min=2,
+        verifier_timeout_min=3,
     )
     return compile_task("bfcl", "smollm2-135m", tmp_path_factory.mktemp("tasks"), options)
 

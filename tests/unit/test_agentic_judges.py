@@ -296,7 +296,7 @@ def test_the_verifiers_skip_lines_are_valid_status_files() -> None:
     # started for nothing); what it writes must read back as a status.
     import re
 
-    from posttrainbench.host.tasks.compiler import package_root
+    from posttrainbench.host.payload import package_root
 
     text = (package_root() / "host/tasks/templates/tests/test.sh.j2").read_text()
     lines = re.findall(

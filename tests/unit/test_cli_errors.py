@@ -145,9 +145,17 @@ def test_ctrl_c_says_so_and_exits_130(tmp_path):
         text=True,
         env={**os.environ, "HARBOR_TELEMETRY": "0"},
     )
-    time.sleep(4)  # past start-up, blocked in the read
+    # Opening the FIFO's other end returns once the import has opened it: past start-up
+    # (however long a loaded machine takes), and then blocked in the read.
+    signal.alarm(120)
+    try:
+        writer = os.open(fifo, os.O_WRONLY)
+    finally:
+        signal.alarm(0)
+    time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
+    os.close(writer)
     assert proc.returncode == 130, (out, err)
     assert "interrupted; everything written so far is kept" in err
     assert "Traceback" not in err

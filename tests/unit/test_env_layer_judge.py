@@ -28,7 +28,7 @@ from posttrainbench.host.envs.env_cache import (
     resolve_sandbox_python,
 )
 from posttrainbench.host.envs.layer_manifest import MANIFEST_PATH
-from posttrainbench.host.tasks.compiler import package_root
+from posttrainbench.host.payload import package_root
 from posttrainbench.host.tasks.layers import JUDGE_BUILD, JUDGE_REQUIREMENTS, model_task_layers
 from posttrainbench.task.schemas import TaskSpec
 from tests.helpers import run_ptb

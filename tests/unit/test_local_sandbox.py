@@ -570,7 +570,7 @@ def test_unprivileged_user_pip_installs_into_its_user_site(
 ) -> None:
     """The task venv is root's; the agent's `pip install` lands in its user site, which
     wins over the venv's packages for it and is invisible to root."""
-    from posttrainbench.host.tasks.compiler import package_root
+    from posttrainbench.host.payload import package_root
 
     hook = (
         package_root() / "host" / "tasks" / "templates" / "environment" / "ptb" / "ptb_user_site.py"
