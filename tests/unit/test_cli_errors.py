@@ -144,6 +144,10 @@ def test_ctrl_c_says_so_and_exits_130(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "HARBOR_TELEMETRY": "0"},
+        # As from a terminal: Ctrl-C at its default. A test process may have inherited it
+        # ignored (an ignored SIGINT stays ignored across exec, and Python then installs no
+        # KeyboardInterrupt handler).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     # Opening the FIFO's other end returns once the import has opened it: past start-up
     # (however long a loaded machine takes), and then blocked in the read.
