@@ -14,7 +14,7 @@ from harbor.agents.base import BaseAgent
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
 
-from posttrainbench.host.tasks.compiler import BASE_MODEL_PATH
+from posttrainbench.core.model_task_layout import MODEL_LAYOUT
 
 PAYLOAD = Path(__file__).with_name("hostile_judges_payload.py")
 SANDBOX_PAYLOAD = "/tmp/ptb_hostile_judges.py"
@@ -39,7 +39,7 @@ class HostileJudgesAgent(BaseAgent):
     ) -> None:
         await environment.upload_file(PAYLOAD, SANDBOX_PAYLOAD)
         result = await environment.exec(
-            f"/opt/ptb/venv/bin/python {SANDBOX_PAYLOAD} bfcl {JUNK_MB} {BASE_MODEL_PATH}"
+            f"{MODEL_LAYOUT.python} {SANDBOX_PAYLOAD} bfcl {JUNK_MB} {MODEL_LAYOUT.base_model}"
         )
         if result.return_code != 0:
             raise RuntimeError(f"hostile payload failed: {result.stderr}")

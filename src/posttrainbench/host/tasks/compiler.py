@@ -57,7 +57,6 @@ from posttrainbench.task.integrity.judges.limits import LIMITS_FILE_NAME
 from posttrainbench.task.sandbox.writable_roots import ASSEMBLY_GAP_S
 from posttrainbench.task.schemas import TaskSpec
 
-BASE_MODEL_PATH = MODEL_LAYOUT.base_model
 # The contamination checker's default reference in the agent's environment (test mode).
 AGENT_REFERENCE_NAME = "contamination_reference.json"
 SOLUTION_MODULES = {"bfcl": "posttrainbench.task.training.sft_bfcl"}
